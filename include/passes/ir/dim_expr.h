@@ -1,0 +1,113 @@
+// Symbolic tensor dimensions.
+//
+// A dimension is a static integer, an expression over named symbols (`n`, `n*4`, `(h + 1)//2`,
+// `min(k, n)`), or unknown (`?`). Every DimExpr is kept in one canonical form, so structural
+// equality is semantic equality for the polynomial part:
+//   - constants are stored inline (no allocation: concrete shape functions stay cheap);
+//   - +, -, * are normalised to a sum of terms `coeff * atom * atom ...` with a constant part;
+//     terms are ordered by a total order on atoms that depends on names only (deterministic);
+//   - atoms are symbols and the non-polynomial operators floordiv, mod, min and max, whose
+//     operands are themselves canonical; they simplify when the divisor divides a term
+//     (`(n*4 + 3)//4 == n`), when operands are constant, or when min/max operands differ by a
+//     constant;
+//   - anything combined with an unknown dimension is unknown.
+#ifndef HETPASS_IR_DIM_EXPR_H_
+#define HETPASS_IR_DIM_EXPR_H_
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace hetpass {
+
+struct DimNode;
+
+class DimExpr {
+ public:
+  enum class Kind { kConstant, kSymbol, kUnknown, kSum, kFloorDiv, kMod, kMin, kMax };
+
+  DimExpr() = default;  // the constant 0
+  DimExpr(int64_t value) : value_(value) {}  // NOLINT: implicit on purpose, dims are mostly ints
+  static DimExpr Symbol(absl::string_view name);
+  static DimExpr Unknown();
+
+  Kind kind() const;
+  bool is_constant() const { return node_ == nullptr; }
+  bool is_unknown() const { return kind() == Kind::kUnknown; }
+  bool is_symbol() const { return kind() == Kind::kSymbol; }
+  int64_t constant() const { return value_; }  // valid when is_constant()
+  const std::string& symbol_name() const;      // valid when is_symbol()
+  // True if no symbol and no unknown occurs (then it is a constant, by canonicalisation).
+  bool is_static() const { return is_constant(); }
+  // True if the expression contains an unknown anywhere.
+  bool has_unknown() const { return is_unknown(); }  // unknown absorbs everything
+
+  friend DimExpr operator+(const DimExpr& a, const DimExpr& b);
+  friend DimExpr operator-(const DimExpr& a, const DimExpr& b);
+  friend DimExpr operator*(const DimExpr& a, const DimExpr& b);
+  friend DimExpr operator-(const DimExpr& a) { return DimExpr(0) - a; }
+  static DimExpr FloorDiv(const DimExpr& a, const DimExpr& b);
+  static DimExpr Mod(const DimExpr& a, const DimExpr& b);
+  static DimExpr Min(const DimExpr& a, const DimExpr& b);
+  static DimExpr Max(const DimExpr& a, const DimExpr& b);
+  // Ceiling division, expressed as -((-a) // b).
+  static DimExpr CeilDiv(const DimExpr& a, const DimExpr& b);
+
+  // Structural equality of canonical forms. Note: `?` == `?` structurally (two unknown dims
+  // print alike); use is_unknown() where "provably equal" is meant.
+  bool operator==(const DimExpr& o) const;
+  bool operator!=(const DimExpr& o) const { return !(*this == o); }
+  // Total order (names and numbers only, never pointers): used to canonicalise and to sort.
+  static int Compare(const DimExpr& a, const DimExpr& b);
+  size_t Hash() const;
+  template <typename H>
+  friend H AbslHashValue(H h, const DimExpr& d) {
+    return H::combine(std::move(h), d.Hash());
+  }
+
+  // Text form, parseable back by the IR parser: `n*4 + 1`, `(h + 1)//2`, `min(k, n)`, `?`.
+  std::string ToString() const;
+
+  using Bindings = absl::flat_hash_map<std::string, int64_t>;
+  // Evaluates with every symbol bound; errors name the unbound symbol, unknown dims and
+  // division by zero.
+  absl::StatusOr<int64_t> Evaluate(const Bindings& bindings) const;
+  // Replaces symbols by expressions (unmapped symbols stay).
+  DimExpr Substitute(const absl::flat_hash_map<std::string, DimExpr>& map) const;
+  void CollectSymbols(std::set<std::string>* out) const;
+
+  // Internal representation (used by dim_expr.cc and by the printer of sums).
+  const DimNode* node() const { return node_.get(); }
+  explicit DimExpr(std::shared_ptr<const DimNode> node) : node_(std::move(node)) {}
+
+ private:
+  int64_t value_ = 0;
+  std::shared_ptr<const DimNode> node_;  // null: the constant value_
+};
+
+// One term of a canonical sum: coeff * factors[0] * factors[1] * ... (factors are atoms, sorted).
+struct DimTerm {
+  int64_t coeff = 1;
+  std::vector<DimExpr> factors;
+};
+
+struct DimNode {
+  DimExpr::Kind kind;
+  std::string name;            // kSymbol
+  std::vector<DimExpr> args;   // kFloorDiv, kMod (2), kMin, kMax (2, sorted)
+  int64_t constant = 0;        // kSum: the constant part
+  std::vector<DimTerm> terms;  // kSum: at least one term; never a lone atom with coeff 1
+  size_t hash = 0;
+};
+
+std::string ShapeToString(const std::vector<DimExpr>& shape);  // "[n, 1024]"
+
+}  // namespace hetpass
+
+#endif  // HETPASS_IR_DIM_EXPR_H_

@@ -1,0 +1,257 @@
+// The hetpass IR: modules of SSA functions.
+//
+//   Module    functions, looked up by name; the source file name for error locations.
+//   Function  a name, a body Block whose params are the function parameters and whose results
+//             are the returned values, declared result types, and (optionally) values supplied
+//             for parameters that bind-params turns into constants.
+//   Block     ordered bindings (Nodes), block parameters, and results (return / yield).
+//   Node      one binding: a kind (node_kinds.def), operands, typed attributes, results, nested
+//             regions (if: then/else; loop: body), a source location and a device annotation.
+//   Value     an SSA value: a node result or a block parameter; has a type and a name hint.
+//
+// Regions may use values of enclosing blocks (captures), as ONNX If/Loop bodies do.
+//
+// Loop semantics (ONNX Loop):  %r... = loop(%max_trips, %cond, %init...) { body }
+//   body params: (%iter: i64[], %cond: bool[], %carried...)
+//   body yields: (%cond_next, %carried_next..., %scan...)
+//   results:     final carried values, then each scan value stacked along a new axis 0.
+//
+// There are no use lists: passes that rewrite operands walk the IR with a replacement map,
+// which keeps every node small and every rewrite linear.
+#ifndef HETPASS_IR_IR_H_
+#define HETPASS_IR_IR_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "passes/ir/attributes.h"
+#include "passes/ir/tensor.h"
+#include "passes/ir/type.h"
+
+namespace hetpass {
+
+class OpDef;
+class Node;
+class Block;
+class Function;
+class Module;
+
+enum class NodeKind : uint8_t {
+#define HETPASS_NODE_KIND(e, keyword, regions) e,
+#include "passes/ir/node_kinds.def"
+#undef HETPASS_NODE_KIND
+};
+absl::string_view NodeKindName(NodeKind k);
+int NodeKindNumRegions(NodeKind k);
+
+enum class DeviceKind : uint8_t {
+#define HETPASS_DEVICE(e, name, accel) e,
+#include "passes/ir/devices.def"
+#undef HETPASS_DEVICE
+};
+absl::string_view DeviceName(DeviceKind d);
+std::optional<DeviceKind> ParseDevice(absl::string_view name);
+bool IsAccelerator(DeviceKind d);
+
+// Where a node came from: line/col in text IR (1-based, 0 = unknown) and/or a source node name
+// (ONNX node name). The file name lives in the Module.
+struct Location {
+  int line = 0;
+  int col = 0;
+  std::string name;
+};
+
+class Value {
+ public:
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  const Type& type() const { return type_; }
+  void set_type(Type t) { type_ = std::move(t); }
+  // The node defining this value, or nullptr for a block parameter.
+  Node* producer() const { return producer_; }
+  // The block owning this parameter, or nullptr for a node result.
+  Block* param_block() const { return param_block_; }
+  bool is_param() const { return param_block_ != nullptr; }
+  // Result index in the producer, or parameter index in the block.
+  int index() const { return index_; }
+
+ private:
+  friend class Node;
+  friend class Block;
+  Value(Type type, std::string name) : name_(std::move(name)), type_(std::move(type)) {}
+  std::string name_;
+  Type type_;
+  Node* producer_ = nullptr;
+  Block* param_block_ = nullptr;
+  int index_ = 0;
+};
+
+class Block {
+ public:
+  Block() = default;
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+
+  Value* AddParam(Type type, std::string name = "");
+  const std::vector<std::unique_ptr<Value>>& params() const { return params_; }
+  Value* param(int i) const { return params_[i].get(); }
+  int num_params() const { return static_cast<int>(params_.size()); }
+  // Removes parameter i (the caller guarantees it has no uses); later params shift down.
+  void RemoveParam(int i);
+
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  // Direct access for passes that rebuild the binding list in one sweep.
+  std::vector<std::unique_ptr<Node>>& mutable_nodes() { return nodes_; }
+  Node* Append(std::unique_ptr<Node> node);
+
+  const std::vector<Value*>& results() const { return results_; }
+  std::vector<Value*>& mutable_results() { return results_; }
+  void set_results(std::vector<Value*> r) { results_ = std::move(r); }
+
+  // The node owning this region, or nullptr for a function body.
+  Node* parent_node() const { return parent_node_; }
+  Function* parent_function() const { return parent_function_; }
+
+ private:
+  friend class Node;
+  friend class Function;
+  std::vector<std::unique_ptr<Value>> params_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> results_;
+  Node* parent_node_ = nullptr;
+  Function* parent_function_ = nullptr;
+};
+
+class Node {
+ public:
+  // Use the factories below (or Builder): they check what the registry allows.
+  explicit Node(NodeKind kind) : kind_(kind) {
+    for (int i = 0; i < NodeKindNumRegions(kind); ++i) AddRegion();
+  }
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  NodeKind kind() const { return kind_; }
+  // kCall: the op definition (from the registry the module was built with).
+  const OpDef* op() const { return op_; }
+  void set_op(const OpDef* op) { op_ = op; }
+  // Op name for kCall, keyword for other kinds.
+  absl::string_view OpName() const;
+  // kInvoke: the callee function name.
+  const std::string& callee() const { return callee_; }
+  void set_callee(std::string c) { callee_ = std::move(c); }
+
+  const std::vector<Value*>& operands() const { return operands_; }
+  std::vector<Value*>& mutable_operands() { return operands_; }
+  Value* operand(int i) const { return operands_[i]; }
+  int num_operands() const { return static_cast<int>(operands_.size()); }
+  void AddOperand(Value* v) { operands_.push_back(v); }
+  void set_operand(int i, Value* v) { operands_[i] = v; }
+
+  const Attrs& attrs() const { return attrs_; }
+  Attrs& mutable_attrs() { return attrs_; }
+  void set_attrs(Attrs a) { attrs_ = std::move(a); }
+
+  // kConstant: the data.
+  const Tensor& constant_value() const { return constant_; }
+  void set_constant_value(Tensor t) { constant_ = std::move(t); }
+
+  Value* AddResult(Type type = Type(), std::string name = "");
+  int num_results() const { return static_cast<int>(results_.size()); }
+  Value* result(int i = 0) const { return results_[i].get(); }
+  const std::vector<std::unique_ptr<Value>>& results() const { return results_; }
+
+  int num_regions() const { return static_cast<int>(regions_.size()); }
+  Block* region(int i) const { return regions_[i].get(); }
+
+  Block* parent() const { return parent_; }
+  const Location& loc() const { return loc_; }
+  void set_loc(Location loc) { loc_ = std::move(loc); }
+  DeviceKind device() const { return device_; }
+  void set_device(DeviceKind d) { device_ = d; }
+
+ private:
+  friend class Block;
+  Block* AddRegion();
+  NodeKind kind_;
+  const OpDef* op_ = nullptr;
+  std::string callee_;
+  std::vector<Value*> operands_;
+  Attrs attrs_;
+  Tensor constant_;
+  std::vector<std::unique_ptr<Value>> results_;
+  std::vector<std::unique_ptr<Block>> regions_;
+  Block* parent_ = nullptr;
+  Location loc_;
+  DeviceKind device_ = DeviceKind::kUnset;
+};
+
+class Function {
+ public:
+  explicit Function(std::string name);
+  Function(const Function&) = delete;
+  Function& operator=(const Function&) = delete;
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+  Block& body() { return body_; }
+  const Block& body() const { return body_; }
+  const std::vector<Type>& result_types() const { return result_types_; }
+  void set_result_types(std::vector<Type> t) { result_types_ = std::move(t); }
+  const Location& loc() const { return loc_; }
+  void set_loc(Location l) { loc_ = std::move(l); }
+
+  // Values supplied for parameters (model weights) that bind-params turns into constants.
+  // Not part of the text form.
+  std::map<std::string, Tensor>& param_values() { return param_values_; }
+  const std::map<std::string, Tensor>& param_values() const { return param_values_; }
+
+ private:
+  std::string name_;
+  Block body_;
+  std::vector<Type> result_types_;
+  Location loc_;
+  std::map<std::string, Tensor> param_values_;
+};
+
+class Module {
+ public:
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  Function* AddFunction(std::string name);
+  Function* FindFunction(absl::string_view name) const;
+  const std::vector<std::unique_ptr<Function>>& functions() const { return functions_; }
+  std::vector<std::unique_ptr<Function>>& mutable_functions() { return functions_; }
+
+  // File (or model) the module came from, used in error locations.
+  const std::string& source_name() const { return source_name_; }
+  void set_source_name(std::string s) { source_name_ = std::move(s); }
+
+ private:
+  std::vector<std::unique_ptr<Function>> functions_;
+  std::string source_name_;
+};
+
+// "model.hir:3:7" / "node 'Reshape_12'" / "model.hir:3:7 (node 'Reshape_12')" / "<unknown>".
+std::string FormatLocation(const Module* module, const Location& loc);
+// Error text prefix for a node: "<loc>: <op> %<name>: ".
+std::string NodeContext(const Module* module, const Node& node);
+
+// Visits every node of a block (and, recursively, of its regions) in program order.
+void WalkNodes(Block& block, const std::function<void(Node&)>& fn);
+void WalkNodes(const Block& block, const std::function<void(const Node&)>& fn);
+
+// Deep copy of a function into `dest` (same module or another); returns the copy.
+Function* CloneFunction(const Function& src, Module& dest, std::string new_name);
+
+}  // namespace hetpass
+
+#endif  // HETPASS_IR_IR_H_

@@ -1,0 +1,67 @@
+// Value types: tensors (dtype + symbolic shape) and tuples. A default-constructed Type is
+// "unset": the value has not been typed yet (infer-types fills it in).
+#ifndef HETPASS_IR_TYPE_H_
+#define HETPASS_IR_TYPE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "passes/ir/dim_expr.h"
+#include "passes/ir/dtype.h"
+
+namespace hetpass {
+
+class Type {
+ public:
+  enum class Kind { kUnset, kTensor, kTuple };
+
+  Type() = default;
+  static Type Tensor(DType dtype, std::vector<DimExpr> shape);
+  static Type Tuple(std::vector<Type> fields);
+
+  Kind kind() const { return kind_; }
+  bool is_unset() const { return kind_ == Kind::kUnset; }
+  bool is_tensor() const { return kind_ == Kind::kTensor; }
+  bool is_tuple() const { return kind_ == Kind::kTuple; }
+
+  // Tensor accessors.
+  DType dtype() const { return dtype_; }
+  const std::vector<DimExpr>& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  bool is_static() const;  // every dim a constant (tuples: every field static)
+  // Number of elements as an expression of the symbols (product of dims).
+  DimExpr NumElements() const;
+  DimExpr NumBytes() const;  // tensors only
+
+  // Tuple accessors.
+  const std::vector<Type>& fields() const { return fields_; }
+
+  bool operator==(const Type& o) const;
+  bool operator!=(const Type& o) const { return !(*this == o); }
+  size_t Hash() const;
+  template <typename H>
+  friend H AbslHashValue(H h, const Type& t) {
+    return H::combine(std::move(h), t.Hash());
+  }
+  // `f32[n, 1024]`, `(f32[2], i64[2])`, `<unset>`.
+  std::string ToString() const;
+
+ private:
+  Kind kind_ = Kind::kUnset;
+  DType dtype_ = DType::kF32;
+  std::vector<DimExpr> shape_;
+  std::vector<Type> fields_;
+};
+
+// Merges a declared type with an inferred one: same kind, dtype and rank, and each dim equal or
+// one side unknown (the more specific wins). nullopt when they are incompatible.
+std::optional<Type> RefineType(const Type& declared, const Type& inferred);
+
+// Joins two types seen on different paths (if branches, loop iterations): dims that differ
+// become unknown. nullopt when dtype, rank or kind differ.
+std::optional<Type> JoinTypes(const Type& a, const Type& b);
+
+}  // namespace hetpass
+
+#endif  // HETPASS_IR_TYPE_H_

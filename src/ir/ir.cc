@@ -1,0 +1,197 @@
+#include "passes/ir/ir.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "passes/shape_funcs/op_registry.h"
+#include "passes/support/status_macros.h"
+
+namespace hetpass {
+
+absl::string_view NodeKindName(NodeKind k) {
+  switch (k) {
+#define HETPASS_NODE_KIND(e, keyword, regions) \
+  case NodeKind::e:                            \
+    return keyword;
+#include "passes/ir/node_kinds.def"
+#undef HETPASS_NODE_KIND
+  }
+  return "<bad node kind>";
+}
+
+int NodeKindNumRegions(NodeKind k) {
+  switch (k) {
+#define HETPASS_NODE_KIND(e, keyword, regions) \
+  case NodeKind::e:                            \
+    return regions;
+#include "passes/ir/node_kinds.def"
+#undef HETPASS_NODE_KIND
+  }
+  return 0;
+}
+
+absl::string_view DeviceName(DeviceKind d) {
+  switch (d) {
+#define HETPASS_DEVICE(e, name, accel) \
+  case DeviceKind::e:                  \
+    return name;
+#include "passes/ir/devices.def"
+#undef HETPASS_DEVICE
+  }
+  return "<bad device>";
+}
+
+std::optional<DeviceKind> ParseDevice(absl::string_view text) {
+#define HETPASS_DEVICE(e, name, accel) \
+  if (text == name && text != "") return DeviceKind::e;
+#include "passes/ir/devices.def"
+#undef HETPASS_DEVICE
+  return std::nullopt;
+}
+
+bool IsAccelerator(DeviceKind d) {
+  switch (d) {
+#define HETPASS_DEVICE(e, name, accel) \
+  case DeviceKind::e:                  \
+    return accel;
+#include "passes/ir/devices.def"
+#undef HETPASS_DEVICE
+  }
+  return false;
+}
+
+Value* Block::AddParam(Type type, std::string name) {
+  std::unique_ptr<Value> v(new Value(std::move(type), std::move(name)));
+  v->param_block_ = this;
+  v->index_ = static_cast<int>(params_.size());
+  params_.push_back(std::move(v));
+  return params_.back().get();
+}
+
+void Block::RemoveParam(int i) {
+  params_.erase(params_.begin() + i);
+  for (size_t j = i; j < params_.size(); ++j) params_[j]->index_ = static_cast<int>(j);
+}
+
+Node* Block::Append(std::unique_ptr<Node> node) {
+  node->parent_ = this;
+  nodes_.push_back(std::move(node));
+  return nodes_.back().get();
+}
+
+absl::string_view Node::OpName() const {
+  if (kind_ == NodeKind::kCall && op_ != nullptr) return op_->name();
+  return NodeKindName(kind_);
+}
+
+Value* Node::AddResult(Type type, std::string name) {
+  std::unique_ptr<Value> v(new Value(std::move(type), std::move(name)));
+  v->producer_ = this;
+  v->index_ = static_cast<int>(results_.size());
+  results_.push_back(std::move(v));
+  return results_.back().get();
+}
+
+Block* Node::AddRegion() {
+  regions_.push_back(std::make_unique<Block>());
+  regions_.back()->parent_node_ = this;
+  return regions_.back().get();
+}
+
+Function::Function(std::string name) : name_(std::move(name)) {
+  body_.parent_function_ = this;
+}
+
+Function* Module::AddFunction(std::string name) {
+  functions_.push_back(std::make_unique<Function>(std::move(name)));
+  return functions_.back().get();
+}
+
+Function* Module::FindFunction(absl::string_view name) const {
+  for (const auto& f : functions_) {
+    if (f->name() == name) return f.get();
+  }
+  return nullptr;
+}
+
+std::string FormatLocation(const Module* module, const Location& loc) {
+  std::string out;
+  if (loc.line > 0) {
+    const std::string file =
+        (module != nullptr && !module->source_name().empty()) ? module->source_name() : "<input>";
+    out = absl::StrFormat("%s:%d:%d", file, loc.line, loc.col);
+  }
+  if (!loc.name.empty()) {
+    if (!out.empty()) out += " ";
+    absl::StrAppend(&out, out.empty() ? "node '" : "(node '", loc.name,
+                    out.empty() ? "'" : "')");
+  }
+  return out.empty() ? "<unknown location>" : out;
+}
+
+std::string NodeContext(const Module* module, const Node& node) {
+  std::string values;
+  for (int i = 0; i < node.num_results(); ++i) {
+    absl::StrAppend(&values, i ? ", %" : " %", node.result(i)->name());
+  }
+  return absl::StrCat(FormatLocation(module, node.loc()), ": ", node.OpName(), values, ": ");
+}
+
+void WalkNodes(Block& block, const std::function<void(Node&)>& fn) {
+  for (auto& n : block.mutable_nodes()) {
+    fn(*n);
+    for (int r = 0; r < n->num_regions(); ++r) WalkNodes(*n->region(r), fn);
+  }
+}
+
+void WalkNodes(const Block& block, const std::function<void(const Node&)>& fn) {
+  for (const auto& n : block.nodes()) {
+    fn(*n);
+    for (int r = 0; r < n->num_regions(); ++r) {
+      WalkNodes(static_cast<const Block&>(*n->region(r)), fn);
+    }
+  }
+}
+
+namespace {
+
+using ValueMap = absl::flat_hash_map<const Value*, Value*>;
+
+Value* Mapped(const ValueMap& map, Value* v) {
+  auto it = map.find(v);
+  return it == map.end() ? v : it->second;  // unmapped: a capture from outside the clone
+}
+
+void CloneBlockInto(const Block& src, Block& dst, ValueMap& map) {
+  for (const auto& p : src.params()) map[p.get()] = dst.AddParam(p->type(), p->name());
+  for (const auto& n : src.nodes()) {
+    auto copy = std::make_unique<Node>(n->kind());
+    copy->set_op(n->op());
+    copy->set_callee(n->callee());
+    for (Value* v : n->operands()) copy->AddOperand(Mapped(map, v));
+    copy->set_attrs(n->attrs());
+    copy->set_constant_value(n->constant_value());
+    copy->set_loc(n->loc());
+    copy->set_device(n->device());
+    for (const auto& r : n->results()) map[r.get()] = copy->AddResult(r->type(), r->name());
+    for (int i = 0; i < n->num_regions(); ++i) CloneBlockInto(*n->region(i), *copy->region(i), map);
+    dst.Append(std::move(copy));
+  }
+  std::vector<Value*> results;
+  for (Value* v : src.results()) results.push_back(Mapped(map, v));
+  dst.set_results(std::move(results));
+}
+
+}  // namespace
+
+Function* CloneFunction(const Function& src, Module& dest, std::string new_name) {
+  Function* f = dest.AddFunction(std::move(new_name));
+  ValueMap map;
+  CloneBlockInto(src.body(), f->body(), map);
+  f->set_result_types(src.result_types());
+  f->set_loc(src.loc());
+  f->param_values() = src.param_values();
+  return f;
+}
+
+}  // namespace hetpass

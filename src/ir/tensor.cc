@@ -1,0 +1,247 @@
+#include "passes/ir/tensor.h"
+
+#include <cmath>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "passes/support/status_macros.h"
+
+namespace hetpass {
+namespace {
+
+int64_t Product(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> CheckedNumElements(absl::Span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dimension ", d));
+    if (__builtin_mul_overflow(n, d, &n)) {
+      return absl::InvalidArgumentError("tensor element count overflows int64");
+    }
+  }
+  return n;
+}
+
+Tensor::Tensor() : data_(std::make_shared<std::vector<uint8_t>>(4, 0)) {}
+
+Tensor Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.num_elements_ = Product(shape);
+  t.shape_ = std::move(shape);
+  t.data_ = std::make_shared<std::vector<uint8_t>>(t.nbytes(), 0);
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, std::vector<int64_t> shape,
+                                         absl::string_view bytes) {
+  ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape));
+  const size_t want = static_cast<size_t>(n) * DTypeSize(dtype);
+  if (bytes.size() != want) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("tensor data has %d bytes but %s%s needs %d", bytes.size(),
+                        DTypeName(dtype), absl::StrCat("[", absl::StrJoin(shape, ", "), "]"),
+                        want));
+  }
+  Tensor t = Zeros(dtype, std::move(shape));
+  if (want) std::memcpy(t.data_->data(), bytes.data(), want);
+  return t;
+}
+
+Tensor Tensor::FromInt64s(DType dtype, std::vector<int64_t> shape,
+                          absl::Span<const int64_t> values) {
+  Tensor t = Zeros(dtype, std::move(shape));
+  HETPASS_CHECK(static_cast<int64_t>(values.size()) == t.num_elements_, "value count mismatch");
+  for (int64_t i = 0; i < t.num_elements_; ++i) t.SetInt64(i, values[i]);
+  return t;
+}
+
+Tensor Tensor::FromDoubles(DType dtype, std::vector<int64_t> shape,
+                           absl::Span<const double> values) {
+  Tensor t = Zeros(dtype, std::move(shape));
+  HETPASS_CHECK(static_cast<int64_t>(values.size()) == t.num_elements_, "value count mismatch");
+  for (int64_t i = 0; i < t.num_elements_; ++i) t.SetDouble(i, values[i]);
+  return t;
+}
+
+Tensor Tensor::Scalar(DType dtype, double value) {
+  Tensor t = Zeros(dtype, {});
+  t.SetDouble(0, value);
+  return t;
+}
+
+Type Tensor::type() const {
+  std::vector<DimExpr> dims(shape_.begin(), shape_.end());
+  return Type::Tensor(dtype_, std::move(dims));
+}
+
+uint8_t* Tensor::mutable_data() {
+  if (data_.use_count() > 1) data_ = std::make_shared<std::vector<uint8_t>>(*data_);
+  return data_->data();
+}
+
+double Tensor::GetDouble(int64_t i) const {
+  const uint8_t* p = data() + i * DTypeSize(dtype_);
+  switch (dtype_) {
+    case DType::kF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return HalfToFloat(h);
+    }
+    case DType::kBF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return BFloat16ToFloat(h);
+    }
+    case DType::kF32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DType::kF64: {
+      double f;
+      std::memcpy(&f, p, 8);
+      return f;
+    }
+    default:
+      return static_cast<double>(GetInt64(i));
+  }
+}
+
+int64_t Tensor::GetInt64(int64_t i) const {
+  const uint8_t* p = data() + i * DTypeSize(dtype_);
+  switch (dtype_) {
+    case DType::kI8:
+      return static_cast<int8_t>(*p);
+    case DType::kU8:
+    case DType::kBool:
+      return *p;
+    case DType::kI32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::kI64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    default: {
+      const double d = GetDouble(i);
+      // Saturate instead of invoking undefined behaviour on out-of-range floats.
+      if (std::isnan(d)) return 0;
+      if (d >= 9.2233720368547758e18) return INT64_MAX;
+      if (d <= -9.2233720368547758e18) return INT64_MIN;
+      return static_cast<int64_t>(d);
+    }
+  }
+}
+
+void Tensor::SetDouble(int64_t i, double v) {
+  uint8_t* p = mutable_data() + i * DTypeSize(dtype_);
+  switch (dtype_) {
+    case DType::kF16: {
+      uint16_t h = FloatToHalf(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      return;
+    }
+    case DType::kBF16: {
+      uint16_t h = FloatToBFloat16(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      return;
+    }
+    case DType::kF32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      return;
+    }
+    case DType::kF64:
+      std::memcpy(p, &v, 8);
+      return;
+    case DType::kBool:
+      *p = v != 0 ? 1 : 0;
+      return;
+    default: {
+      int64_t x = 0;
+      if (!std::isnan(v)) {
+        x = v >= 9.2233720368547758e18    ? INT64_MAX
+            : v <= -9.2233720368547758e18 ? INT64_MIN
+                                          : static_cast<int64_t>(v);
+      }
+      SetInt64(i, x);
+    }
+  }
+}
+
+void Tensor::SetInt64(int64_t i, int64_t v) {
+  uint8_t* p = mutable_data() + i * DTypeSize(dtype_);
+  switch (dtype_) {
+    case DType::kI8:
+    case DType::kU8:
+      *p = static_cast<uint8_t>(v);
+      return;
+    case DType::kBool:
+      *p = v != 0 ? 1 : 0;
+      return;
+    case DType::kI32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+      return;
+    }
+    case DType::kI64:
+      std::memcpy(p, &v, 8);
+      return;
+    default:
+      SetDouble(i, static_cast<double>(v));
+  }
+}
+
+std::vector<int64_t> Tensor::ToInt64s() const {
+  std::vector<int64_t> out(num_elements_);
+  for (int64_t i = 0; i < num_elements_; ++i) out[i] = GetInt64(i);
+  return out;
+}
+
+std::vector<double> Tensor::ToDoubles() const {
+  std::vector<double> out(num_elements_);
+  for (int64_t i = 0; i < num_elements_; ++i) out[i] = GetDouble(i);
+  return out;
+}
+
+Tensor Tensor::Reshaped(std::vector<int64_t> shape) const {
+  HETPASS_CHECK(Product(shape) == num_elements_, "reshape must keep the element count");
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+bool Tensor::operator==(const Tensor& o) const {
+  if (dtype_ != o.dtype_ || shape_ != o.shape_) return false;
+  if (data_ == o.data_) return true;
+  return nbytes() == 0 || std::memcmp(data(), o.data(), nbytes()) == 0;
+}
+
+size_t Tensor::Hash() const {
+  size_t h = absl::HashOf(static_cast<int>(dtype_), shape_);
+  return absl::HashOf(h, absl::string_view(reinterpret_cast<const char*>(data()), nbytes()));
+}
+
+std::string Tensor::DebugString(int max_elements) const {
+  std::vector<std::string> parts;
+  for (int64_t i = 0; i < num_elements_ && i < max_elements; ++i) {
+    parts.push_back(IsFloat(dtype_) ? absl::StrCat(GetDouble(i)) : absl::StrCat(GetInt64(i)));
+  }
+  if (num_elements_ > max_elements) parts.push_back("...");
+  return absl::StrCat(DTypeName(dtype_), "[", absl::StrJoin(shape_, ", "), "]{",
+                      absl::StrJoin(parts, ", "), "}");
+}
+
+}  // namespace hetpass

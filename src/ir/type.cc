@@ -1,0 +1,130 @@
+#include "passes/ir/type.h"
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace hetpass {
+
+Type Type::Tensor(DType dtype, std::vector<DimExpr> shape) {
+  Type t;
+  t.kind_ = Kind::kTensor;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Type Type::Tuple(std::vector<Type> fields) {
+  Type t;
+  t.kind_ = Kind::kTuple;
+  t.fields_ = std::move(fields);
+  return t;
+}
+
+bool Type::is_static() const {
+  if (kind_ == Kind::kTuple) {
+    for (const Type& f : fields_) {
+      if (!f.is_static()) return false;
+    }
+    return true;
+  }
+  if (kind_ != Kind::kTensor) return false;
+  for (const DimExpr& d : shape_) {
+    if (!d.is_constant()) return false;
+  }
+  return true;
+}
+
+DimExpr Type::NumElements() const {
+  DimExpr n(1);
+  for (const DimExpr& d : shape_) n = n * d;
+  return n;
+}
+
+DimExpr Type::NumBytes() const { return NumElements() * DimExpr(DTypeSize(dtype_)); }
+
+bool Type::operator==(const Type& o) const {
+  if (kind_ != o.kind_) return false;
+  switch (kind_) {
+    case Kind::kUnset:
+      return true;
+    case Kind::kTensor:
+      return dtype_ == o.dtype_ && shape_ == o.shape_;
+    case Kind::kTuple:
+      return fields_ == o.fields_;
+  }
+  return false;
+}
+
+size_t Type::Hash() const {
+  size_t h = absl::HashOf(static_cast<int>(kind_));
+  if (kind_ == Kind::kTensor) {
+    h = absl::HashOf(h, static_cast<int>(dtype_));
+    for (const DimExpr& d : shape_) h = absl::HashOf(h, d.Hash());
+  }
+  for (const Type& f : fields_) h = absl::HashOf(h, f.Hash());
+  return h;
+}
+
+std::string Type::ToString() const {
+  switch (kind_) {
+    case Kind::kUnset:
+      return "<unset>";
+    case Kind::kTensor:
+      return absl::StrCat(DTypeName(dtype_), ShapeToString(shape_));
+    case Kind::kTuple:
+      return absl::StrCat("(",
+                          absl::StrJoin(fields_, ", ",
+                                        [](std::string* out, const Type& t) {
+                                          out->append(t.ToString());
+                                        }),
+                          ")");
+  }
+  return "<bad type>";
+}
+
+namespace {
+
+template <typename DimMerge>
+std::optional<Type> Combine(const Type& a, const Type& b, const DimMerge& merge) {
+  if (a.kind() != b.kind()) return std::nullopt;
+  if (a.is_unset()) return a;
+  if (a.is_tuple()) {
+    if (a.fields().size() != b.fields().size()) return std::nullopt;
+    std::vector<Type> fields;
+    for (size_t i = 0; i < a.fields().size(); ++i) {
+      auto f = Combine(a.fields()[i], b.fields()[i], merge);
+      if (!f) return std::nullopt;
+      fields.push_back(*std::move(f));
+    }
+    return Type::Tuple(std::move(fields));
+  }
+  if (a.dtype() != b.dtype() || a.rank() != b.rank()) return std::nullopt;
+  std::vector<DimExpr> shape;
+  for (int i = 0; i < a.rank(); ++i) {
+    auto d = merge(a.shape()[i], b.shape()[i]);
+    if (!d) return std::nullopt;
+    shape.push_back(*d);
+  }
+  return Type::Tensor(a.dtype(), std::move(shape));
+}
+
+}  // namespace
+
+std::optional<Type> RefineType(const Type& declared, const Type& inferred) {
+  return Combine(declared, inferred,
+                 [](const DimExpr& d, const DimExpr& i) -> std::optional<DimExpr> {
+                   if (d.is_unknown()) return i;
+                   if (i.is_unknown()) return d;
+                   if (d == i) return d;
+                   return std::nullopt;
+                 });
+}
+
+std::optional<Type> JoinTypes(const Type& a, const Type& b) {
+  return Combine(a, b, [](const DimExpr& x, const DimExpr& y) -> std::optional<DimExpr> {
+    return x == y ? x : DimExpr::Unknown();
+  });
+}
+
+}  // namespace hetpass

@@ -1,0 +1,212 @@
+// Elementwise and broadcasting ops: unary math, binary arithmetic with NumPy broadcasting,
+// comparisons, cast. Output shapes come from input shapes only (every input `shape`), so none
+// of these ever needs a copy for shape computation. Integer binary ops also propagate symbolic
+// values, which lets type inference see through shape arithmetic (`shape_of(x)[0] * 4`).
+#include "shape_funcs/elementwise.h"
+
+#include <cmath>
+#include <functional>
+
+#include "absl/strings/str_format.h"
+#include "passes/support/status_macros.h"
+#include "shape_funcs/rule_helpers.h"
+
+namespace hetpass {
+namespace {
+
+using shape_rules::One;
+
+absl::StatusOr<std::vector<Type>> UnaryRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto shape, ctx.Shape(0));
+  return One(Type::Tensor(ctx.dtype(0), {shape.begin(), shape.end()}));
+}
+
+absl::StatusOr<std::vector<Type>> BinaryRule(ShapeContext& ctx, bool boolean_result) {
+  if (ctx.dtype(0) != ctx.dtype(1)) {
+    return ctx.Error(absl::StrFormat("operand dtypes differ: %s vs %s", DTypeName(ctx.dtype(0)),
+                                     DTypeName(ctx.dtype(1))));
+  }
+  ASSIGN_OR_RETURN(auto a, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto b, ctx.Shape(1));
+  ASSIGN_OR_RETURN(auto out, shape_rules::BroadcastShapes(a, b, ctx));
+  return One(Type::Tensor(boolean_result ? DType::kBool : ctx.dtype(0), std::move(out)));
+}
+
+using UnaryFn = std::function<double(double)>;
+using BinaryFn = std::function<double(double, double)>;
+using IntBinaryFn = std::function<std::optional<int64_t>(int64_t, int64_t)>;
+
+ReferenceKernel UnaryKernel(UnaryFn fn) {
+  return [fn](absl::Span<const Tensor> in, const Attrs&,
+              absl::Span<const Type> out_types) -> absl::StatusOr<std::vector<Tensor>> {
+    Tensor out = Tensor::Zeros(out_types[0].dtype(), shape_rules::ConcreteShape(out_types[0]));
+    for (int64_t i = 0; i < out.num_elements(); ++i) out.SetDouble(i, fn(in[0].GetDouble(i)));
+    return std::vector<Tensor>{std::move(out)};
+  };
+}
+
+// Integer tensors are computed in int64 (exact), floats in double.
+ReferenceKernel BinaryKernel(BinaryFn fn, IntBinaryFn int_fn) {
+  return [fn, int_fn](absl::Span<const Tensor> in, const Attrs&,
+                      absl::Span<const Type> out_types) -> absl::StatusOr<std::vector<Tensor>> {
+    const std::vector<int64_t> shape = shape_rules::ConcreteShape(out_types[0]);
+    Tensor out = Tensor::Zeros(out_types[0].dtype(), shape);
+    const bool integer = !IsFloat(in[0].dtype());
+    std::vector<int64_t> index(shape.size(), 0);
+    for (int64_t i = 0; i < out.num_elements(); ++i) {
+      const int64_t ia = shape_rules::BroadcastSourceIndex(index, in[0].shape());
+      const int64_t ib = shape_rules::BroadcastSourceIndex(index, in[1].shape());
+      if (integer && int_fn) {
+        std::optional<int64_t> r = int_fn(in[0].GetInt64(ia), in[1].GetInt64(ib));
+        if (!r) return absl::InvalidArgumentError("integer division by zero");
+        out.SetInt64(i, *r);
+      } else {
+        out.SetDouble(i, fn(in[0].GetDouble(ia), in[1].GetDouble(ib)));
+      }
+      shape_rules::NextIndex(index, shape);
+    }
+    return std::vector<Tensor>{std::move(out)};
+  };
+}
+
+// Symbolic values of integer binary ops on 0-d/1-d operands (shape arithmetic).
+SymbolicValueRule BinarySymbolic(std::function<std::optional<DimExpr>(DimExpr, DimExpr)> fn) {
+  return [fn](ShapeContext& ctx) -> std::optional<std::vector<std::vector<DimExpr>>> {
+    if (!IsInteger(ctx.dtype(0)) || ctx.rank(0) > 1 || ctx.rank(1) > 1) return std::nullopt;
+    auto a = ctx.IntValues(0);
+    auto b = ctx.IntValues(1);
+    if (!a.ok() || !b.ok() || !a->has_value() || !b->has_value()) return std::nullopt;
+    const auto& av = **a;
+    const auto& bv = **b;
+    if (av.size() != bv.size() && av.size() != 1 && bv.size() != 1) return std::nullopt;
+    const size_t n = std::max(av.size(), bv.size());
+    std::vector<DimExpr> out;
+    for (size_t i = 0; i < n; ++i) {
+      auto r = fn(av[av.size() == 1 ? 0 : i], bv[bv.size() == 1 ? 0 : i]);
+      if (!r) return std::nullopt;
+      out.push_back(*r);
+    }
+    return std::vector<std::vector<DimExpr>>{std::move(out)};
+  };
+}
+
+void RegisterUnary(OpRegistry::Builder& b, std::string name, UnaryFn fn, std::string doc) {
+  b.Register(std::move(name))
+      .Input("data", InputDep::kShape)
+      .Pattern(FusionPattern::kElementwise)
+      .Doc(std::move(doc))
+      .Rule(UnaryRule)
+      .Reference(UnaryKernel(std::move(fn)));
+}
+
+void RegisterBinary(OpRegistry::Builder& b, std::string name, BinaryFn fn, IntBinaryFn int_fn,
+                    std::function<std::optional<DimExpr>(DimExpr, DimExpr)> sym,
+                    bool boolean_result, std::string doc) {
+  OpDefBuilder op = b.Register(std::move(name));
+  op.Input("lhs", InputDep::kShape)
+      .Input("rhs", InputDep::kShape)
+      .Pattern(FusionPattern::kBroadcast)
+      .Doc(std::move(doc))
+      .Rule([boolean_result](ShapeContext& ctx) { return BinaryRule(ctx, boolean_result); })
+      .Reference(BinaryKernel(std::move(fn), std::move(int_fn)));
+  if (sym) op.SymbolicValues(BinarySymbolic(std::move(sym)));
+}
+
+}  // namespace
+
+void RegisterElementwiseOps(OpRegistry::Builder& b) {
+  RegisterUnary(b, "nn.relu", [](double x) { return x > 0 ? x : 0.0; }, "max(x, 0)");
+  RegisterUnary(b, "exp", [](double x) { return std::exp(x); }, "e^x");
+  RegisterUnary(b, "sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
+                "1 / (1 + e^-x)");
+  RegisterUnary(b, "tanh", [](double x) { return std::tanh(x); }, "hyperbolic tangent");
+
+  RegisterBinary(
+      b, "add", [](double x, double y) { return x + y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x + y; },
+      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x + y; }, false,
+      "lhs + rhs with broadcasting");
+  RegisterBinary(
+      b, "subtract", [](double x, double y) { return x - y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x - y; },
+      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x - y; }, false,
+      "lhs - rhs with broadcasting");
+  RegisterBinary(
+      b, "multiply", [](double x, double y) { return x * y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x * y; },
+      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x * y; }, false,
+      "lhs * rhs with broadcasting");
+  // Integer division truncates toward zero, as in C, ONNX and TVM's `divide`.
+  RegisterBinary(
+      b, "divide", [](double x, double y) { return x / y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        if (y == 0) return std::nullopt;
+        return x / y;
+      },
+      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> {
+        // Symbolic only where truncation equals floor division: both constant (exact), or a
+        // positive constant divisor that divides evenly (shape arithmetic is non-negative).
+        if (x.is_constant() && y.is_constant()) {
+          if (y.constant() == 0) return std::nullopt;
+          return DimExpr(x.constant() / y.constant());
+        }
+        if (y.is_constant() && y.constant() > 0) return DimExpr::FloorDiv(x, y);
+        return std::nullopt;
+      },
+      false, "lhs / rhs with broadcasting (integers truncate toward zero)");
+  RegisterBinary(
+      b, "maximum", [](double x, double y) { return std::max(x, y); },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return std::max(x, y); },
+      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Max(x, y); }, false,
+      "elementwise max with broadcasting");
+  RegisterBinary(
+      b, "minimum", [](double x, double y) { return std::min(x, y); },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return std::min(x, y); },
+      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Min(x, y); }, false,
+      "elementwise min with broadcasting");
+  RegisterBinary(
+      b, "equal", [](double x, double y) { return x == y ? 1.0 : 0.0; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x == y; }, nullptr, true,
+      "lhs == rhs (bool)");
+  RegisterBinary(
+      b, "greater", [](double x, double y) { return x > y ? 1.0 : 0.0; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x > y; }, nullptr, true,
+      "lhs > rhs (bool)");
+  RegisterBinary(
+      b, "less", [](double x, double y) { return x < y ? 1.0 : 0.0; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x < y; }, nullptr, true,
+      "lhs < rhs (bool)");
+
+  b.Register("cast")
+      .Input("data", InputDep::kShape)
+      .Attr("dtype", AttrType::kDType)
+      .Pattern(FusionPattern::kElementwise)
+      .Doc("converts elements to `dtype`")
+      .Rule([](ShapeContext& ctx) -> absl::StatusOr<std::vector<Type>> {
+        ASSIGN_OR_RETURN(auto shape, ctx.Shape(0));
+        return One(Type::Tensor(ctx.attrs().GetDType("dtype"), {shape.begin(), shape.end()}));
+      })
+      .SymbolicValues([](ShapeContext& ctx) -> std::optional<std::vector<std::vector<DimExpr>>> {
+        if (!IsInteger(ctx.dtype(0)) || !IsInteger(ctx.attrs().GetDType("dtype"))) {
+          return std::nullopt;
+        }
+        auto v = ctx.IntValues(0);
+        if (!v.ok() || !v->has_value()) return std::nullopt;
+        return std::vector<std::vector<DimExpr>>{**v};
+      })
+      .Reference([](absl::Span<const Tensor> in, const Attrs&,
+                    absl::Span<const Type> out_types) -> absl::StatusOr<std::vector<Tensor>> {
+        Tensor out = Tensor::Zeros(out_types[0].dtype(), in[0].shape());
+        const bool int_path = !IsFloat(in[0].dtype()) && !IsFloat(out.dtype());
+        for (int64_t i = 0; i < out.num_elements(); ++i) {
+          if (int_path) {
+            out.SetInt64(i, in[0].GetInt64(i));
+          } else {
+            out.SetDouble(i, in[0].GetDouble(i));
+          }
+        }
+        return std::vector<Tensor>{std::move(out)};
+      });
+}
+
+}  // namespace hetpass

@@ -1,0 +1,303 @@
+#include "passes/shape_funcs/op_registry.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "passes/support/status_macros.h"
+
+namespace hetpass {
+
+absl::string_view InputDepName(InputDep d) {
+  switch (d) {
+    case InputDep::kNone: return "none";
+    case InputDep::kShape: return "shape";
+    case InputDep::kValue: return "value";
+    case InputDep::kShapeAndValue: return "shape+value";
+  }
+  return "<bad dep>";
+}
+
+absl::string_view FusionPatternName(FusionPattern p) {
+  switch (p) {
+#define HETPASS_FUSION_PATTERN(e, name) \
+  case FusionPattern::e:                \
+    return name;
+#include "passes/shape_funcs/fusion_patterns.def"
+#undef HETPASS_FUSION_PATTERN
+  }
+  return "<bad pattern>";
+}
+
+// ---------------------------------------------------------------------------------------------
+// ShapeContext
+
+ShapeContext::ShapeContext(const OpDef& op, const Attrs& attrs, std::vector<ShapeInput> inputs,
+                           bool enforce_mask)
+    : op_(op), attrs_(attrs), inputs_(std::move(inputs)), enforce_mask_(enforce_mask) {}
+
+absl::Status ShapeContext::CheckAccess(int i, bool value_access) {
+  if (i < 0 || i >= num_inputs()) {
+    return Error(absl::StrFormat("shape rule asked for input %d of %d", i, num_inputs()));
+  }
+  if (!enforce_mask_) return absl::OkStatus();
+  const InputDep dep = op_.dep(i);
+  const bool allowed = value_access ? NeedsValue(dep) : NeedsShape(dep);
+  if (allowed) return absl::OkStatus();
+  std::string msg = absl::StrFormat(
+      "shape rule read the %s of input %d '%s', but its dependence mask is '%s'",
+      value_access ? "values" : "shape", i, op_.input(i).name, InputDepName(dep));
+  violations_.push_back(msg);
+  return absl::FailedPreconditionError(absl::StrCat("op '", op_.name(), "': ", msg));
+}
+
+absl::StatusOr<absl::Span<const DimExpr>> ShapeContext::Shape(int i) {
+  RETURN_IF_ERROR(CheckAccess(i, /*value_access=*/false));
+  return absl::Span<const DimExpr>(inputs_[i].type.shape());
+}
+
+absl::StatusOr<std::optional<std::vector<DimExpr>>> ShapeContext::IntValues(int i) {
+  RETURN_IF_ERROR(CheckAccess(i, /*value_access=*/true));
+  const ShapeInput& in = inputs_[i];
+  if (in.value != nullptr) {
+    std::vector<DimExpr> out;
+    out.reserve(in.value->num_elements());
+    for (int64_t k = 0; k < in.value->num_elements(); ++k) out.push_back(in.value->GetInt64(k));
+    return std::optional<std::vector<DimExpr>>(std::move(out));
+  }
+  if (in.sym_value != nullptr) return std::optional<std::vector<DimExpr>>(*in.sym_value);
+  return std::optional<std::vector<DimExpr>>();
+}
+
+absl::StatusOr<std::optional<std::vector<double>>> ShapeContext::FloatValues(int i) {
+  RETURN_IF_ERROR(CheckAccess(i, /*value_access=*/true));
+  const ShapeInput& in = inputs_[i];
+  if (in.value != nullptr) return std::optional<std::vector<double>>(in.value->ToDoubles());
+  if (in.sym_value != nullptr) {
+    std::vector<double> out;
+    for (const DimExpr& d : *in.sym_value) {
+      if (!d.is_constant()) return std::optional<std::vector<double>>();
+      out.push_back(static_cast<double>(d.constant()));
+    }
+    return std::optional<std::vector<double>>(std::move(out));
+  }
+  return std::optional<std::vector<double>>();
+}
+
+absl::Status ShapeContext::Error(absl::string_view message) const {
+  return absl::InvalidArgumentError(absl::StrCat("op '", op_.name(), "': ", message));
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpDef
+
+bool OpDef::AcceptsInputCount(int n) const {
+  const int declared = static_cast<int>(inputs_.size());
+  return variadic_ ? n >= declared : n == declared;
+}
+
+const InputSpec& OpDef::input(int i) const {
+  const int last = static_cast<int>(inputs_.size()) - 1;
+  return inputs_[std::min(i, last)];
+}
+
+bool OpDef::needs_values() const {
+  for (const InputSpec& s : inputs_) {
+    if (NeedsValue(s.dep)) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<Attrs> OpDef::CheckAttrs(const Attrs& attrs) const {
+  Attrs out;
+  for (const auto& [name, value] : attrs.entries()) {
+    const AttrSpec* spec = nullptr;
+    for (const AttrSpec& s : attrs_) {
+      if (s.name == name) spec = &s;
+    }
+    if (spec == nullptr) {
+      std::vector<std::string> known;
+      for (const AttrSpec& s : attrs_) known.push_back(s.name);
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "op '%s' has no attribute '%s' (known: %s)", name_, name,
+          known.empty() ? "none" : absl::StrJoin(known, ", ")));
+    }
+    AttrValue v = value;
+    if (spec->type == AttrType::kFloat && TypeOf(v) == AttrType::kInt) {
+      v = static_cast<double>(std::get<int64_t>(v));
+    } else if (spec->type == AttrType::kFloatList && TypeOf(v) == AttrType::kIntList) {
+      const auto& ints = std::get<std::vector<int64_t>>(v);
+      v = std::vector<double>(ints.begin(), ints.end());
+    }
+    if (TypeOf(v) != spec->type) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "attribute '%s' of op '%s' must be of type %s, got %s", name, name_,
+          AttrTypeName(spec->type), AttrValueToString(value)));
+    }
+    out.Set(name, std::move(v));
+  }
+  for (const AttrSpec& s : attrs_) {
+    if (out.Has(s.name)) continue;
+    if (!s.default_value) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "op '%s' needs attribute '%s' of type %s", name_, s.name, AttrTypeName(s.type)));
+    }
+    out.Set(s.name, *s.default_value);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Type>> OpDef::InferTypes(const Attrs& attrs,
+                                                    std::vector<ShapeInput> inputs) const {
+  if (!AcceptsInputCount(static_cast<int>(inputs.size()))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "op '%s' takes %s%d inputs, got %d", name_, variadic_ ? "at least " : "",
+        inputs_.size(), inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].type.is_tensor()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("op '%s': input %d '%s' must be a tensor, got %s", name_, i,
+                          input(static_cast<int>(i)).name, inputs[i].type.ToString()));
+    }
+  }
+  ShapeContext ctx(*this, attrs, std::move(inputs));
+  ASSIGN_OR_RETURN(std::vector<Type> out, shape_rule_(ctx));
+  if (static_cast<int>(out.size()) != num_outputs_) {
+    return absl::InternalError(absl::StrFormat("op '%s': shape rule returned %d types, expected %d",
+                                               name_, out.size(), num_outputs_));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpDefBuilder
+
+OpDefBuilder& OpDefBuilder::Input(std::string name, InputDep dep) {
+  def_->inputs_.push_back(InputSpec{std::move(name), dep});
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::VariadicInput(std::string name, InputDep dep) {
+  def_->inputs_.push_back(InputSpec{std::move(name), dep});
+  def_->variadic_ = true;
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Attr(std::string name, AttrType type) {
+  def_->attrs_.push_back(AttrSpec{std::move(name), type, std::nullopt});
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Attr(std::string name, AttrType type, AttrValue default_value) {
+  def_->attrs_.push_back(AttrSpec{std::move(name), type, std::move(default_value)});
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Outputs(int n) {
+  def_->num_outputs_ = n;
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Pattern(FusionPattern p) {
+  def_->pattern_ = p;
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::DataDependentOutputShape() {
+  def_->data_dependent_ = true;
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Doc(std::string text) {
+  def_->doc_ = std::move(text);
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Rule(ShapeRule rule) {
+  def_->shape_rule_ = std::move(rule);
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::SymbolicValues(SymbolicValueRule rule) {
+  def_->symbolic_value_rule_ = std::move(rule);
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Reference(ReferenceKernel kernel) {
+  def_->reference_ = std::move(kernel);
+  return *this;
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpRegistry
+
+OpDefBuilder OpRegistry::Builder::Register(std::string name) {
+  defs_.push_back(std::unique_ptr<OpDef>(new OpDef()));
+  defs_.back()->name_ = std::move(name);
+  return OpDefBuilder(defs_.back().get());
+}
+
+absl::StatusOr<std::unique_ptr<OpRegistry>> OpRegistry::Builder::Build() {
+  std::unique_ptr<OpRegistry> reg(new OpRegistry());
+  std::sort(defs_.begin(), defs_.end(),
+            [](const auto& a, const auto& b) { return a->name() < b->name(); });
+  for (auto& d : defs_) {
+    if (!d->shape_rule_) {
+      return absl::InternalError(absl::StrCat("op '", d->name(), "' has no shape rule"));
+    }
+    if (!reg->by_name_.emplace(d->name(), d.get()).second) {
+      return absl::InternalError(absl::StrCat("op '", d->name(), "' registered twice"));
+    }
+  }
+  reg->ops_ = std::move(defs_);
+  return reg;
+}
+
+const OpRegistry& OpRegistry::Global() {
+  static const OpRegistry* global = [] {
+    Builder b;
+    RegisterAllOps(b);
+    auto reg = b.Build();
+    HETPASS_CHECK(reg.ok(), "built-in op registry is inconsistent");
+    return reg->release();
+  }();
+  return *global;
+}
+
+const OpDef* OpRegistry::Find(absl::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+std::unique_ptr<OpRegistry> OpRegistry::CloneWith(const std::function<void(OpDef&)>& edit) const {
+  std::unique_ptr<OpRegistry> reg(new OpRegistry());
+  for (const auto& d : ops_) {
+    auto copy = std::make_unique<OpDef>(*d);
+    edit(*copy);
+    reg->by_name_.emplace(copy->name(), copy.get());
+    reg->ops_.push_back(std::move(copy));
+  }
+  return reg;
+}
+
+void OpRegistry::SetDep(OpDef& def, int input, InputDep dep) { def.inputs_[input].dep = dep; }
+
+std::string OpRegistry::Describe() const {
+  std::string out;
+  for (const auto& d : ops_) {
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < d->inputs().size(); ++i) {
+      const bool rep = d->variadic() && i + 1 == d->inputs().size();
+      ins.push_back(absl::StrCat(d->inputs()[i].name, rep ? "..." : "", ":",
+                                 InputDepName(d->inputs()[i].dep)));
+    }
+    std::vector<std::string> attrs;
+    for (const AttrSpec& a : d->attrs()) {
+      attrs.push_back(absl::StrCat(a.name, ":", AttrTypeName(a.type),
+                                   a.default_value ? absl::StrCat(" = ", AttrValueToString(
+                                                                             *a.default_value))
+                                                   : ""));
+    }
+    absl::StrAppendFormat(&out, "%-22s inputs(%s) attrs(%s) outputs=%d pattern=%s out-shape=%s\n",
+                          d->name(), absl::StrJoin(ins, ", "), absl::StrJoin(attrs, ", "),
+                          d->num_outputs(), FusionPatternName(d->pattern()),
+                          d->data_dependent_output_shape() ? "data-dependent"
+                          : d->needs_values()              ? "value-dependent"
+                                                           : "from-shapes");
+  }
+  return out;
+}
+
+}  // namespace hetpass
