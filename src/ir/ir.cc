@@ -132,7 +132,9 @@ std::string FormatLocation(const Module* module, const Location& loc) {
 std::string NodeContext(const Module* module, const Node& node) {
   std::string values;
   for (int i = 0; i < node.num_results(); ++i) {
-    absl::StrAppend(&values, i ? ", %" : " %", node.result(i)->name());
+    const std::string& name = node.result(i)->name();
+    absl::StrAppend(&values, i ? ", " : " ",
+                    name.empty() ? absl::StrCat("<result ", i, ">") : absl::StrCat("%", name));
   }
   return absl::StrCat(FormatLocation(module, node.loc()), ": ", node.OpName(), values, ": ");
 }
@@ -151,6 +153,22 @@ void WalkNodes(const Block& block, const std::function<void(const Node&)>& fn) {
       WalkNodes(static_cast<const Block&>(*n->region(r)), fn);
     }
   }
+}
+
+void ReplaceUses(Block& root, const absl::flat_hash_map<const Value*, Value*>& map) {
+  if (map.empty()) return;
+  auto remap = [&](Value*& v) {
+    auto it = map.find(v);
+    if (it != map.end()) v = it->second;
+  };
+  std::function<void(Block&)> visit = [&](Block& b) {
+    for (auto& n : b.mutable_nodes()) {
+      for (Value*& v : n->mutable_operands()) remap(v);
+      for (int i = 0; i < n->num_regions(); ++i) visit(*n->region(i));
+    }
+    for (Value*& v : b.mutable_results()) remap(v);
+  };
+  visit(root);
 }
 
 namespace {

@@ -30,7 +30,12 @@ absl::StatusOr<int64_t> CheckedNumElements(absl::Span<const int64_t> shape) {
   return n;
 }
 
-Tensor::Tensor() : data_(std::make_shared<std::vector<uint8_t>>(4, 0)) {}
+// Default tensors (one per IR node) share one zero buffer: no allocation per node.
+Tensor::Tensor() {
+  static const auto* zero = new std::shared_ptr<std::vector<uint8_t>>(
+      std::make_shared<std::vector<uint8_t>>(8, 0));
+  data_ = *zero;
+}
 
 Tensor Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
   Tensor t;

@@ -1,6 +1,6 @@
 // Elementwise and broadcasting ops: unary math, binary arithmetic with NumPy broadcasting,
-// comparisons, cast. Output shapes come from input shapes only (every input `shape`), so none
-// of these ever needs a copy for shape computation. Integer binary ops also propagate symbolic
+// comparisons, cast, where. Output shapes come from input shapes only (every input `shape`), so
+// none of these ever needs a copy for shape computation. Integer binary ops also propagate symbolic
 // values, which lets type inference see through shape arithmetic (`shape_of(x)[0] * 4`).
 #include "shape_funcs/elementwise.h"
 
@@ -90,6 +90,35 @@ SymbolicValueRule BinarySymbolic(std::function<std::optional<DimExpr>(DimExpr, D
   };
 }
 
+// where(cond, x, y): the three shapes broadcast together; x and y share the dtype.
+absl::StatusOr<std::vector<Type>> WhereRule(ShapeContext& ctx) {
+  if (ctx.dtype(1) != ctx.dtype(2)) {
+    return ctx.Error(absl::StrFormat("x and y dtypes differ: %s vs %s", DTypeName(ctx.dtype(1)),
+                                     DTypeName(ctx.dtype(2))));
+  }
+  ASSIGN_OR_RETURN(auto c, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto x, ctx.Shape(1));
+  ASSIGN_OR_RETURN(auto y, ctx.Shape(2));
+  ASSIGN_OR_RETURN(auto cx, shape_rules::BroadcastShapes(c, x, ctx));
+  ASSIGN_OR_RETURN(auto out, shape_rules::BroadcastShapes(cx, y, ctx));
+  return One(Type::Tensor(ctx.dtype(1), std::move(out)));
+}
+
+absl::StatusOr<std::vector<Tensor>> WhereKernel(absl::Span<const Tensor> in, const Attrs&,
+                                                absl::Span<const Type> out_types) {
+  const std::vector<int64_t> shape = shape_rules::ConcreteShape(out_types[0]);
+  Tensor out = Tensor::Zeros(out_types[0].dtype(), shape);
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    const bool take_x =
+        in[0].GetDouble(shape_rules::BroadcastSourceIndex(index, in[0].shape())) != 0;
+    const Tensor& src = take_x ? in[1] : in[2];
+    shape_rules::CopyElements(src, shape_rules::BroadcastSourceIndex(index, src.shape()), out, i);
+    shape_rules::NextIndex(index, shape);
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
 void RegisterUnary(OpRegistry::Builder& b, std::string name, UnaryFn fn, std::string doc) {
   b.Register(std::move(name))
       .Input("data", InputDep::kShape)
@@ -115,11 +144,22 @@ void RegisterBinary(OpRegistry::Builder& b, std::string name, BinaryFn fn, IntBi
 }  // namespace
 
 void RegisterElementwiseOps(OpRegistry::Builder& b) {
-  RegisterUnary(b, "nn.relu", [](double x) { return x > 0 ? x : 0.0; }, "max(x, 0)");
-  RegisterUnary(b, "exp", [](double x) { return std::exp(x); }, "e^x");
-  RegisterUnary(b, "sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
-                "1 / (1 + e^-x)");
-  RegisterUnary(b, "tanh", [](double x) { return std::tanh(x); }, "hyperbolic tangent");
+  RegisterUnary(
+      b, "nn.relu", [](double x) { return x > 0 ? x : 0.0; }, "max(x, 0)");
+  RegisterUnary(
+      b, "exp", [](double x) { return std::exp(x); }, "e^x");
+  RegisterUnary(
+      b, "sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, "1 / (1 + e^-x)");
+  RegisterUnary(
+      b, "tanh", [](double x) { return std::tanh(x); }, "hyperbolic tangent");
+  RegisterUnary(
+      b, "sqrt", [](double x) { return std::sqrt(x); }, "square root");
+  RegisterUnary(
+      b, "log", [](double x) { return std::log(x); }, "natural logarithm");
+  RegisterUnary(
+      b, "negative", [](double x) { return -x; }, "-x");
+  RegisterUnary(
+      b, "abs", [](double x) { return std::fabs(x); }, "|x|");
 
   RegisterBinary(
       b, "add", [](double x, double y) { return x + y; },
@@ -155,6 +195,9 @@ void RegisterElementwiseOps(OpRegistry::Builder& b) {
       },
       false, "lhs / rhs with broadcasting (integers truncate toward zero)");
   RegisterBinary(
+      b, "power", [](double x, double y) { return std::pow(x, y); }, nullptr, nullptr, false,
+      "lhs ^ rhs with broadcasting (computed in double)");
+  RegisterBinary(
       b, "maximum", [](double x, double y) { return std::max(x, y); },
       [](int64_t x, int64_t y) -> std::optional<int64_t> { return std::max(x, y); },
       [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Max(x, y); }, false,
@@ -176,6 +219,15 @@ void RegisterElementwiseOps(OpRegistry::Builder& b) {
       b, "less", [](double x, double y) { return x < y ? 1.0 : 0.0; },
       [](int64_t x, int64_t y) -> std::optional<int64_t> { return x < y; }, nullptr, true,
       "lhs < rhs (bool)");
+
+  b.Register("where")
+      .Input("condition", InputDep::kShape)
+      .Input("x", InputDep::kShape)
+      .Input("y", InputDep::kShape)
+      .Pattern(FusionPattern::kBroadcast)
+      .Doc("condition ? x : y with broadcasting of all three")
+      .Rule(WhereRule)
+      .Reference(WhereKernel);
 
   b.Register("cast")
       .Input("data", InputDep::kShape)

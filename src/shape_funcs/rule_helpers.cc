@@ -1,6 +1,9 @@
 #include "shape_funcs/rule_helpers.h"
 
+#include <cstring>
+
 #include "absl/strings/str_format.h"
+#include "passes/support/status_macros.h"
 
 namespace hetpass::shape_rules {
 
@@ -21,15 +24,15 @@ absl::StatusOr<std::vector<DimExpr>> BroadcastShapes(absl::Span<const DimExpr> a
     } else if (db.is_constant() && db.constant() == 1) {
       r = da;
     } else if (da.is_constant() && db.is_constant()) {
-      return ctx.Error(absl::StrFormat("cannot broadcast %s with %s: dimension %d is %d vs %d",
-                                       ShapeToString({a.begin(), a.end()}),
-                                       ShapeToString({b.begin(), b.end()}),
-                                       static_cast<int>(rank - 1 - i), da.constant(),
-                                       db.constant()));
+      return ctx.Error(
+          absl::StrFormat("cannot broadcast %s with %s: dimension %d is %d vs %d",
+                          ShapeToString({a.begin(), a.end()}), ShapeToString({b.begin(), b.end()}),
+                          static_cast<int>(rank - 1 - i), da.constant(), db.constant()));
     } else if (da.is_unknown() || db.is_unknown()) {
-      // One side unknown: if the other is a known non-1 dim it must be that dim.
+      // One side unknown: if the other is a constant non-1 dim it must be that dim. A symbolic
+      // other side may be 1 at run time (then the unknown side wins), so the result is unknown.
       const DimExpr& known = da.is_unknown() ? db : da;
-      r = known.is_unknown() ? DimExpr::Unknown() : known;
+      r = known.is_constant() ? known : DimExpr::Unknown();
     } else {
       // Two different symbolic dims: equal at run time or one is 1; cannot say which.
       r = DimExpr::Unknown();
@@ -44,6 +47,143 @@ absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank, const ShapeCon
     return ctx.Error(absl::StrFormat("axis %d is out of range for rank %d", axis, rank));
   }
   return axis < 0 ? axis + rank : axis;
+}
+
+absl::StatusOr<std::vector<int64_t>> NormalizeAxes(absl::Span<const int64_t> axes, int64_t rank,
+                                                   const ShapeContext& ctx) {
+  std::vector<int64_t> out;
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : axes) {
+    ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(a, rank, ctx));
+    if (seen[n]) return ctx.Error(absl::StrFormat("axis %d is given twice", a));
+    seen[n] = true;
+    out.push_back(n);
+  }
+  return out;
+}
+
+Tensor ZerosOf(const Type& t) { return Tensor::Zeros(t.dtype(), ConcreteShape(t)); }
+
+void CopyElements(const Tensor& src, int64_t si, Tensor& dst, int64_t di, int64_t n) {
+  if (n <= 0) return;
+  const int size = DTypeSize(src.dtype());
+  std::memcpy(dst.mutable_data() + di * size, src.data() + si * size, n * size);
+}
+
+int64_t Offset(absl::Span<const int64_t> index, absl::Span<const int64_t> strides) {
+  int64_t off = 0;
+  for (size_t i = 0; i < index.size(); ++i) off += index[i] * strides[i];
+  return off;
+}
+
+bool ProvablyNonNegative(const DimExpr& e) {
+  if (e.is_constant()) return e.constant() >= 0;
+  const DimNode& n = *e.node();
+  switch (n.kind) {
+    case DimExpr::Kind::kSymbol:
+      return true;
+    case DimExpr::Kind::kSum:
+      if (n.constant < 0) return false;
+      for (const DimTerm& t : n.terms) {
+        if (t.coeff < 0) return false;
+        for (const DimExpr& f : t.factors) {
+          if (!ProvablyNonNegative(f)) return false;
+        }
+      }
+      return true;
+    case DimExpr::Kind::kFloorDiv:
+    case DimExpr::Kind::kMin:
+      return ProvablyNonNegative(n.args[0]) && ProvablyNonNegative(n.args[1]);
+    case DimExpr::Kind::kMod:
+      return n.args[1].is_constant() && n.args[1].constant() > 0;
+    case DimExpr::Kind::kMax:
+      return ProvablyNonNegative(n.args[0]) || ProvablyNonNegative(n.args[1]);
+    default:
+      return false;
+  }
+}
+
+bool ProvablyLessOrEqual(const DimExpr& a, const DimExpr& b) {
+  if (ProvablyNonNegative(b - a)) return true;
+  if (a.is_constant() || a.is_unknown()) return false;
+  const DimNode& n = *a.node();
+  // x // c <= x for x >= 0 and c >= 1; min(x, y) <= either.
+  if (n.kind == DimExpr::Kind::kFloorDiv && n.args[1].is_constant() && n.args[1].constant() >= 1 &&
+      ProvablyNonNegative(n.args[0])) {
+    return ProvablyLessOrEqual(n.args[0], b);
+  }
+  if (n.kind == DimExpr::Kind::kMin) {
+    return ProvablyLessOrEqual(n.args[0], b) || ProvablyLessOrEqual(n.args[1], b);
+  }
+  return false;
+}
+
+DimExpr SymMin(const DimExpr& a, const DimExpr& b) {
+  if (a.is_unknown() || b.is_unknown()) return DimExpr::Unknown();
+  if (ProvablyLessOrEqual(a, b)) return a;
+  if (ProvablyLessOrEqual(b, a)) return b;
+  return DimExpr::Min(a, b);
+}
+
+DimExpr SymMax(const DimExpr& a, const DimExpr& b) {
+  if (a.is_unknown() || b.is_unknown()) return DimExpr::Unknown();
+  if (ProvablyLessOrEqual(b, a)) return a;
+  if (ProvablyLessOrEqual(a, b)) return b;
+  return DimExpr::Max(a, b);
+}
+
+DimExpr CeilDivPositive(const DimExpr& a, int64_t c) { return DimExpr::FloorDiv(a + (c - 1), c); }
+
+DimExpr Product(absl::Span<const DimExpr> dims) {
+  DimExpr p = 1;
+  for (const DimExpr& d : dims) p = p * d;
+  return p;
+}
+
+std::optional<std::vector<int64_t>> AllConstant(absl::Span<const DimExpr> values) {
+  std::vector<int64_t> out;
+  out.reserve(values.size());
+  for (const DimExpr& v : values) {
+    if (!v.is_constant()) return std::nullopt;
+    out.push_back(v.constant());
+  }
+  return out;
+}
+
+std::vector<DimExpr> ToDims(absl::Span<const int64_t> values) {
+  return std::vector<DimExpr>(values.begin(), values.end());
+}
+
+std::vector<DimExpr> UnknownDims(int64_t rank) {
+  return std::vector<DimExpr>(rank, DimExpr::Unknown());
+}
+
+absl::StatusOr<std::optional<std::vector<DimExpr>>> IntInput(ShapeContext& ctx, int i,
+                                                             absl::string_view what) {
+  if (!IsInteger(ctx.dtype(i))) {
+    return ctx.Error(
+        absl::StrFormat("%s must be an integer tensor, got %s", what, DTypeName(ctx.dtype(i))));
+  }
+  return ctx.IntValues(i);
+}
+
+absl::StatusOr<int64_t> StaticLength(ShapeContext& ctx, int i, absl::string_view what) {
+  if (ctx.rank(i) != 1) {
+    return ctx.Error(absl::StrFormat("%s must be 1-D, got rank %d", what, ctx.rank(i)));
+  }
+  ASSIGN_OR_RETURN(auto shape, ctx.Shape(i));
+  if (!shape[0].is_constant()) {
+    return ctx.Error(absl::StrFormat("%s must have a static length to fix the output rank, got %s",
+                                     what, shape[0].ToString()));
+  }
+  return shape[0].constant();
+}
+
+std::optional<std::vector<std::vector<DimExpr>>> ForwardIntValues(ShapeContext& ctx) {
+  if (!IsInteger(ctx.dtype(0))) return std::nullopt;
+  auto v = ctx.IntValues(0);
+  if (!v.ok() || !v->has_value()) return std::nullopt;
+  return std::vector<std::vector<DimExpr>>{**v};
 }
 
 std::vector<int64_t> ConcreteShape(const Type& t) {

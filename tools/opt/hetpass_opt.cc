@@ -1,1 +1,185 @@
-int main() { return 1; }
+// hetpass-opt: text IR in, passes, text IR out. The driver of the golden tests.
+//
+//   hetpass-opt FILE|- [--passes=PIPELINE] [--print-ir-after=all|p1,p2] [--timing]
+//               [--verify-each=true] [--elide-constants] [--split-input-file] [-o OUT]
+//   hetpass-opt --list-ops | --list-passes
+//
+// Errors go to stderr as `<file>:<line>:<col>: error: <message>` (exit code 1).
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "passes/ir/parser.h"
+#include "passes/ir/printer.h"
+#include "passes/ir/verifier.h"
+#include "passes/pass/pass_registry.h"
+#include "passes/shape_funcs/op_registry.h"
+
+ABSL_FLAG(std::string, passes, "", "comma-separated pass pipeline, e.g. infer-types,dce");
+ABSL_FLAG(std::vector<std::string>, print_ir_after, {},
+          "print the IR to stderr after these passes ('all' for every pass)");
+ABSL_FLAG(bool, timing, false, "print per-pass wall time to stderr");
+ABSL_FLAG(bool, verify_each, true, "run the verifier after every pass");
+ABSL_FLAG(bool, elide_constants, false, "print large constants as `elided`");
+ABSL_FLAG(bool, list_ops, false, "list every registered op with its per-input masks and exit");
+ABSL_FLAG(bool, list_passes, false, "list every pass with its options and exit");
+ABSL_FLAG(std::string, o, "-", "output file ('-' for stdout)");
+ABSL_FLAG(bool, split_input_file, false,
+          "treat each '// -----'-separated chunk as its own module (golden tests); line numbers "
+          "stay those of the whole file");
+
+namespace {
+
+bool IsLocation(absl::string_view seg) {
+  // "<path>:<line>:<col>"
+  std::vector<absl::string_view> f = absl::StrSplit(seg, ':');
+  if (f.size() < 3) return false;
+  for (size_t i = f.size() - 2; i < f.size(); ++i) {
+    if (f[i].empty() || !std::all_of(f[i].begin(), f[i].end(), absl::ascii_isdigit)) return false;
+  }
+  return true;
+}
+
+// Moves the first `<file>:<line>:<col>` segment to the front, compiler style:
+// "pass 'x': f.hir:3:7: msg" -> "f.hir:3:7: error: pass 'x': msg"; no location -> "error: msg".
+std::string Diagnostic(absl::string_view message) {
+  std::vector<absl::string_view> segs = absl::StrSplit(message, ": ");
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (!IsLocation(segs[i])) continue;
+    std::vector<absl::string_view> rest(segs.begin(), segs.begin() + i);
+    rest.insert(rest.end(), segs.begin() + i + 1, segs.end());
+    return absl::StrCat(segs[i], ": error: ", absl::StrJoin(rest, ": "));
+  }
+  return absl::StrCat("error: ", message);
+}
+
+int Fail(const absl::Status& s) {
+  std::cerr << Diagnostic(s.message()) << "\n";
+  return 1;
+}
+
+
+// Splits on lines that are exactly "// -----"; each chunk is padded with the newlines before it
+// so that diagnostics report line numbers of the whole file.
+std::vector<std::string> SplitInput(const std::string& text) {
+  std::vector<std::string> chunks;
+  std::string current;
+  int line = 0, chunk_start = 0;
+  for (absl::string_view l : absl::StrSplit(text, '\n')) {
+    if (absl::StripAsciiWhitespace(l) == "// -----") {
+      chunks.push_back(std::string(chunk_start, '\n') + current);
+      current.clear();
+      chunk_start = line + 1;
+    } else {
+      absl::StrAppend(&current, l, "\n");
+    }
+    ++line;
+  }
+  chunks.push_back(std::string(chunk_start, '\n') + current);
+  return chunks;
+}
+
+absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::string& source) {
+  hetpass::ParseOptions parse_options;
+  parse_options.source_name = source;
+  auto module = hetpass::ParseModule(text, parse_options);
+  if (!module.ok()) return module.status();
+  if (absl::Status s = hetpass::Verify(**module); !s.ok()) return s;
+
+  hetpass::PassManagerOptions pm_options;
+  pm_options.verify_each = absl::GetFlag(FLAGS_verify_each);
+  pm_options.print_ir_after = absl::GetFlag(FLAGS_print_ir_after);
+  pm_options.timing = absl::GetFlag(FLAGS_timing);
+  pm_options.print_options.elide_large_constants = absl::GetFlag(FLAGS_elide_constants);
+  auto pm = hetpass::ParsePipeline(absl::GetFlag(FLAGS_passes), pm_options);
+  if (!pm.ok()) return pm.status();
+  auto changed = (*pm)->Run(**module);
+  if (!changed.ok()) return changed.status();
+  if (pm_options.timing) std::cerr << (*pm)->TimingReport();
+
+  hetpass::PrintOptions print_options;
+  print_options.elide_large_constants = absl::GetFlag(FLAGS_elide_constants);
+  return hetpass::PrintModule(**module, print_options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "hetpass-opt FILE|- [--passes=PIPELINE] [--print-ir-after=...] [--timing] [-o OUT]\n"
+      "Parses text IR, runs a pass pipeline and prints the resulting IR.");
+  // Accept the dashed spellings of the docs (--list-ops) for absl's underscore flag names.
+  std::vector<std::string> storage(argv, argv + argc);
+  for (std::string& a : storage) {
+    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
+      const size_t end = std::min(a.find('='), a.size());
+      std::replace(a.begin() + 2, a.begin() + end, '-', '_');
+    }
+  }
+  std::vector<char*> argv2;
+  for (std::string& a : storage) argv2.push_back(a.data());
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv2.data());
+
+  if (absl::GetFlag(FLAGS_list_ops)) {
+    std::cout << hetpass::OpRegistry::Global().Describe();
+    return 0;
+  }
+  if (absl::GetFlag(FLAGS_list_passes)) {
+    std::cout << hetpass::PassRegistry::Global().Describe();
+    return 0;
+  }
+  if (args.size() != 2) {
+    std::cerr << "error: expected exactly one input file (or '-'); see --help\n";
+    return 2;
+  }
+  const std::string path = args[1];
+  std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path);
+    if (!in) {
+      std::cerr << "error: cannot open '" << path << "'\n";
+      return 1;
+    }
+    text << in.rdbuf();
+  }
+
+  std::string out;
+  bool failed = false;
+  std::vector<std::string> chunks = {text.str()};
+  if (absl::GetFlag(FLAGS_split_input_file)) chunks = SplitInput(text.str());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    absl::StatusOr<std::string> r =
+        ProcessModule(chunks[i], path == "-" ? "<stdin>" : path);
+    if (i > 0) out += "// -----\n";
+    if (r.ok()) {
+      out += *r;
+    } else {
+      Fail(r.status());
+      failed = true;
+    }
+  }
+  const std::string out_path = absl::GetFlag(FLAGS_o);
+  if (out_path == "-") {
+    std::cout << out;
+  } else {
+    std::ofstream f(out_path);
+    f << out;
+    if (!f) {
+      std::cerr << "error: cannot write '" << out_path << "'\n";
+      return 1;
+    }
+  }
+  return failed ? 1 : 0;
+}

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "passes/ir/attributes.h"
@@ -248,6 +249,9 @@ std::string NodeContext(const Module* module, const Node& node);
 // Visits every node of a block (and, recursively, of its regions) in program order.
 void WalkNodes(Block& block, const std::function<void(Node&)>& fn);
 void WalkNodes(const Block& block, const std::function<void(const Node&)>& fn);
+
+// Rewrites every operand and block result in `root` (recursively) through `map`.
+void ReplaceUses(Block& root, const absl::flat_hash_map<const Value*, Value*>& map);
 
 // Deep copy of a function into `dest` (same module or another); returns the copy.
 Function* CloneFunction(const Function& src, Module& dest, std::string new_name);

@@ -1,0 +1,82 @@
+// Front-end throughput: parse, infer-types and print on generated functions of 10k, 100k and
+// 1M bindings (a mix of dense, bias_add, elementwise and shape arithmetic over a symbolic
+// batch). Counters report bindings per second; run with --benchmark_filter to pick sizes.
+//   ./bench/ir_bench --benchmark_counters_tabular=true
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "benchmark/benchmark.h"
+#include "passes/ir/parser.h"
+#include "passes/ir/printer.h"
+#include "passes/transforms/infer_types.h"
+
+namespace hetpass {
+namespace {
+
+// A function of `n` bindings. Every binding uses the previous one (a deep chain, the worst
+// case for layout tools later) and, every few, an older value or a parameter.
+std::string Generate(int64_t n) {
+  std::string s =
+      "def @main(%x: f32[n, 64], %w: f32[64, 64], %b: f32[64]) {\n  %v0 = nn.relu(%x)\n";
+  s.reserve(static_cast<size_t>(n) * 40);
+  for (int64_t i = 1; i < n; ++i) {
+    const std::string prev = absl::StrCat("%v", i - 1);
+    const std::string older = absl::StrCat("%v", i / 2);
+    switch (i % 6) {
+      case 0: absl::StrAppend(&s, "  %v", i, " = nn.dense(", prev, ", %w)\n"); break;
+      case 1: absl::StrAppend(&s, "  %v", i, " = nn.bias_add(", prev, ", %b) {axis = -1}\n"); break;
+      case 2: absl::StrAppend(&s, "  %v", i, " = add(", prev, ", ", older, ")\n"); break;
+      case 3: absl::StrAppend(&s, "  %v", i, " = nn.relu(", prev, ")\n"); break;
+      case 4: absl::StrAppend(&s, "  %v", i, " = multiply(", prev, ", %x)\n"); break;
+      default: absl::StrAppend(&s, "  %v", i, " = tanh(", prev, ")\n"); break;
+    }
+  }
+  absl::StrAppend(&s, "  return %v", n - 1, "\n}\n");
+  return s;
+}
+
+void BM_Parse(benchmark::State& state) {
+  const std::string text = Generate(state.range(0));
+  for (auto _ : state) {
+    auto m = ParseModule(text);
+    if (!m.ok()) state.SkipWithError(std::string(m.status().message()).c_str());
+    benchmark::DoNotOptimize(m);
+  }
+  state.counters["bindings/s"] =
+      benchmark::Counter(static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_InferTypes(benchmark::State& state) {
+  const std::string text = Generate(state.range(0));
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto m = ParseModule(text);
+    auto pass = CreateInferTypesPass();
+    state.ResumeTiming();
+    auto r = pass->Run(**m);
+    if (!r.ok()) state.SkipWithError(std::string(r.status().message()).c_str());
+    state.PauseTiming();
+    m->reset();  // free outside the timed region
+    state.ResumeTiming();
+  }
+  state.counters["bindings/s"] =
+      benchmark::Counter(static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Print(benchmark::State& state) {
+  auto m = ParseModule(Generate(state.range(0)));
+  (void)CreateInferTypesPass()->Run(**m);
+  for (auto _ : state) {
+    std::string out = PrintModule(**m);
+    benchmark::DoNotOptimize(out);
+  }
+  state.counters["bindings/s"] =
+      benchmark::Counter(static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_Parse)->Arg(10'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_InferTypes)->Arg(10'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Print)->Arg(10'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace hetpass

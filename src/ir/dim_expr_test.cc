@@ -1,0 +1,157 @@
+#include "passes/ir/dim_expr.h"
+
+#include <set>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "passes/ir/parser.h"
+
+namespace hetpass {
+namespace {
+
+using ::testing::HasSubstr;
+
+const DimExpr n = DimExpr::Symbol("n");
+const DimExpr m = DimExpr::Symbol("m");
+const DimExpr h = DimExpr::Symbol("h");
+
+TEST(DimExprTest, PolynomialCanonicalisation) {
+  EXPECT_EQ(n + n, 2 * n);
+  EXPECT_EQ(n * 2, DimExpr(2) * n);
+  EXPECT_EQ(n + m, m + n);
+  EXPECT_EQ(n * m, m * n);
+  EXPECT_EQ((n + 1) * (n - 1), n * n - 1);
+  EXPECT_EQ(n - n, DimExpr(0));
+  EXPECT_TRUE((n - n).is_constant());
+  EXPECT_EQ((n + 3) - 3, n);
+  EXPECT_TRUE(((n + 3) - 3).is_symbol());
+  EXPECT_EQ(DimExpr(0) - (DimExpr(0) - n), n);
+  EXPECT_EQ(-n, DimExpr(0) - n);
+  EXPECT_EQ(DimExpr(6) * 7, DimExpr(42));
+}
+
+TEST(DimExprTest, FloorDivAndModSimplify) {
+  EXPECT_EQ(DimExpr::FloorDiv(n * 4 + 3, 4), n);
+  EXPECT_EQ(DimExpr::FloorDiv(n * 4 + 8, 4), n + 2);
+  EXPECT_EQ(DimExpr::FloorDiv(n, 1), n);
+  EXPECT_EQ(DimExpr::FloorDiv(DimExpr(-7), 2), DimExpr(-4));  // floor, not truncation
+  EXPECT_EQ(DimExpr::Mod(DimExpr(-7), 2), DimExpr(1));
+  EXPECT_EQ(DimExpr::Mod(n * 6 + 4, 3), DimExpr(1));
+  EXPECT_EQ(DimExpr::Mod(n, 1), DimExpr(0));
+  EXPECT_EQ(DimExpr::FloorDiv(n * 4 + m, 4), n + DimExpr::FloorDiv(m, 4));
+  EXPECT_TRUE(DimExpr::FloorDiv(n, 0).is_unknown());
+  EXPECT_TRUE(DimExpr::Mod(n, 0).is_unknown());
+  EXPECT_EQ(DimExpr::CeilDiv(n * 4 + 1, 4), n + 1);
+}
+
+TEST(DimExprTest, MinMaxSimplify) {
+  EXPECT_EQ(DimExpr::Min(n, n + 1), n);
+  EXPECT_EQ(DimExpr::Max(n, n + 1), n + 1);
+  EXPECT_EQ(DimExpr::Min(n - 2, n), n - 2);
+  EXPECT_EQ(DimExpr::Min(DimExpr(3), DimExpr(5)), DimExpr(3));
+  EXPECT_EQ(DimExpr::Max(DimExpr(3), DimExpr(5)), DimExpr(5));
+  EXPECT_EQ(DimExpr::Min(n, m), DimExpr::Min(m, n));  // operands sorted
+  EXPECT_EQ(DimExpr::Min(n, m).kind(), DimExpr::Kind::kMin);
+  EXPECT_EQ(DimExpr::Max(n, m).kind(), DimExpr::Kind::kMax);
+}
+
+TEST(DimExprTest, UnknownAbsorbsEverything) {
+  const DimExpr u = DimExpr::Unknown();
+  EXPECT_TRUE((n + u).is_unknown());
+  EXPECT_TRUE((u * 2).is_unknown());
+  EXPECT_TRUE(DimExpr::FloorDiv(u, 2).is_unknown());
+  EXPECT_TRUE(DimExpr::Min(n, u).is_unknown());
+  EXPECT_EQ(u, DimExpr::Unknown());  // structurally equal
+  EXPECT_EQ(u.ToString(), "?");
+}
+
+TEST(DimExprTest, OverflowBecomesUnknown) {
+  EXPECT_TRUE((DimExpr(INT64_MAX) + 1).is_unknown());
+  EXPECT_TRUE((DimExpr(INT64_MAX) * 2).is_unknown());
+  EXPECT_TRUE((n * INT64_MAX * 2).is_unknown());
+}
+
+TEST(DimExprTest, Printing) {
+  EXPECT_EQ(DimExpr(5).ToString(), "5");
+  EXPECT_EQ(DimExpr(-5).ToString(), "-5");
+  EXPECT_EQ(n.ToString(), "n");
+  EXPECT_EQ((n * 4 + 1).ToString(), "n*4 + 1");
+  EXPECT_EQ(DimExpr::FloorDiv(h + 1, 2).ToString(), "(h + 1)//2");
+  EXPECT_EQ(DimExpr::Min(DimExpr::Symbol("k"), n).ToString(), "min(k, n)");
+  EXPECT_EQ(DimExpr::Mod(n, 3).ToString(), "n % 3");
+  EXPECT_EQ((DimExpr(0) - n).ToString(), "-n");
+  EXPECT_EQ(ShapeToString({n, 1024}), "[n, 1024]");
+}
+
+TEST(DimExprTest, PrintParseRoundTrip) {
+  const DimExpr k = DimExpr::Symbol("k");
+  const std::vector<DimExpr> exprs = {
+      DimExpr(0),
+      DimExpr(-3),
+      DimExpr(INT64_MIN),
+      DimExpr(INT64_MAX),
+      n,
+      n * m + n + 1,
+      n * 4 - m * 2 - 7,
+      DimExpr(0) - n,
+      DimExpr(0) - n * m,
+      DimExpr::FloorDiv(h + 1, 2),
+      DimExpr(0) - DimExpr::FloorDiv(n, 2),
+      DimExpr::FloorDiv(n, 2) * 3,
+      DimExpr::FloorDiv(n, DimExpr(0) - 3),
+      DimExpr::FloorDiv(n, m + 1),
+      DimExpr::Mod(n * 2 + 1, 4),
+      DimExpr::Mod(n, m) * DimExpr::Mod(m, 3),
+      DimExpr::Min(k, n),
+      DimExpr::Max(DimExpr::Min(k, n), m + 1) * 2 - 1,
+      DimExpr::FloorDiv(DimExpr::FloorDiv(h + 2, 3) + 1, 2) * 4,
+      (n + 1) * (m + 2) * (k + 3),
+      DimExpr::Unknown(),
+  };
+  for (const DimExpr& e : exprs) {
+    SCOPED_TRACE(e.ToString());
+    auto parsed = ParseDimExpr(e.ToString());
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, e);
+    EXPECT_EQ(parsed->ToString(), e.ToString());
+    EXPECT_EQ(parsed->Hash(), e.Hash());
+  }
+}
+
+TEST(DimExprTest, Evaluate) {
+  const DimExpr e = DimExpr::FloorDiv(n * 3 + m, 2) + DimExpr::Max(n, m) - DimExpr::Mod(m, 4);
+  auto v = e.Evaluate({{"n", 5}, {"m", 7}});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, (5 * 3 + 7) / 2 + 7 - 7 % 4);
+
+  auto unbound = (n + m).Evaluate({{"n", 1}});
+  ASSERT_FALSE(unbound.ok());
+  EXPECT_THAT(std::string(unbound.status().message()), HasSubstr("symbol 'm' is not bound"));
+
+  auto unknown = DimExpr::Unknown().Evaluate({});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("unknown dimension"));
+
+  auto div0 = DimExpr::FloorDiv(n, m).Evaluate({{"n", 1}, {"m", 0}});
+  ASSERT_FALSE(div0.ok());
+  EXPECT_THAT(std::string(div0.status().message()), HasSubstr("division by zero"));
+
+  auto overflow = (n * m).Evaluate({{"n", INT64_MAX}, {"m", 2}});
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_THAT(std::string(overflow.status().message()), HasSubstr("overflow"));
+}
+
+TEST(DimExprTest, SubstituteAndCollectSymbols) {
+  const DimExpr e = n * 4 + DimExpr::FloorDiv(m, 2);
+  EXPECT_EQ(e.Substitute({{"n", DimExpr(3)}, {"m", DimExpr(9)}}), DimExpr(16));
+  EXPECT_EQ(e.Substitute({{"n", m}}), m * 4 + DimExpr::FloorDiv(m, 2));
+  EXPECT_EQ(e.Substitute({}), e);
+  EXPECT_EQ(DimExpr::Min(n, m).Substitute({{"m", n + 1}}), n);
+  std::set<std::string> symbols;
+  (e + DimExpr::Max(h, 3)).CollectSymbols(&symbols);
+  EXPECT_EQ(symbols, (std::set<std::string>{"h", "m", "n"}));
+}
+
+}  // namespace
+}  // namespace hetpass

@@ -1,0 +1,369 @@
+// IR verifier (checks listed in verifier.h).
+//
+// One walk per function in program order keeps the set of values visible at each point: the
+// function parameters, then each binding's results after its operands (and regions) are
+// checked. A region sees its enclosing blocks' values; its own values are removed again when
+// it closes. Each problem is reported with the function, the node's location, its op and the
+// value involved; the first problem found is returned.
+#include "passes/ir/verifier.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "passes/shape_funcs/op_registry.h"
+#include "passes/support/status_macros.h"
+
+namespace hetpass {
+namespace {
+
+std::string ValueText(const Value* v) {
+  if (v == nullptr) return "<null>";
+  if (!v->name().empty()) return absl::StrCat("%", v->name());
+  if (v->producer() != nullptr) {
+    return absl::StrCat("<result ", v->index(), " of '", v->producer()->OpName(), "'>");
+  }
+  return absl::StrCat("<parameter ", v->index(), ">");
+}
+
+absl::string_view Plural(int64_t n, absl::string_view one, absl::string_view many) {
+  return n == 1 ? one : many;
+}
+
+class FunctionVerifier {
+ public:
+  FunctionVerifier(const Module& module, const Function& function, const VerifyOptions& options)
+      : module_(module), function_(function), options_(options) {}
+
+  absl::Status Run() {
+    const Block& body = function_.body();
+    if (body.parent_function() != &function_) {
+      return FunctionError("its body does not point back to the function");
+    }
+    RETURN_IF_ERROR(DefineParams(body, "parameter"));
+    RETURN_IF_ERROR(VerifyBlock(body));
+    RETURN_IF_ERROR(CheckBlockResults(body, nullptr, "return"));
+    return CheckFunctionResults();
+  }
+
+ private:
+  // "<file:line:col>: in function '@f': "
+  std::string FunctionPrefix() const {
+    return absl::StrCat(FormatLocation(&module_, function_.loc()), ": in function '@",
+                        function_.name(), "': ");
+  }
+  absl::Status FunctionError(absl::string_view message) const {
+    return absl::InvalidArgumentError(absl::StrCat(FunctionPrefix(), message));
+  }
+  // "<loc>: in function '@f': <op> %r: <message>"
+  absl::Status NodeError(const Node& node, absl::string_view message) const {
+    std::string results;
+    for (int i = 0; i < node.num_results(); ++i) {
+      absl::StrAppend(&results, i ? ", " : " ", ValueText(node.result(i)));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(FormatLocation(&module_, node.loc()),
+                                                   ": in function '@", function_.name(),
+                                                   "': ", node.OpName(), results, ": ", message));
+  }
+
+  absl::Status DefineParams(const Block& block, absl::string_view what) {
+    for (int i = 0; i < block.num_params(); ++i) {
+      const Value* p = block.param(i);
+      if (p->param_block() != &block || p->index() != i) {
+        return FunctionError(
+            absl::StrFormat("%s %d %s does not point back to its block", what, i, ValueText(p)));
+      }
+      if (options_.require_types && p->type().is_unset()) {
+        return FunctionError(absl::StrFormat("%s %d %s has no type", what, i, ValueText(p)));
+      }
+      Define(p);
+    }
+    return absl::OkStatus();
+  }
+
+  void Define(const Value* v) {
+    visible_.insert(v);
+    scope_.push_back(v);
+  }
+  void PushScope() { marks_.push_back(scope_.size()); }
+  void PopScope() {
+    for (size_t i = marks_.back(); i < scope_.size(); ++i) visible_.erase(scope_[i]);
+    scope_.resize(marks_.back());
+    marks_.pop_back();
+  }
+
+  absl::Status CheckUse(const Node* node, const Value* v, absl::string_view what) {
+    if (v == nullptr) {
+      return node ? NodeError(*node, absl::StrCat(what, " is null"))
+                  : FunctionError(absl::StrCat(what, " is null"));
+    }
+    if (visible_.contains(v)) return absl::OkStatus();
+    const std::string msg = absl::StrCat(what, " ", ValueText(v),
+                                         " is not defined before its use in this or an "
+                                         "enclosing block");
+    return node ? NodeError(*node, msg) : FunctionError(msg);
+  }
+
+  absl::Status CheckBlockResults(const Block& block, const Node* owner,
+                                 absl::string_view terminator) {
+    for (size_t i = 0; i < block.results().size(); ++i) {
+      RETURN_IF_ERROR(
+          CheckUse(owner, block.results()[i], absl::StrFormat("value %d of '%s'", i, terminator)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status VerifyBlock(const Block& block) {
+    for (const auto& n : block.nodes()) {
+      const Node& node = *n;
+      if (node.parent() != &block) return NodeError(node, "node does not point back to its block");
+      for (int i = 0; i < node.num_operands(); ++i) {
+        RETURN_IF_ERROR(CheckUse(&node, node.operand(i), absl::StrCat("operand ", i)));
+      }
+      if (node.num_regions() != NodeKindNumRegions(node.kind())) {
+        return NodeError(node, absl::StrFormat("has %d regions, expected %d", node.num_regions(),
+                                               NodeKindNumRegions(node.kind())));
+      }
+      for (int r = 0; r < node.num_regions(); ++r) {
+        const Block& region = *node.region(r);
+        if (region.parent_node() != &node) {
+          return NodeError(node, absl::StrCat("region ", r, " does not point back to its node"));
+        }
+        PushScope();
+        RETURN_IF_ERROR(DefineParams(region, "region parameter"));
+        RETURN_IF_ERROR(VerifyBlock(region));
+        RETURN_IF_ERROR(CheckBlockResults(region, &node, "yield"));
+        PopScope();
+      }
+      RETURN_IF_ERROR(VerifyNode(node));
+      for (int i = 0; i < node.num_results(); ++i) {
+        const Value* r = node.result(i);
+        if (r->producer() != &node || r->index() != i) {
+          return NodeError(node, absl::StrCat("result ", i, " does not point back to its node"));
+        }
+        if (visible_.contains(r)) {
+          return NodeError(node, absl::StrCat("result ", ValueText(r), " is defined twice"));
+        }
+        if (options_.require_types && r->type().is_unset()) {
+          return NodeError(node, absl::StrCat("result ", ValueText(r), " has no type"));
+        }
+        Define(r);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ExpectResults(const Node& node, int want) {
+    if (node.num_results() == want) return absl::OkStatus();
+    return NodeError(node, absl::StrFormat("has %d %s, expected %d", node.num_results(),
+                                           Plural(node.num_results(), "result", "results"), want));
+  }
+
+  absl::Status VerifyNode(const Node& node) {
+    switch (node.kind()) {
+      case NodeKind::kCall:
+        return VerifyCall(node);
+      case NodeKind::kConstant:
+        return VerifyConstant(node);
+      case NodeKind::kTuple:
+        return ExpectResults(node, 1);
+      case NodeKind::kGetItem:
+        return VerifyGetItem(node);
+      case NodeKind::kInvoke:
+        return VerifyInvoke(node);
+      case NodeKind::kIf:
+        return VerifyIf(node);
+      case NodeKind::kLoop:
+        return VerifyLoop(node);
+    }
+    return NodeError(node, "unknown node kind");
+  }
+
+  absl::Status VerifyCall(const Node& node) {
+    const OpDef* op = node.op();
+    if (op == nullptr) return NodeError(node, "call has no op");
+    if (!op->AcceptsInputCount(node.num_operands())) {
+      const int want = static_cast<int>(op->inputs().size());
+      return NodeError(node,
+                       absl::StrFormat("op '%s' takes %s%d %s, found %d", op->name(),
+                                       op->variadic() ? "at least " : "", want,
+                                       Plural(want, "operand", "operands"), node.num_operands()));
+    }
+    absl::StatusOr<Attrs> checked = op->CheckAttrs(node.attrs());
+    if (!checked.ok()) return NodeError(node, checked.status().message());
+    for (const AttrSpec& spec : op->attrs()) {
+      const AttrValue* v = node.attrs().Find(spec.name);
+      if (v == nullptr) {
+        return NodeError(node, absl::StrFormat("attribute '%s' is missing (defaults are filled "
+                                               "in when the node is built)",
+                                               spec.name));
+      }
+      if (TypeOf(*v) != spec.type) {
+        return NodeError(
+            node, absl::StrFormat("attribute '%s' has type %s, the schema says %s", spec.name,
+                                  AttrTypeName(TypeOf(*v)), AttrTypeName(spec.type)));
+      }
+    }
+    return ExpectResults(node, op->num_outputs());
+  }
+
+  absl::Status VerifyConstant(const Node& node) {
+    RETURN_IF_ERROR(ExpectResults(node, 1));
+    if (node.num_operands() != 0) return NodeError(node, "a constant takes no operands");
+    const Type& t = node.result(0)->type();
+    const Type data_type = node.constant_value().type();
+    if (!t.is_unset() && t != data_type) {
+      return NodeError(node, absl::StrFormat("constant data of type %s does not match the result "
+                                             "type %s",
+                                             data_type.ToString(), t.ToString()));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status VerifyGetItem(const Node& node) {
+    RETURN_IF_ERROR(ExpectResults(node, 1));
+    if (node.num_operands() != 1) {
+      return NodeError(node, absl::StrFormat("takes 1 operand, found %d", node.num_operands()));
+    }
+    const AttrValue* index = node.attrs().Find("index");
+    if (index == nullptr || TypeOf(*index) != AttrType::kInt ||
+        node.attrs().entries().size() != 1) {
+      return NodeError(node, "needs exactly one attribute, an int 'index'");
+    }
+    const int64_t i = std::get<int64_t>(*index);
+    const Type& t = node.operand(0)->type();
+    if (t.is_tensor()) {
+      return NodeError(node, absl::StrCat("operand ", ValueText(node.operand(0)),
+                                          " is not a tuple: ", t.ToString()));
+    }
+    if (i < 0 || (t.is_tuple() && i >= static_cast<int64_t>(t.fields().size()))) {
+      return NodeError(node, absl::StrFormat("index %d is out of range for %s", i,
+                                             t.is_tuple() ? t.ToString() : "a tuple"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status VerifyInvoke(const Node& node) {
+    const Function* callee = module_.FindFunction(node.callee());
+    if (callee == nullptr) {
+      return NodeError(node, absl::StrCat("invoke of undefined function '@", node.callee(), "'"));
+    }
+    const int params = callee->body().num_params();
+    if (node.num_operands() != params) {
+      return NodeError(node,
+                       absl::StrFormat("'@%s' takes %d %s, found %d", node.callee(), params,
+                                       Plural(params, "operand", "operands"), node.num_operands()));
+    }
+    const int results = static_cast<int>(callee->body().results().size());
+    if (node.num_results() != results) {
+      return NodeError(
+          node, absl::StrFormat("'@%s' returns %d %s, but %d %s bound", node.callee(), results,
+                                Plural(results, "value", "values"), node.num_results(),
+                                Plural(node.num_results(), "is", "are")));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status VerifyIf(const Node& node) {
+    if (node.num_operands() != 1) {
+      return NodeError(
+          node, absl::StrFormat("takes 1 operand (the condition), found %d", node.num_operands()));
+    }
+    const Type& cond = node.operand(0)->type();
+    if (!cond.is_unset()) {
+      const bool scalar_like =
+          cond.is_tensor() && (!cond.is_static() || (cond.NumElements() == DimExpr(1)));
+      if (!cond.is_tensor() || cond.dtype() != DType::kBool || !scalar_like) {
+        return NodeError(
+            node, absl::StrCat("condition ", ValueText(node.operand(0)),
+                               " must be a one-element bool tensor, found ", cond.ToString()));
+      }
+    }
+    for (int r = 0; r < 2; ++r) {
+      if (node.region(r)->num_params() != 0) {
+        return NodeError(
+            node, absl::StrCat(r == 0 ? "then" : "else", "-branch must not have parameters"));
+      }
+    }
+    const size_t then_n = node.region(0)->results().size();
+    const size_t else_n = node.region(1)->results().size();
+    if (then_n != else_n) {
+      return NodeError(node, absl::StrFormat("then-branch yields %d %s but else-branch yields %d",
+                                             then_n, Plural(then_n, "value", "values"), else_n));
+    }
+    return ExpectResults(node, static_cast<int>(then_n));
+  }
+
+  absl::Status VerifyLoop(const Node& node) {
+    if (node.num_operands() < 2) {
+      return NodeError(node, absl::StrFormat("takes a trip count, a condition and the carried "
+                                             "values, found %d operands",
+                                             node.num_operands()));
+    }
+    const int carried = node.num_operands() - 2;
+    const Block& body = *node.region(0);
+    if (body.num_params() != 2 + carried) {
+      return NodeError(node, absl::StrFormat("body has %d parameters but needs %d (iteration, "
+                                             "condition and %d carried)",
+                                             body.num_params(), 2 + carried, carried));
+    }
+    const int yields = static_cast<int>(body.results().size());
+    if (yields < 1 + carried) {
+      return NodeError(node, absl::StrFormat("body yields %d values but needs at least %d "
+                                             "(condition and %d carried)",
+                                             yields, 1 + carried, carried));
+    }
+    return ExpectResults(node, yields - 1);
+  }
+
+  absl::Status CheckFunctionResults() {
+    const std::vector<Type>& declared = function_.result_types();
+    const std::vector<Value*>& returned = function_.body().results();
+    if (declared.empty()) return absl::OkStatus();  // not declared: nothing to match
+    if (declared.size() != returned.size()) {
+      return FunctionError(
+          absl::StrFormat("declares %d result %s but returns %d %s", declared.size(),
+                          Plural(declared.size(), "type", "types"), returned.size(),
+                          Plural(returned.size(), "value", "values")));
+    }
+    if (!options_.require_types) return absl::OkStatus();
+    for (size_t i = 0; i < declared.size(); ++i) {
+      const Type& actual = returned[i]->type();
+      if (!RefineType(declared[i], actual).has_value()) {
+        return FunctionError(
+            absl::StrFormat("result %d %s has type %s, but the function declares "
+                            "%s",
+                            i, ValueText(returned[i]), actual.ToString(), declared[i].ToString()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const Module& module_;
+  const Function& function_;
+  const VerifyOptions& options_;
+  absl::flat_hash_set<const Value*> visible_;
+  std::vector<const Value*> scope_;
+  std::vector<size_t> marks_;
+};
+
+}  // namespace
+
+absl::Status Verify(const Module& module, const VerifyOptions& options) {
+  absl::flat_hash_set<absl::string_view> names;
+  for (const auto& f : module.functions()) {
+    if (!names.insert(f->name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          FormatLocation(&module, f->loc()), ": function '@", f->name(), "' is defined twice"));
+    }
+  }
+  for (const auto& f : module.functions()) {
+    RETURN_IF_ERROR(FunctionVerifier(module, *f, options).Run());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hetpass

@@ -1,0 +1,105 @@
+// Tests of the elementwise/broadcast family (unary math, binary ops, comparisons, cast, where).
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shape_funcs/test_util.h"
+
+namespace hetpass::testing {
+namespace {
+
+using ::testing::DoubleNear;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(ElementwiseTest, MasksArePureShape) {
+  for (const char* name :
+       {"nn.relu", "exp", "sigmoid", "tanh", "sqrt", "log", "negative", "abs", "cast"}) {
+    EXPECT_EQ(Op(name)->dep(0), InputDep::kShape) << name;
+    EXPECT_EQ(Op(name)->pattern(), FusionPattern::kElementwise) << name;
+  }
+  for (const char* name : {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
+                           "equal", "greater", "less"}) {
+    EXPECT_EQ(Op(name)->dep(0), InputDep::kShape) << name;
+    EXPECT_EQ(Op(name)->dep(1), InputDep::kShape) << name;
+    EXPECT_EQ(Op(name)->pattern(), FusionPattern::kBroadcast) << name;
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Op("where")->dep(i), InputDep::kShape);
+}
+
+TEST(ElementwiseTest, UnaryInferenceAndReference) {
+  EXPECT_EQ(InferStr("sqrt", {}, {In(F32({S("n"), 2}))}), "f32[n, 2]");
+  auto s = RunRef("sqrt", {}, {FT({2}, {4, 9})});
+  ASSERT_TRUE(s.ok());
+  EXPECT_THAT(Doubles((*s)[0]), ElementsAre(2, 3));
+  auto l = RunRef("log", {}, {FT({1}, {1})});
+  ASSERT_TRUE(l.ok());
+  EXPECT_THAT(Doubles((*l)[0]), ElementsAre(0));
+  auto n = RunRef("negative", {}, {FT({2}, {1, -2})});
+  ASSERT_TRUE(n.ok());
+  EXPECT_THAT(Doubles((*n)[0]), ElementsAre(-1, 2));
+  auto a = RunRef("abs", {}, {FT({2}, {-3, 2})});
+  ASSERT_TRUE(a.ok());
+  EXPECT_THAT(Doubles((*a)[0]), ElementsAre(3, 2));
+  auto r = RunRef("nn.relu", {}, {FT({2}, {-3, 2})});
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(Doubles((*r)[0]), ElementsAre(0, 2));
+}
+
+TEST(ElementwiseTest, BinaryBroadcastSymbolic) {
+  EXPECT_EQ(InferStr("add", {}, {In(F32({S("n"), 1})), In(F32({4}))}), "f32[n, 4]");
+  EXPECT_EQ(InferStr("power", {}, {In(F32({S("n"), 4})), In(F32({}))}), "f32[n, 4]");
+  EXPECT_EQ(InferStr("less", {}, {In(F32({2})), In(F32({2}))}), "bool[2]");
+  EXPECT_THAT(InferStr("add", {}, {In(F32({3})), In(F32({4}))}),
+              HasSubstr("cannot broadcast [3] with [4]"));
+  EXPECT_THAT(InferStr("multiply", {}, {In(F32({3})), In(T(DType::kI32, {3}))}),
+              HasSubstr("operand dtypes differ: f32 vs i32"));
+}
+
+TEST(ElementwiseTest, BinaryReference) {
+  auto p = RunRef("power", {}, {FT({2, 1}, {2, 3}), FT({2}, {2, 3})});
+  ASSERT_TRUE(p.ok());
+  EXPECT_THAT(Doubles((*p)[0]), ElementsAre(4, 8, 9, 27));
+  auto d = RunRef("divide", {}, {IT({2}, {7, -7}), IT({}, {2})});
+  ASSERT_TRUE(d.ok());
+  EXPECT_THAT(Ints((*d)[0]), ElementsAre(3, -3));
+  auto z = RunRef("divide", {}, {IT({1}, {7}), IT({}, {0})});
+  EXPECT_FALSE(z.ok());
+}
+
+TEST(ElementwiseTest, SymbolicValuesOfShapeArithmetic) {
+  const std::vector<DimExpr> n = {S("n")};
+  const Tensor four = I64Scalar(4);
+  EXPECT_EQ(SymValuesStr("multiply", {}, {InSymScalar(n), InV(four)}), "[n*4]");
+  EXPECT_EQ(SymValuesStr("divide", {}, {InSymScalar(n), InV(four)}), "[n//4]");
+  EXPECT_EQ(SymValuesStr("cast", {{"dtype", DType::kI32}}, {InSym(n)}), "[n]");
+}
+
+TEST(WhereTest, InferenceErrorsReference) {
+  EXPECT_EQ(InferStr("where", {}, {In(T(DType::kBool, {S("n"), 1})), In(F32({1, 3})), In(F32({}))}),
+            "f32[n, 3]");
+  EXPECT_THAT(
+      InferStr("where", {}, {In(T(DType::kBool, {3})), In(F32({3})), In(T(DType::kI64, {3}))}),
+      HasSubstr("x and y dtypes differ: f32 vs i64"));
+  EXPECT_THAT(InferStr("where", {}, {In(T(DType::kBool, {2})), In(F32({3})), In(F32({3}))}),
+              HasSubstr("cannot broadcast"));
+  auto w = RunRef("where", {},
+                  {Tensor::FromInt64s(DType::kBool, {2, 1}, std::vector<int64_t>{1, 0}),
+                   FT({2}, {1, 2}), FT({}, {-1})});
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_THAT(Doubles((*w)[0]), ElementsAre(1, 2, -1, -1));
+}
+
+TEST(CastTest, InferenceAndReference) {
+  EXPECT_EQ(InferStr("cast", {{"dtype", DType::kI32}}, {In(F32({S("n")}))}), "i32[n]");
+  EXPECT_THAT(InferStr("cast", {}, {In(F32({2}))}), HasSubstr("needs attribute 'dtype'"));
+  auto c = RunRef("cast", {{"dtype", DType::kI32}}, {FT({2}, {1.7, -1.7})});
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(Ints((*c)[0]), ElementsAre(1, -1));
+  auto s = RunRef("sigmoid", {}, {FT({1}, {0})});
+  ASSERT_TRUE(s.ok());
+  EXPECT_THAT(Doubles((*s)[0]), ElementsAre(DoubleNear(0.5, 1e-7)));
+}
+
+}  // namespace
+}  // namespace hetpass::testing

@@ -1,0 +1,530 @@
+// Neural-network ops: nn.dense, nn.bias_add, nn.conv2d, nn.max_pool2d, nn.softmax, nn.pad and
+// dyn.nn.pad.
+//
+// Masks: every tensor operand is `shape`: output shapes follow from input shapes and
+// attributes, so type inference keeps them symbolic (`nn.dense` of f32[n, 1024] by
+// f32[512, 1024] is f32[n, 512]; conv2d spatial dims are floordiv expressions) and no shape
+// function ever copies data. The exceptions are dyn.nn.pad, whose `pad_width` is `value` (the
+// pads are run-time data) and whose `pad_value` is `none`: the fill value never affects the
+// shape. TVM's dyn.nn.pad declared the whole op data dependent, copying the padded tensor and
+// the fill value to the host; here only the (2 x rank) pad widths travel.
+//
+// Patterns: dense and conv2d are out-elementwise-fusable (a GEMM/conv kernel can absorb a
+// following bias/relu); bias_add is broadcast; pad is injective. softmax is opaque, as in TVM:
+// it is a reduction (max and sum over the axis) whose result is broadcast back over the same
+// axis, so it reads every element twice; treating it as `reduction` would let the fuser append
+// elementwise consumers to a kernel that is really a two-pass schedule, and no backend here has
+// such a fused schedule.
+#include "shape_funcs/nn.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_format.h"
+#include "passes/support/status_macros.h"
+#include "shape_funcs/rule_helpers.h"
+
+namespace hetpass {
+namespace {
+
+using shape_rules::One;
+using shape_rules::ProvablyDifferent;
+using shape_rules::ToVec;
+using Result = absl::StatusOr<std::vector<Type>>;
+using KernelResult = absl::StatusOr<std::vector<Tensor>>;
+
+absl::Status CheckSameDType(const ShapeContext& ctx, int a, int b) {
+  if (ctx.dtype(a) == ctx.dtype(b)) return absl::OkStatus();
+  return ctx.Error(absl::StrFormat("%s and %s dtypes differ: %s vs %s", ctx.op().input(a).name,
+                                   ctx.op().input(b).name, DTypeName(ctx.dtype(a)),
+                                   DTypeName(ctx.dtype(b))));
+}
+
+absl::Status CheckRank(const ShapeContext& ctx, int i, int rank) {
+  if (ctx.rank(i) == rank) return absl::OkStatus();
+  return ctx.Error(absl::StrFormat("%s must have rank %d, got rank %d", ctx.op().input(i).name,
+                                   rank, ctx.rank(i)));
+}
+
+// ---- nn.dense ------------------------------------------------------------------------------
+
+Result DenseRule(ShapeContext& ctx) {
+  RETURN_IF_ERROR(CheckSameDType(ctx, 0, 1));
+  if (ctx.rank(0) < 1) return ctx.Error("data must have rank >= 1, got a scalar");
+  RETURN_IF_ERROR(CheckRank(ctx, 1, 2));
+  ASSIGN_OR_RETURN(auto data, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto weight, ctx.Shape(1));
+  const DimExpr& k_data = data.back();
+  const DimExpr& k_weight = weight[1];
+  if (ProvablyDifferent(k_data, k_weight)) {
+    return ctx.Error(
+        absl::StrFormat("reduction dims differ: %d vs %d", k_data.constant(), k_weight.constant()));
+  }
+  const int64_t units = ctx.attrs().GetInt("units");
+  if (units > 0 && ProvablyDifferent(weight[0], units)) {
+    return ctx.Error(
+        absl::StrFormat("units = %d but the weight has %d rows", units, weight[0].constant()));
+  }
+  std::vector<DimExpr> out = ToVec(data);
+  out.back() = weight[0];
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+KernelResult DenseKernel(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const int64_t k = in[0].shape().back();
+  const int64_t n = in[1].shape()[0];
+  const int64_t rows =
+      k == 0 ? out.num_elements() / std::max<int64_t>(n, 1) : in[0].num_elements() / k;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t x = 0; x < k; ++x)
+        acc += in[0].GetDouble(r * k + x) * in[1].GetDouble(j * k + x);
+      out.SetDouble(r * n + j, acc);
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- nn.bias_add ---------------------------------------------------------------------------
+
+Result BiasAddRule(ShapeContext& ctx) {
+  RETURN_IF_ERROR(CheckSameDType(ctx, 0, 1));
+  RETURN_IF_ERROR(CheckRank(ctx, 1, 1));
+  ASSIGN_OR_RETURN(auto data, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto bias, ctx.Shape(1));
+  ASSIGN_OR_RETURN(int64_t axis,
+                   shape_rules::NormalizeAxis(ctx.attrs().GetInt("axis"), data.size(), ctx));
+  if (ProvablyDifferent(data[axis], bias[0])) {
+    return ctx.Error(absl::StrFormat("bias has %d elements but data axis %d has %d",
+                                     bias[0].constant(), axis, data[axis].constant()));
+  }
+  return One(Type::Tensor(ctx.dtype(0), ToVec(data)));
+}
+
+KernelResult BiasAddKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                           absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const std::vector<int64_t>& shape = in[0].shape();
+  int64_t axis = attrs.GetInt("axis");
+  if (axis < 0) axis += in[0].rank();
+  int64_t inner = 1;
+  for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    out.SetDouble(i, in[0].GetDouble(i) + in[1].GetDouble((i / inner) % shape[axis]));
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- windows (conv2d, max_pool2d) ------------------------------------------------------------
+
+// Relay padding: 1 int (all sides), 2 ints (top/bottom, left/right) or 4 ints (top, left,
+// bottom, right).
+absl::StatusOr<std::array<int64_t, 4>> Padding4(const ShapeContext& ctx) {
+  const std::vector<int64_t>& p = ctx.attrs().GetIntList("padding");
+  std::array<int64_t, 4> out;
+  if (p.size() == 1) {
+    out = {p[0], p[0], p[0], p[0]};
+  } else if (p.size() == 2) {
+    out = {p[0], p[1], p[0], p[1]};
+  } else if (p.size() == 4) {
+    out = {p[0], p[1], p[2], p[3]};
+  } else {
+    return ctx.Error(absl::StrFormat("padding must have 1, 2 or 4 values, got %d", p.size()));
+  }
+  for (int64_t v : out) {
+    if (v < 0) return ctx.Error(absl::StrFormat("padding must be >= 0, got %d", v));
+  }
+  return out;
+}
+
+// A pair attribute (strides, dilation, pool_size): 1 or 2 positive ints.
+absl::StatusOr<std::array<int64_t, 2>> Pair(const ShapeContext& ctx, absl::string_view name) {
+  const std::vector<int64_t>& v = ctx.attrs().GetIntList(name);
+  if (v.size() != 1 && v.size() != 2) {
+    return ctx.Error(absl::StrFormat("%s must have 1 or 2 values, got %d", name, v.size()));
+  }
+  std::array<int64_t, 2> out = {v[0], v.back()};
+  for (int64_t x : out) {
+    if (x <= 0) return ctx.Error(absl::StrFormat("%s must be positive, got %d", name, x));
+  }
+  return out;
+}
+
+// (in + pad - dil*(k-1) - 1) // stride + 1; ceil_mode rounds the division up instead.
+absl::StatusOr<DimExpr> WindowDim(const ShapeContext& ctx, const DimExpr& in, int64_t pad,
+                                  const DimExpr& kernel, int64_t dilation, int64_t stride,
+                                  bool ceil_mode, absl::string_view which) {
+  DimExpr span = in + pad - dilation * (kernel - 1) - 1;
+  if (ceil_mode) span = span + (stride - 1);
+  DimExpr out = DimExpr::FloorDiv(span, stride) + 1;
+  if (out.is_constant() && out.constant() <= 0) {
+    return ctx.Error(absl::StrFormat(
+        "output %s would be %d: input %s (padded by %d) is smaller than the kernel %s "
+        "(dilation %d)",
+        which, out.constant(), in.ToString(), pad, kernel.ToString(), dilation));
+  }
+  return out;
+}
+
+Result Conv2dRule(ShapeContext& ctx) {
+  const Attrs& a = ctx.attrs();
+  if (a.GetString("data_layout") != "NCHW" || a.GetString("kernel_layout") != "OIHW") {
+    return ctx.Error(absl::StrFormat("only NCHW data and OIHW kernels are supported, got %s/%s",
+                                     a.GetString("data_layout"), a.GetString("kernel_layout")));
+  }
+  RETURN_IF_ERROR(CheckSameDType(ctx, 0, 1));
+  RETURN_IF_ERROR(CheckRank(ctx, 0, 4));
+  RETURN_IF_ERROR(CheckRank(ctx, 1, 4));
+  ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto w, ctx.Shape(1));
+  ASSIGN_OR_RETURN(auto pad, Padding4(ctx));
+  ASSIGN_OR_RETURN(auto stride, Pair(ctx, "strides"));
+  ASSIGN_OR_RETURN(auto dil, Pair(ctx, "dilation"));
+  const int64_t groups = a.GetInt("groups");
+  if (groups <= 0) return ctx.Error(absl::StrFormat("groups must be positive, got %d", groups));
+  const DimExpr in_channels = w[1] * groups;
+  if (ProvablyDifferent(x[1], in_channels)) {
+    return ctx.Error(absl::StrFormat("data has %d channels but weight expects %d (%d x %d groups)",
+                                     x[1].constant(), in_channels.constant(), w[1].constant(),
+                                     groups));
+  }
+  if (w[0].is_constant() && w[0].constant() % groups != 0) {
+    return ctx.Error(absl::StrFormat("%d output channels are not divisible by %d groups",
+                                     w[0].constant(), groups));
+  }
+  const int64_t channels = a.GetInt("channels");
+  if (channels > 0 && ProvablyDifferent(w[0], channels)) {
+    return ctx.Error(absl::StrFormat("channels = %d but the weight has %d output channels",
+                                     channels, w[0].constant()));
+  }
+  const std::vector<int64_t>& ks = a.GetIntList("kernel_size");
+  if (!ks.empty() &&
+      (ks.size() != 2 || ProvablyDifferent(w[2], ks[0]) || ProvablyDifferent(w[3], ks[1]))) {
+    return ctx.Error(
+        absl::StrFormat("kernel_size does not match the weight %s", ShapeToString(ToVec(w))));
+  }
+  ASSIGN_OR_RETURN(DimExpr h,
+                   WindowDim(ctx, x[2], pad[0] + pad[2], w[2], dil[0], stride[0], false, "height"));
+  ASSIGN_OR_RETURN(DimExpr wd,
+                   WindowDim(ctx, x[3], pad[1] + pad[3], w[3], dil[1], stride[1], false, "width"));
+  return One(Type::Tensor(ctx.dtype(0), {x[0], w[0], h, wd}));
+}
+
+struct Window {
+  std::array<int64_t, 4> pad;
+  std::array<int64_t, 2> stride, dil;
+};
+
+Window ConcreteWindow(const Attrs& a) {
+  const std::vector<int64_t>& p = a.GetIntList("padding");
+  Window w;
+  if (p.size() == 1) w.pad = {p[0], p[0], p[0], p[0]};
+  if (p.size() == 2) w.pad = {p[0], p[1], p[0], p[1]};
+  if (p.size() == 4) w.pad = {p[0], p[1], p[2], p[3]};
+  const auto& s = a.GetIntList("strides");
+  const auto& d = a.GetIntList("dilation");
+  w.stride = {s[0], s.back()};
+  w.dil = {d[0], d.back()};
+  return w;
+}
+
+KernelResult Conv2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                          absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const Window win = ConcreteWindow(attrs);
+  const int64_t groups = attrs.GetInt("groups");
+  const auto& xs = in[0].shape();
+  const auto& ws = in[1].shape();
+  const auto& os = out.shape();
+  const int64_t cin_g = ws[1], cout_g = ws[0] / groups;
+  int64_t o_idx = 0;
+  for (int64_t n = 0; n < os[0]; ++n) {
+    for (int64_t oc = 0; oc < os[1]; ++oc) {
+      const int64_t g = oc / cout_g;
+      for (int64_t oh = 0; oh < os[2]; ++oh) {
+        for (int64_t ow = 0; ow < os[3]; ++ow, ++o_idx) {
+          double acc = 0;
+          for (int64_t ic = 0; ic < cin_g; ++ic) {
+            const int64_t c = g * cin_g + ic;
+            for (int64_t kh = 0; kh < ws[2]; ++kh) {
+              const int64_t ih = oh * win.stride[0] - win.pad[0] + kh * win.dil[0];
+              if (ih < 0 || ih >= xs[2]) continue;
+              for (int64_t kw = 0; kw < ws[3]; ++kw) {
+                const int64_t iw = ow * win.stride[1] - win.pad[1] + kw * win.dil[1];
+                if (iw < 0 || iw >= xs[3]) continue;
+                acc += in[0].GetDouble(((n * xs[1] + c) * xs[2] + ih) * xs[3] + iw) *
+                       in[1].GetDouble(((oc * ws[1] + ic) * ws[2] + kh) * ws[3] + kw);
+              }
+            }
+          }
+          out.SetDouble(o_idx, acc);
+        }
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- nn.max_pool2d -------------------------------------------------------------------------
+
+// TVM's rule: ceil_mode adds stride-1 to the numerator (no PyTorch-style correction for a last
+// window that starts in the padding).
+Result MaxPool2dRule(ShapeContext& ctx) {
+  const Attrs& a = ctx.attrs();
+  if (a.GetString("layout") != "NCHW") {
+    return ctx.Error(
+        absl::StrFormat("only NCHW layout is supported, got %s", a.GetString("layout")));
+  }
+  RETURN_IF_ERROR(CheckRank(ctx, 0, 4));
+  ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto pool, Pair(ctx, "pool_size"));
+  ASSIGN_OR_RETURN(auto pad, Padding4(ctx));
+  ASSIGN_OR_RETURN(auto stride, Pair(ctx, "strides"));
+  ASSIGN_OR_RETURN(auto dil, Pair(ctx, "dilation"));
+  const bool ceil_mode = a.GetBool("ceil_mode");
+  ASSIGN_OR_RETURN(DimExpr h, WindowDim(ctx, x[2], pad[0] + pad[2], pool[0], dil[0], stride[0],
+                                        ceil_mode, "height"));
+  ASSIGN_OR_RETURN(DimExpr w, WindowDim(ctx, x[3], pad[1] + pad[3], pool[1], dil[1], stride[1],
+                                        ceil_mode, "width"));
+  return One(Type::Tensor(ctx.dtype(0), {x[0], x[1], h, w}));
+}
+
+KernelResult MaxPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                             absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const Window win = ConcreteWindow(attrs);
+  const auto& ps = attrs.GetIntList("pool_size");
+  const std::array<int64_t, 2> pool = {ps[0], ps.back()};
+  const auto& xs = in[0].shape();
+  const auto& os = out.shape();
+  int64_t o_idx = 0;
+  for (int64_t nc = 0; nc < os[0] * os[1]; ++nc) {
+    for (int64_t oh = 0; oh < os[2]; ++oh) {
+      for (int64_t ow = 0; ow < os[3]; ++ow, ++o_idx) {
+        double m = -std::numeric_limits<double>::infinity();
+        for (int64_t kh = 0; kh < pool[0]; ++kh) {
+          const int64_t ih = oh * win.stride[0] - win.pad[0] + kh * win.dil[0];
+          if (ih < 0 || ih >= xs[2]) continue;
+          for (int64_t kw = 0; kw < pool[1]; ++kw) {
+            const int64_t iw = ow * win.stride[1] - win.pad[1] + kw * win.dil[1];
+            if (iw < 0 || iw >= xs[3]) continue;
+            m = std::max(m, in[0].GetDouble((nc * xs[2] + ih) * xs[3] + iw));
+          }
+        }
+        out.SetDouble(o_idx, m);
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- nn.softmax ----------------------------------------------------------------------------
+
+Result SoftmaxRule(ShapeContext& ctx) {
+  if (!IsFloat(ctx.dtype(0))) {
+    return ctx.Error(
+        absl::StrFormat("data must be floating point, got %s", DTypeName(ctx.dtype(0))));
+  }
+  ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
+  RETURN_IF_ERROR(shape_rules::NormalizeAxis(ctx.attrs().GetInt("axis"), x.size(), ctx).status());
+  return One(Type::Tensor(ctx.dtype(0), ToVec(x)));
+}
+
+KernelResult SoftmaxKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                           absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const auto& s = in[0].shape();
+  int64_t axis = attrs.GetInt("axis");
+  if (axis < 0) axis += in[0].rank();
+  int64_t inner = 1;
+  for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
+  const int64_t len = s[axis];
+  const int64_t outer = len * inner == 0 ? 0 : in[0].num_elements() / (len * inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * len * inner + i;
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < len; ++k) m = std::max(m, in[0].GetDouble(base + k * inner));
+      double sum = 0;
+      for (int64_t k = 0; k < len; ++k) sum += std::exp(in[0].GetDouble(base + k * inner) - m);
+      for (int64_t k = 0; k < len; ++k) {
+        out.SetDouble(base + k * inner, std::exp(in[0].GetDouble(base + k * inner) - m) / sum);
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- nn.pad / dyn.nn.pad -------------------------------------------------------------------
+
+absl::Status CheckPadMode(const ShapeContext& ctx) {
+  const std::string& mode = ctx.attrs().GetString("pad_mode");
+  if (mode == "constant" || mode == "edge" || mode == "reflect") return absl::OkStatus();
+  return ctx.Error(absl::StrFormat("pad_mode must be constant, edge or reflect, got '%s'", mode));
+}
+
+// Output dims of a pad: d + before + after. Negative pads crop (ONNX allows it); a provably
+// negative result is an error, and reflect needs pads smaller than the dim.
+absl::StatusOr<std::vector<DimExpr>> PaddedShape(const ShapeContext& ctx,
+                                                 absl::Span<const DimExpr> shape,
+                                                 absl::Span<const DimExpr> pads) {
+  if (pads.size() != 2 * shape.size()) {
+    return ctx.Error(
+        absl::StrFormat("pad_width needs %d values (before/after per axis of rank %d), "
+                        "got %d",
+                        2 * shape.size(), shape.size(), pads.size()));
+  }
+  const bool reflect = ctx.attrs().GetString("pad_mode") == "reflect";
+  std::vector<DimExpr> out;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const DimExpr& before = pads[2 * i];
+    const DimExpr& after = pads[2 * i + 1];
+    const DimExpr d = shape[i] + before + after;
+    if (d.is_constant() && d.constant() < 0) {
+      return ctx.Error(absl::StrFormat("axis %d would have negative size %d", i, d.constant()));
+    }
+    if (reflect && shape[i].is_constant() && before.is_constant() && after.is_constant() &&
+        (std::max(before.constant(), after.constant()) >= shape[i].constant())) {
+      return ctx.Error(absl::StrFormat(
+          "reflect padding of axis %d must be smaller than its size %d", i, shape[i].constant()));
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+Result PadRule(ShapeContext& ctx) {
+  RETURN_IF_ERROR(CheckPadMode(ctx));
+  ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
+  const std::vector<DimExpr> pads = shape_rules::ToDims(ctx.attrs().GetIntList("pad_width"));
+  ASSIGN_OR_RETURN(auto out, PaddedShape(ctx, x, pads));
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+Result DynPadRule(ShapeContext& ctx) {
+  RETURN_IF_ERROR(CheckPadMode(ctx));
+  if (ctx.rank(2) != 0) return ctx.Error("pad_value must be a scalar");
+  ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto pads, shape_rules::IntInput(ctx, 1, "pad_width"));
+  if (!pads) return One(Type::Tensor(ctx.dtype(0), shape_rules::UnknownDims(x.size())));
+  ASSIGN_OR_RETURN(auto out, PaddedShape(ctx, x, *pads));
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+// Source coordinate of output coordinate `o` along an axis of size d; -1 for the fill value.
+int64_t PadSource(int64_t o, int64_t before, int64_t d, const std::string& mode) {
+  const int64_t c = o - before;
+  if (c >= 0 && c < d) return c;
+  if (mode == "edge") return c < 0 ? 0 : d - 1;
+  if (mode == "reflect") return c < 0 ? -c : 2 * (d - 1) - c;
+  return -1;
+}
+
+KernelResult PadKernelImpl(const Tensor& x, const std::vector<int64_t>& pads, double fill,
+                           const std::string& mode, const Type& out_type) {
+  Tensor out = shape_rules::ZerosOf(out_type);
+  const std::vector<int64_t> os = out.shape();
+  const std::vector<int64_t> strides = shape_rules::Strides(x.shape());
+  std::vector<int64_t> idx(os.size(), 0);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    int64_t src = 0;
+    for (size_t a = 0; a < os.size() && src >= 0; ++a) {
+      const int64_t c = PadSource(idx[a], pads[2 * a], x.shape()[a], mode);
+      src = c < 0 ? -1 : src + c * strides[a];
+    }
+    out.SetDouble(i, src < 0 ? fill : x.GetDouble(src));
+    shape_rules::NextIndex(idx, os);
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+KernelResult PadKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                       absl::Span<const Type> out_t) {
+  return PadKernelImpl(in[0], attrs.GetIntList("pad_width"), attrs.GetFloat("pad_value"),
+                       attrs.GetString("pad_mode"), out_t[0]);
+}
+
+KernelResult DynPadKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                          absl::Span<const Type> out_t) {
+  return PadKernelImpl(in[0], in[1].ToInt64s(), in[2].GetDouble(0), attrs.GetString("pad_mode"),
+                       out_t[0]);
+}
+
+}  // namespace
+
+void RegisterNnOps(OpRegistry::Builder& b) {
+  b.Register("nn.dense")
+      .Input("data", InputDep::kShape)
+      .Input("weight", InputDep::kShape)
+      .Attr("units", AttrType::kInt, int64_t{0})
+      .Pattern(FusionPattern::kOutElementwiseFusable)
+      .Doc("data[.., K] x weight[N, K]^T -> [.., N]; units = 0 takes N from the weight")
+      .Rule(DenseRule)
+      .Reference(DenseKernel);
+  b.Register("nn.bias_add")
+      .Input("data", InputDep::kShape)
+      .Input("bias", InputDep::kShape)
+      .Attr("axis", AttrType::kInt, int64_t{1})
+      .Pattern(FusionPattern::kBroadcast)
+      .Doc("adds a 1-D bias along `axis`")
+      .Rule(BiasAddRule)
+      .Reference(BiasAddKernel);
+  b.Register("nn.conv2d")
+      .Input("data", InputDep::kShape)
+      .Input("weight", InputDep::kShape)
+      .Attr("strides", AttrType::kIntList, std::vector<int64_t>{1, 1})
+      .Attr("padding", AttrType::kIntList, std::vector<int64_t>{0, 0})
+      .Attr("dilation", AttrType::kIntList, std::vector<int64_t>{1, 1})
+      .Attr("groups", AttrType::kInt, int64_t{1})
+      .Attr("channels", AttrType::kInt, int64_t{0})
+      .Attr("kernel_size", AttrType::kIntList, std::vector<int64_t>{})
+      .Attr("data_layout", AttrType::kString, std::string("NCHW"))
+      .Attr("kernel_layout", AttrType::kString, std::string("OIHW"))
+      .Pattern(FusionPattern::kOutElementwiseFusable)
+      .Doc("2-D convolution, NCHW x OIHW; padding is 1, 2 or 4 ints (top, left, bottom, right)")
+      .Rule(Conv2dRule)
+      .Reference(Conv2dKernel);
+  b.Register("nn.max_pool2d")
+      .Input("data", InputDep::kShape)
+      .Attr("pool_size", AttrType::kIntList)
+      .Attr("strides", AttrType::kIntList, std::vector<int64_t>{1, 1})
+      .Attr("padding", AttrType::kIntList, std::vector<int64_t>{0, 0})
+      .Attr("dilation", AttrType::kIntList, std::vector<int64_t>{1, 1})
+      .Attr("layout", AttrType::kString, std::string("NCHW"))
+      .Attr("ceil_mode", AttrType::kBool, false)
+      .Pattern(FusionPattern::kOutElementwiseFusable)
+      .Doc("2-D max pooling, NCHW; padded positions never win")
+      .Rule(MaxPool2dRule)
+      .Reference(MaxPool2dKernel);
+  b.Register("nn.softmax")
+      .Input("data", InputDep::kShape)
+      .Attr("axis", AttrType::kInt, int64_t{-1})
+      .Pattern(FusionPattern::kOpaque)
+      .Doc("exp(x - max) / sum(exp(x - max)) along `axis`")
+      .Rule(SoftmaxRule)
+      .Reference(SoftmaxKernel);
+  b.Register("nn.pad")
+      .Input("data", InputDep::kShape)
+      .Attr("pad_width", AttrType::kIntList)
+      .Attr("pad_value", AttrType::kFloat, 0.0)
+      .Attr("pad_mode", AttrType::kString, std::string("constant"))
+      .Pattern(FusionPattern::kInjective)
+      .Doc("pads by pad_width = [before0, after0, before1, ...]; negative pads crop")
+      .Rule(PadRule)
+      .Reference(PadKernel);
+  b.Register("dyn.nn.pad")
+      .Input("data", InputDep::kShape)
+      .Input("pad_width", InputDep::kValue)
+      .Input("pad_value", InputDep::kNone)
+      .Attr("pad_mode", AttrType::kString, std::string("constant"))
+      .Pattern(FusionPattern::kInjective)
+      .Doc("nn.pad with run-time pad widths (2 x rank integers) and a scalar fill value")
+      .Rule(DynPadRule)
+      .Reference(DynPadKernel);
+}
+
+}  // namespace hetpass

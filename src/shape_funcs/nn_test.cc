@@ -1,0 +1,304 @@
+// Tests of the nn family: masks, symbolic and static inference, shape functions, errors and
+// reference kernels with hand-checked numbers.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shape_funcs/test_util.h"
+
+namespace hetpass::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// ---- nn.dense ------------------------------------------------------------------------------
+
+TEST(DenseTest, MaskAndPattern) {
+  const OpDef* def = Op("nn.dense");
+  EXPECT_EQ(def->dep(0), InputDep::kShape);
+  EXPECT_EQ(def->dep(1), InputDep::kShape);
+  EXPECT_EQ(def->pattern(), FusionPattern::kOutElementwiseFusable);
+}
+
+TEST(DenseTest, SymbolicBatchStaysSymbolic) {
+  EXPECT_EQ(InferStr("nn.dense", {}, {In(F32({S("n"), 1024})), In(F32({512, 1024}))}),
+            "f32[n, 512]");
+  EXPECT_EQ(InferStr("nn.dense", {}, {In(F32({S("b"), S("s"), 64})), In(F32({S("k"), 64}))}),
+            "f32[b, s, k]");
+}
+
+TEST(DenseTest, StaticAndConcrete) {
+  EXPECT_EQ(InferStr("nn.dense", {{"units", int64_t{3}}}, {In(F32({2, 4})), In(F32({3, 4}))}),
+            "f32[2, 3]");
+}
+
+TEST(DenseTest, Errors) {
+  EXPECT_THAT(InferStr("nn.dense", {}, {In(F32({8, 1024})), In(F32({512, 1000}))}),
+              HasSubstr("nn.dense': reduction dims differ: 1024 vs 1000"));
+  EXPECT_THAT(InferStr("nn.dense", {}, {In(F32({8, 4})), In(F32({2, 2, 4}))}),
+              HasSubstr("weight must have rank 2, got rank 3"));
+  EXPECT_THAT(InferStr("nn.dense", {}, {In(F32({8, 4})), In(T(DType::kF16, {2, 4}))}),
+              HasSubstr("dtypes differ: f32 vs f16"));
+  EXPECT_THAT(InferStr("nn.dense", {{"units", int64_t{5}}}, {In(F32({8, 4})), In(F32({2, 4}))}),
+              HasSubstr("units = 5 but the weight has 2 rows"));
+  // A symbolic K is not provably wrong.
+  EXPECT_EQ(InferStr("nn.dense", {}, {In(F32({8, S("k")})), In(F32({2, 4}))}), "f32[8, 2]");
+}
+
+TEST(DenseTest, Reference) {
+  auto out =
+      RunRef("nn.dense", {}, {FT({2, 3}, {1, 2, 3, 4, 5, 6}), FT({2, 3}, {1, 0, 1, 0, 1, 0})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(4, 2, 10, 5));
+}
+
+// ---- nn.bias_add ---------------------------------------------------------------------------
+
+TEST(BiasAddTest, Mask) {
+  EXPECT_EQ(Op("nn.bias_add")->dep(0), InputDep::kShape);
+  EXPECT_EQ(Op("nn.bias_add")->dep(1), InputDep::kShape);
+  EXPECT_EQ(Op("nn.bias_add")->pattern(), FusionPattern::kBroadcast);
+}
+
+TEST(BiasAddTest, Inference) {
+  EXPECT_EQ(InferStr("nn.bias_add", {}, {In(F32({S("n"), 16, 8, 8})), In(F32({16}))}),
+            "f32[n, 16, 8, 8]");
+  EXPECT_EQ(InferStr("nn.bias_add", {{"axis", int64_t{-1}}}, {In(F32({2, 3})), In(F32({3}))}),
+            "f32[2, 3]");
+  EXPECT_THAT(InferStr("nn.bias_add", {}, {In(F32({2, 3})), In(F32({4}))}),
+              HasSubstr("bias has 4 elements but data axis 1 has 3"));
+  EXPECT_THAT(InferStr("nn.bias_add", {{"axis", int64_t{2}}}, {In(F32({2, 3})), In(F32({3}))}),
+              HasSubstr("axis 2 is out of range for rank 2"));
+}
+
+TEST(BiasAddTest, Reference) {
+  auto out = RunRef("nn.bias_add", {}, {FT({2, 2, 1}, {1, 2, 3, 4}), FT({2}, {10, 20})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(11, 22, 13, 24));
+}
+
+// ---- nn.conv2d -----------------------------------------------------------------------------
+
+TEST(Conv2dTest, Mask) {
+  EXPECT_EQ(Op("nn.conv2d")->dep(0), InputDep::kShape);
+  EXPECT_EQ(Op("nn.conv2d")->dep(1), InputDep::kShape);
+  EXPECT_EQ(Op("nn.conv2d")->pattern(), FusionPattern::kOutElementwiseFusable);
+}
+
+TEST(Conv2dTest, SymbolicBatchStaticSpatial) {
+  const Attrs a = {{"padding", std::vector<int64_t>{1}}};
+  EXPECT_EQ(InferStr("nn.conv2d", a, {In(F32({S("n"), 3, 224, 224})), In(F32({64, 3, 3, 3}))}),
+            "f32[n, 64, 224, 224]");
+}
+
+TEST(Conv2dTest, SymbolicSpatialIsFloorDiv) {
+  const Attrs a = {{"strides", std::vector<int64_t>{2, 2}}, {"padding", std::vector<int64_t>{1}}};
+  EXPECT_EQ(InferStr("nn.conv2d", a, {In(F32({1, 3, S("h"), S("w")})), In(F32({8, 3, 3, 3}))}),
+            "f32[1, 8, (h + 1)//2, (w + 1)//2]");
+}
+
+TEST(Conv2dTest, StaticStridesDilationGroupsPadding4) {
+  const Attrs a = {{"strides", std::vector<int64_t>{2, 1}},
+                   {"padding", std::vector<int64_t>{1, 0, 0, 2}},
+                   {"dilation", std::vector<int64_t>{1, 2}},
+                   {"groups", int64_t{2}}};
+  // H: (9 + 1 + 0 - 2 - 1)//2 + 1 = 4; W: (7 + 0 + 2 - 4 - 1)//1 + 1 = 5.
+  EXPECT_EQ(InferStr("nn.conv2d", a, {In(F32({1, 4, 9, 7})), In(F32({6, 2, 3, 3}))}),
+            "f32[1, 6, 4, 5]");
+}
+
+TEST(Conv2dTest, Errors) {
+  EXPECT_THAT(InferStr("nn.conv2d", {}, {In(F32({1, 3, 8, 8})), In(F32({4, 2, 3, 3}))}),
+              HasSubstr("data has 3 channels but weight expects 2"));
+  EXPECT_THAT(InferStr("nn.conv2d", {{"strides", std::vector<int64_t>{0, 1}}},
+                       {In(F32({1, 3, 8, 8})), In(F32({4, 3, 3, 3}))}),
+              HasSubstr("strides must be positive, got 0"));
+  EXPECT_THAT(InferStr("nn.conv2d", {}, {In(F32({1, 3, 2, 8})), In(F32({4, 3, 3, 3}))}),
+              HasSubstr("output height would be 0"));
+  EXPECT_THAT(InferStr("nn.conv2d", {{"padding", std::vector<int64_t>{1, 2, 3}}},
+                       {In(F32({1, 3, 8, 8})), In(F32({4, 3, 3, 3}))}),
+              HasSubstr("padding must have 1, 2 or 4 values, got 3"));
+  EXPECT_THAT(InferStr("nn.conv2d", {{"data_layout", std::string("NHWC")}},
+                       {In(F32({1, 8, 8, 3})), In(F32({4, 3, 3, 3}))}),
+              HasSubstr("only NCHW data and OIHW kernels"));
+  EXPECT_THAT(InferStr("nn.conv2d", {{"groups", int64_t{2}}},
+                       {In(F32({1, 6, 8, 8})), In(F32({3, 3, 3, 3}))}),
+              HasSubstr("3 output channels are not divisible by 2 groups"));
+}
+
+TEST(Conv2dTest, Reference) {
+  // 1x1x3x3 input 1..9, 2x2 kernel of ones, stride 1, no padding: window sums.
+  auto out =
+      RunRef("nn.conv2d", {},
+             {FT({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), FT({1, 1, 2, 2}, {1, 1, 1, 1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{1, 1, 2, 2}));
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(12, 16, 24, 28));
+  // Padding 1, stride 2, 3x3 identity-centre kernel: picks x[0,0], x[0,2], x[2,0], x[2,2].
+  auto padded = RunRef("nn.conv2d",
+                       {{"padding", std::vector<int64_t>{1}}, {"strides", std::vector<int64_t>{2}}},
+                       {FT({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}),
+                        FT({1, 1, 3, 3}, {0, 0, 0, 0, 1, 0, 0, 0, 0})});
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  EXPECT_THAT(Doubles((*padded)[0]), ElementsAre(1, 3, 7, 9));
+}
+
+TEST(Conv2dTest, ReferenceGroups) {
+  // Depthwise: 2 channels, 1x1 kernels scaling by 2 and 3.
+  auto out = RunRef("nn.conv2d", {{"groups", int64_t{2}}},
+                    {FT({1, 2, 1, 2}, {1, 2, 3, 4}), FT({2, 1, 1, 1}, {2, 3})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(2, 4, 9, 12));
+}
+
+// ---- nn.max_pool2d -------------------------------------------------------------------------
+
+TEST(MaxPool2dTest, MaskAndInference) {
+  EXPECT_EQ(Op("nn.max_pool2d")->dep(0), InputDep::kShape);
+  const Attrs a = {{"pool_size", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2}}};
+  EXPECT_EQ(InferStr("nn.max_pool2d", a, {In(F32({S("n"), 8, 7, 7}))}), "f32[n, 8, 3, 3]");
+  Attrs ceil = a;
+  ceil.Set("ceil_mode", true);
+  EXPECT_EQ(InferStr("nn.max_pool2d", ceil, {In(F32({S("n"), 8, 7, 7}))}), "f32[n, 8, 4, 4]");
+  EXPECT_EQ(InferStr("nn.max_pool2d", a, {In(F32({1, 1, S("h"), 4}))}), "f32[1, 1, h//2, 2]");
+}
+
+TEST(MaxPool2dTest, Errors) {
+  EXPECT_THAT(InferStr("nn.max_pool2d", {}, {In(F32({1, 1, 4, 4}))}),
+              HasSubstr("needs attribute 'pool_size'"));
+  EXPECT_THAT(
+      InferStr("nn.max_pool2d", {{"pool_size", std::vector<int64_t>{3}}}, {In(F32({1, 4, 4}))}),
+      HasSubstr("data must have rank 4, got rank 3"));
+  EXPECT_THAT(
+      InferStr("nn.max_pool2d", {{"pool_size", std::vector<int64_t>{5}}}, {In(F32({1, 1, 4, 4}))}),
+      HasSubstr("output height would be 0"));
+}
+
+TEST(MaxPool2dTest, Reference) {
+  auto out = RunRef("nn.max_pool2d",
+                    {{"pool_size", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}}},
+                    {FT({1, 1, 4, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(6, 8, 14, 16));
+  // Padding never wins even when every real value is negative.
+  auto padded = RunRef("nn.max_pool2d",
+                       {{"pool_size", std::vector<int64_t>{2}},
+                        {"padding", std::vector<int64_t>{1}},
+                        {"strides", std::vector<int64_t>{2}}},
+                       {FT({1, 1, 2, 2}, {-1, -2, -3, -4})});
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  EXPECT_THAT(Doubles((*padded)[0]), ElementsAre(-1, -2, -3, -4));
+}
+
+// ---- nn.softmax ----------------------------------------------------------------------------
+
+TEST(SoftmaxTest, MaskInferenceErrors) {
+  EXPECT_EQ(Op("nn.softmax")->dep(0), InputDep::kShape);
+  EXPECT_EQ(Op("nn.softmax")->pattern(), FusionPattern::kOpaque);
+  EXPECT_EQ(InferStr("nn.softmax", {}, {In(F32({S("n"), 10}))}), "f32[n, 10]");
+  EXPECT_EQ(InferStr("nn.softmax", {{"axis", int64_t{0}}}, {In(F32({3, 10}))}), "f32[3, 10]");
+  EXPECT_THAT(InferStr("nn.softmax", {{"axis", int64_t{2}}}, {In(F32({3, 10}))}),
+              HasSubstr("axis 2 is out of range"));
+  EXPECT_THAT(InferStr("nn.softmax", {}, {In(T(DType::kI32, {3}))}),
+              HasSubstr("data must be floating point"));
+}
+
+TEST(SoftmaxTest, Reference) {
+  auto out = RunRef("nn.softmax", {}, {FT({2, 2}, {0, 0, 1000, 1000 + std::log(3.0)})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<double> v = Doubles((*out)[0]);
+  EXPECT_NEAR(v[0], 0.5, 1e-6);
+  EXPECT_NEAR(v[1], 0.5, 1e-6);
+  EXPECT_NEAR(v[2], 0.25, 1e-4);  // stable for large inputs
+  EXPECT_NEAR(v[3], 0.75, 1e-4);
+  auto col = RunRef("nn.softmax", {{"axis", int64_t{0}}}, {FT({2, 1}, {0, 0})});
+  ASSERT_TRUE(col.ok());
+  EXPECT_THAT(Doubles((*col)[0]), ElementsAre(0.5, 0.5));
+}
+
+// ---- nn.pad / dyn.nn.pad -------------------------------------------------------------------
+
+TEST(PadTest, MaskAndInference) {
+  EXPECT_EQ(Op("nn.pad")->dep(0), InputDep::kShape);
+  const Attrs a = {{"pad_width", std::vector<int64_t>{0, 0, 1, 2}}};
+  EXPECT_EQ(InferStr("nn.pad", a, {In(F32({S("n"), 3}))}), "f32[n, 6]");
+  EXPECT_EQ(InferStr("nn.pad", {{"pad_width", std::vector<int64_t>{1, 1, -1, 0}}},
+                     {In(F32({S("n"), 3}))}),
+            "f32[n + 2, 2]");
+}
+
+TEST(PadTest, Errors) {
+  EXPECT_THAT(InferStr("nn.pad", {{"pad_width", std::vector<int64_t>{1, 1}}}, {In(F32({2, 3}))}),
+              HasSubstr("pad_width needs 4 values"));
+  EXPECT_THAT(
+      InferStr("nn.pad", {{"pad_width", std::vector<int64_t>{0, 0, -2, -2}}}, {In(F32({2, 3}))}),
+      HasSubstr("axis 1 would have negative size -1"));
+  EXPECT_THAT(InferStr("nn.pad",
+                       {{"pad_width", std::vector<int64_t>{0, 0, 3, 0}},
+                        {"pad_mode", std::string("reflect")}},
+                       {In(F32({2, 3}))}),
+              HasSubstr("reflect padding of axis 1 must be smaller than its size 3"));
+  EXPECT_THAT(InferStr("nn.pad",
+                       {{"pad_width", std::vector<int64_t>{0, 0}}, {"pad_mode", std::string("x")}},
+                       {In(F32({2}))}),
+              HasSubstr("pad_mode must be constant, edge or reflect"));
+}
+
+TEST(PadTest, ReferenceModes) {
+  const Tensor x = FT({3}, {1, 2, 3});
+  auto c = RunRef("nn.pad", {{"pad_width", std::vector<int64_t>{2, 1}}, {"pad_value", 9.0}}, {x});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(Doubles((*c)[0]), ElementsAre(9, 9, 1, 2, 3, 9));
+  auto e =
+      RunRef("nn.pad",
+             {{"pad_width", std::vector<int64_t>{2, 1}}, {"pad_mode", std::string("edge")}}, {x});
+  ASSERT_TRUE(e.ok());
+  EXPECT_THAT(Doubles((*e)[0]), ElementsAre(1, 1, 1, 2, 3, 3));
+  auto r = RunRef("nn.pad",
+                  {{"pad_width", std::vector<int64_t>{2, 1}}, {"pad_mode", std::string("reflect")}},
+                  {x});
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(Doubles((*r)[0]), ElementsAre(3, 2, 1, 2, 3, 2));
+  auto crop = RunRef("nn.pad", {{"pad_width", std::vector<int64_t>{-1, 0}}}, {x});
+  ASSERT_TRUE(crop.ok());
+  EXPECT_THAT(Doubles((*crop)[0]), ElementsAre(2, 3));
+}
+
+TEST(DynPadTest, MaskFillValueIsNone) {
+  const OpDef* def = Op("dyn.nn.pad");
+  EXPECT_EQ(def->dep(0), InputDep::kShape);
+  EXPECT_EQ(def->dep(1), InputDep::kValue);
+  EXPECT_EQ(def->dep(2), InputDep::kNone);
+}
+
+TEST(DynPadTest, SymbolicUnknownAndKnownPads) {
+  const Tensor fill = FT({}, {0});
+  EXPECT_EQ(
+      InferStr("dyn.nn.pad", {}, {In(F32({S("n"), 3})), In(T(DType::kI64, {2, 2})), In(F32({}))}),
+      "f32[?, ?]");
+  const std::vector<DimExpr> pads = {0, S("p"), 1, 1};
+  EXPECT_EQ(InferStr("dyn.nn.pad", {}, {In(F32({S("n"), 3})), InSym(pads), In(F32({}))}),
+            "f32[n + p, 5]");
+}
+
+TEST(DynPadTest, ShapeFunctionAndErrors) {
+  const Tensor pads = IT({2, 2}, {1, 0, 0, 2});
+  EXPECT_EQ(InferStr("dyn.nn.pad", {}, {In(F32({4, 3})), InV(pads), In(F32({}))}), "f32[5, 5]");
+  const Tensor short_pads = I64s({1, 1});
+  EXPECT_THAT(InferStr("dyn.nn.pad", {}, {In(F32({4, 3})), InV(short_pads), In(F32({}))}),
+              HasSubstr("pad_width needs 4 values"));
+  EXPECT_THAT(InferStr("dyn.nn.pad", {}, {In(F32({4, 3})), InV(pads), In(F32({1}))}),
+              HasSubstr("pad_value must be a scalar"));
+  const Tensor float_pads = FT({4}, {1, 0, 0, 2});
+  EXPECT_THAT(InferStr("dyn.nn.pad", {}, {In(F32({4, 3})), InV(float_pads), In(F32({}))}),
+              HasSubstr("pad_width must be an integer tensor"));
+}
+
+TEST(DynPadTest, Reference) {
+  auto out = RunRef("dyn.nn.pad", {}, {FT({2}, {5, 6}), I64s({1, 2}), FT({}, {-1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(-1, 5, 6, -1, -1));
+}
+
+}  // namespace
+}  // namespace hetpass::testing

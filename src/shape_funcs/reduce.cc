@@ -1,0 +1,177 @@
+// Reductions: sum, mean, prod, max, min, argmax and argmin.
+//
+// Masks: the reduced tensor is `shape`: the output shape is the input shape without (or with
+// unit) reduced axes, a function of the input shape and the attributes only.
+//
+// Attributes follow Relay: `axis` is a list (empty: every axis), `keepdims` keeps reduced axes
+// as 1, `exclude` reduces every axis *not* listed. argmax/argmin return the index flattened
+// over the reduced axes, i32 by default as in Relay (`dtype` selects i64 for ONNX), and with
+// `select_last_index` the last of equal extremes wins. max/min/argmax/argmin of a provably
+// empty axis are errors (there is no identity to return).
+#include "shape_funcs/reduce.h"
+
+#include <limits>
+
+#include "absl/strings/str_format.h"
+#include "passes/support/status_macros.h"
+#include "shape_funcs/rule_helpers.h"
+
+namespace hetpass {
+namespace {
+
+using shape_rules::One;
+using Result = absl::StatusOr<std::vector<Type>>;
+using KernelResult = absl::StatusOr<std::vector<Tensor>>;
+
+enum class ReduceKind { kSum, kMean, kProd, kMax, kMin, kArgMax, kArgMin };
+
+bool NeedsNonEmpty(ReduceKind k) {
+  return k == ReduceKind::kMax || k == ReduceKind::kMin || k == ReduceKind::kArgMax ||
+         k == ReduceKind::kArgMin;
+}
+bool IsArg(ReduceKind k) { return k == ReduceKind::kArgMax || k == ReduceKind::kArgMin; }
+
+// Which axes of a rank-`rank` tensor are reduced, per axis/exclude.
+absl::StatusOr<std::vector<bool>> ReducedAxes(const ShapeContext& ctx, int64_t rank) {
+  ASSIGN_OR_RETURN(auto axes,
+                   shape_rules::NormalizeAxes(ctx.attrs().GetIntList("axis"), rank, ctx));
+  const bool exclude = ctx.attrs().GetBool("exclude");
+  std::vector<bool> reduced(rank, axes.empty() && !exclude);
+  for (int64_t a : axes) reduced[a] = true;
+  if (exclude) reduced.flip();
+  return reduced;
+}
+
+std::vector<bool> ConcreteReducedAxes(const Attrs& attrs, int64_t rank) {
+  std::vector<int64_t> axes = attrs.GetIntList("axis");
+  const bool exclude = attrs.GetBool("exclude");
+  std::vector<bool> reduced(rank, axes.empty() && !exclude);
+  for (int64_t a : axes) reduced[a < 0 ? a + rank : a] = true;
+  if (exclude) reduced.flip();
+  return reduced;
+}
+
+Result ReduceRule(ShapeContext& ctx, ReduceKind kind) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto reduced, ReducedAxes(ctx, in.size()));
+  const bool keepdims = ctx.attrs().GetBool("keepdims");
+  std::vector<DimExpr> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!reduced[i]) {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (NeedsNonEmpty(kind) && in[i].is_constant() && in[i].constant() == 0) {
+      return ctx.Error(absl::StrFormat("cannot reduce axis %d of size 0", i));
+    }
+    if (keepdims) out.push_back(1);
+  }
+  DType dt = ctx.dtype(0);
+  if (IsArg(kind)) {
+    dt = ctx.attrs().GetDType("dtype");
+    if (!IsInteger(dt)) {
+      return ctx.Error(absl::StrFormat("dtype must be an integer type, got %s", DTypeName(dt)));
+    }
+  }
+  return One(Type::Tensor(dt, std::move(out)));
+}
+
+struct Accumulator {
+  double value = 0;
+  int64_t arg = -1;
+  int64_t count = 0;
+};
+
+void Accumulate(ReduceKind kind, bool last, Accumulator& acc, double x, int64_t pos) {
+  const bool first = acc.count++ == 0;
+  switch (kind) {
+    case ReduceKind::kSum:
+    case ReduceKind::kMean:
+      acc.value = first ? x : acc.value + x;
+      break;
+    case ReduceKind::kProd:
+      acc.value = first ? x : acc.value * x;
+      break;
+    case ReduceKind::kMax:
+      acc.value = first ? x : std::max(acc.value, x);
+      break;
+    case ReduceKind::kMin:
+      acc.value = first ? x : std::min(acc.value, x);
+      break;
+    case ReduceKind::kArgMax:
+    case ReduceKind::kArgMin: {
+      const bool better = kind == ReduceKind::kArgMax ? x > acc.value : x < acc.value;
+      if (first || better || (last && x == acc.value)) {
+        acc.value = x;
+        acc.arg = pos;
+      }
+      break;
+    }
+  }
+}
+
+double Finish(ReduceKind kind, const Accumulator& acc) {
+  if (acc.count == 0) return kind == ReduceKind::kProd ? 1.0 : 0.0;
+  if (kind == ReduceKind::kMean) return acc.value / static_cast<double>(acc.count);
+  if (IsArg(kind)) return static_cast<double>(acc.arg);
+  return acc.value;
+}
+
+KernelResult ReduceKernel(ReduceKind kind, absl::Span<const Tensor> in, const Attrs& attrs,
+                          absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const std::vector<int64_t>& xs = in[0].shape();
+  const std::vector<bool> reduced = ConcreteReducedAxes(attrs, in[0].rank());
+  const bool last = attrs.Has("select_last_index") && attrs.GetBool("select_last_index");
+  std::vector<Accumulator> acc(out.num_elements());
+  std::vector<int64_t> idx(xs.size(), 0);
+  for (int64_t i = 0; i < in[0].num_elements(); ++i) {
+    int64_t o = 0, pos = 0;
+    for (size_t a = 0; a < xs.size(); ++a) {
+      if (reduced[a]) {
+        pos = pos * xs[a] + idx[a];
+      } else {
+        o = o * xs[a] + idx[a];
+      }
+    }
+    Accumulate(kind, last, acc[o], in[0].GetDouble(i), pos);
+    shape_rules::NextIndex(idx, xs);
+  }
+  for (int64_t o = 0; o < out.num_elements(); ++o) out.SetDouble(o, Finish(kind, acc[o]));
+  return std::vector<Tensor>{std::move(out)};
+}
+
+void RegisterReduce(OpRegistry::Builder& b, std::string name, ReduceKind kind, std::string doc) {
+  OpDefBuilder op = b.Register(std::move(name));
+  op.Input("data", InputDep::kShape)
+      .Attr("axis", AttrType::kIntList, std::vector<int64_t>{})
+      .Attr("keepdims", AttrType::kBool, false)
+      .Attr("exclude", AttrType::kBool, false)
+      .Pattern(FusionPattern::kReduction)
+      .Doc(std::move(doc))
+      .Rule([kind](ShapeContext& ctx) { return ReduceRule(ctx, kind); })
+      .Reference(
+          [kind](absl::Span<const Tensor> in, const Attrs& attrs, absl::Span<const Type> out_t) {
+            return ReduceKernel(kind, in, attrs, out_t);
+          });
+  if (IsArg(kind)) {
+    op.Attr("select_last_index", AttrType::kBool, false)
+        .Attr("dtype", AttrType::kDType, DType::kI32);
+  }
+}
+
+}  // namespace
+
+void RegisterReduceOps(OpRegistry::Builder& b) {
+  RegisterReduce(b, "sum", ReduceKind::kSum, "sum over axis (empty: all)");
+  RegisterReduce(b, "mean", ReduceKind::kMean, "mean over axis (empty: all)");
+  RegisterReduce(b, "prod", ReduceKind::kProd, "product over axis (empty: all)");
+  RegisterReduce(b, "max", ReduceKind::kMax, "maximum over axis (empty: all)");
+  RegisterReduce(b, "min", ReduceKind::kMin, "minimum over axis (empty: all)");
+  RegisterReduce(b, "argmax", ReduceKind::kArgMax,
+                 "index of the maximum, flattened over the reduced axes (first wins)");
+  RegisterReduce(b, "argmin", ReduceKind::kArgMin,
+                 "index of the minimum, flattened over the reduced axes (first wins)");
+}
+
+}  // namespace hetpass

@@ -1,0 +1,145 @@
+// Tests of the registry as a whole: it builds, names are unique and sorted, Describe() lists
+// every op with its masks, CloneWith can emulate the single-flag behaviour, CheckAttrs reports
+// schema errors.
+#include <set>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shape_funcs/test_util.h"
+
+namespace hetpass::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(RegistryTest, BuildsWithEveryFamily) {
+  const OpRegistry& reg = OpRegistry::Global();
+  EXPECT_GE(reg.ops().size(), 57u);
+  for (const char* name : {"nn.dense", "nn.conv2d", "shape_of", "dyn.strided_slice", "argwhere",
+                           "image.resize2d", "topk", "sum", "concatenate", "add"}) {
+    EXPECT_NE(reg.Find(name), nullptr) << name;
+  }
+  EXPECT_EQ(reg.Find("no.such.op"), nullptr);
+}
+
+TEST(RegistryTest, NamesUniqueAndSorted) {
+  std::set<std::string> seen;
+  std::string prev;
+  for (const auto& def : OpRegistry::Global().ops()) {
+    EXPECT_TRUE(seen.insert(def->name()).second) << def->name();
+    EXPECT_LT(prev, def->name());
+    prev = def->name();
+  }
+}
+
+TEST(RegistryTest, EveryOpIsComplete) {
+  for (const auto& def : OpRegistry::Global().ops()) {
+    EXPECT_TRUE(def->shape_rule()) << def->name();
+    EXPECT_TRUE(def->reference()) << def->name() << " has no reference kernel";
+    EXPECT_FALSE(def->doc().empty()) << def->name() << " has no doc";
+    EXPECT_FALSE(def->inputs().empty()) << def->name();
+  }
+}
+
+TEST(RegistryTest, DescribeListsEveryOpWithItsMask) {
+  const std::string text = OpRegistry::Global().Describe();
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), OpRegistry::Global().ops().size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const OpDef& def = *OpRegistry::Global().ops()[i];
+    EXPECT_THAT(lines[i], StartsWith(def.name() + " "));
+    for (const InputSpec& in : def.inputs()) {
+      EXPECT_THAT(lines[i], HasSubstr(in.name)) << def.name();
+      EXPECT_THAT(lines[i], HasSubstr(std::string(InputDepName(in.dep)))) << def.name();
+    }
+  }
+  EXPECT_THAT(text, HasSubstr("inputs(data:shape, begin:value, end:value, strides:value)"));
+  EXPECT_THAT(text, HasSubstr("inputs(fill_value:none, shape:shape+value)"));
+  EXPECT_THAT(text, HasSubstr("inputs(condition:shape+value) attrs() outputs=1 pattern=opaque "
+                              "out-shape=data-dependent"));
+  EXPECT_THAT(text, HasSubstr("inputs(data...:shape) attrs(axis:int = 0)"));
+}
+
+TEST(RegistryTest, CloneWithEmulatesTheSingleFlag) {
+  auto all_value = OpRegistry::Global().CloneWith([](OpDef& def) {
+    for (size_t i = 0; i < def.inputs().size(); ++i) {
+      OpRegistry::SetDep(def, static_cast<int>(i), InputDep::kShapeAndValue);
+    }
+  });
+  ASSERT_EQ(all_value->ops().size(), OpRegistry::Global().ops().size());
+  for (const auto& def : all_value->ops()) EXPECT_TRUE(def->needs_values()) << def->name();
+  EXPECT_EQ(all_value->Find("dyn.strided_slice")->dep(0), InputDep::kShapeAndValue);
+  // The global table is untouched.
+  EXPECT_EQ(OpRegistry::Global().Find("dyn.strided_slice")->dep(0), InputDep::kShape);
+  EXPECT_FALSE(OpRegistry::Global().Find("nn.dense")->needs_values());
+  // The rules still work under the wider mask.
+  const Tensor b = I64s({1}), e = I64s({3}), s = I64s({1});
+  const OpDef* slice = all_value->Find("dyn.strided_slice");
+  auto attrs = slice->CheckAttrs({});
+  ASSERT_TRUE(attrs.ok());
+  const Tensor x = FT({4}, {0, 1, 2, 3});
+  auto types = slice->InferTypes(*attrs, {InV(x), InV(b), InV(e), InV(s)});
+  ASSERT_TRUE(types.ok()) << types.status();
+  EXPECT_EQ(Str(*types), "f32[2]");
+}
+
+TEST(RegistryTest, NeedsValuesOnlyWhereDeclared) {
+  std::vector<std::string> value_ops;
+  for (const auto& def : OpRegistry::Global().ops()) {
+    if (def->needs_values()) value_ops.push_back(def->name());
+  }
+  EXPECT_EQ(absl::StrJoin(value_ops, ","),
+            "arange,argwhere,dyn.broadcast_to,dyn.full,dyn.image.resize2d,dyn.nn.pad,dyn.ones,"
+            "dyn.reshape,dyn.strided_slice,dyn.tile,dyn.topk,dyn.zeros");
+}
+
+TEST(RegistryTest, CheckAttrsErrors) {
+  const OpDef* conv = Op("nn.conv2d");
+  auto unknown = conv->CheckAttrs({{"stride", std::vector<int64_t>{1, 1}}});
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("op 'nn.conv2d' has no attribute 'stride' (known: strides, padding"));
+  auto wrong = conv->CheckAttrs({{"groups", std::string("2")}});
+  EXPECT_EQ(wrong.status().message(),
+            "attribute 'groups' of op 'nn.conv2d' must be of type int, got \"2\"");
+  auto missing = Op("reshape")->CheckAttrs({});
+  EXPECT_EQ(missing.status().message(), "op 'reshape' needs attribute 'newshape' of type int[]");
+  auto no_attrs = Op("add")->CheckAttrs({{"axis", int64_t{1}}});
+  EXPECT_THAT(no_attrs.status().message(), HasSubstr("has no attribute 'axis' (known: none)"));
+}
+
+TEST(RegistryTest, CheckAttrsFillsDefaultsAndWidensInts) {
+  auto attrs = Op("nn.pad")->CheckAttrs(
+      {{"pad_width", std::vector<int64_t>{1, 1}}, {"pad_value", int64_t{2}}});
+  ASSERT_TRUE(attrs.ok()) << attrs.status();
+  EXPECT_EQ(attrs->GetFloat("pad_value"), 2.0);
+  EXPECT_EQ(attrs->GetString("pad_mode"), "constant");
+  auto conv = Op("nn.conv2d")->CheckAttrs({});
+  ASSERT_TRUE(conv.ok());
+  EXPECT_EQ(conv->GetIntList("strides"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(conv->GetInt("groups"), 1);
+}
+
+TEST(RegistryTest, InferTypesChecksArityAndTensorInputs) {
+  EXPECT_THAT(InferStr("nn.dense", {}, {In(F32({2, 2}))}), HasSubstr("takes 2 inputs, got 1"));
+  auto r = Op("nn.relu")->InferTypes({}, {ShapeInput{Type::Tuple({F32({2})})}});
+  EXPECT_THAT(r.status().message(), HasSubstr("input 0 'data' must be a tensor"));
+}
+
+TEST(RegistryTest, BuilderRejectsDuplicatesAndMissingRules) {
+  OpRegistry::Builder dup;
+  dup.Register("x").Input("a", InputDep::kShape).Rule([](ShapeContext&) {
+    return absl::StatusOr<std::vector<Type>>(std::vector<Type>{F32({})});
+  });
+  dup.Register("x").Input("a", InputDep::kShape).Rule([](ShapeContext&) {
+    return absl::StatusOr<std::vector<Type>>(std::vector<Type>{F32({})});
+  });
+  EXPECT_THAT(dup.Build().status().message(), HasSubstr("op 'x' registered twice"));
+  OpRegistry::Builder no_rule;
+  no_rule.Register("y").Input("a", InputDep::kShape);
+  EXPECT_THAT(no_rule.Build().status().message(), HasSubstr("op 'y' has no shape rule"));
+}
+
+}  // namespace
+}  // namespace hetpass::testing

@@ -1,0 +1,487 @@
+// Shape transformations: reshape, dyn.reshape, transpose, expand_dims, squeeze, concatenate,
+// broadcast_to, dyn.broadcast_to, tile and dyn.tile.
+//
+// Masks: the tensor being transformed is always `shape` (its contents never decide the output
+// shape). The target of the dyn.* variants (newshape, shape, reps) is `shape+value`: the shape
+// function needs its values; at compile time, when the values are not known, the rule still
+// needs the target's static length to fix the output rank, and ShapeContext only lets a rule
+// read the length of an input whose mask includes `shape`. The length is metadata that travels
+// with the values, so `shape+value` costs exactly what `value` costs. (TVM marked these ops
+// data dependent as a whole, which also copied the reshaped/broadcast/tiled tensor.)
+//
+// Symbolic values flow through reshape, squeeze, expand_dims and concatenate of integer
+// tensors, so `concatenate(take(shape_of(x), [0]), [-1])` used as a reshape target still gives a
+// symbolic output type.
+//
+// reshape follows Relay for 0 (copy the input dim at that position) and -1 (infer one dim);
+// Relay's -2/-3/-4 are rejected. The inferred dim cancels common factors first, so reshaping
+// f32[n, 4, 8] to [0, -1] gives f32[n, 32] and to [-1] gives f32[n*32]. In dyn.reshape a
+// symbolic target entry is taken as a dim: only the constants 0 and -1 are special (a symbol
+// that is 0 at run time would copy the input dim there; shape subgraphs do not produce those).
+//
+// squeeze with no axes removes the dims that are statically 1. A symbolic dim is never
+// squeezed, even if it is 1 at run time: whether it is 1 is a question about the shape the
+// type cannot answer, and squeezing would change the rank. (The shape function, seeing only
+// constants, would squeeze a run-time 1, so importers should pass explicit axes when dims are
+// symbolic; the mask-verification test skips the symbolic comparison for this case.)
+#include "shape_funcs/transform.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "passes/support/status_macros.h"
+#include "shape_funcs/rule_helpers.h"
+
+namespace hetpass {
+namespace {
+
+using shape_rules::One;
+using shape_rules::ProvablyDifferent;
+using shape_rules::ToVec;
+using Result = absl::StatusOr<std::vector<Type>>;
+using KernelResult = absl::StatusOr<std::vector<Tensor>>;
+using SymValues = std::optional<std::vector<std::vector<DimExpr>>>;
+
+// ---- reshape / dyn.reshape -----------------------------------------------------------------
+
+// total / known, after cancelling the symbolic factors both sides share.
+DimExpr InferMinusOne(absl::Span<const DimExpr> in, std::vector<DimExpr> known) {
+  std::vector<DimExpr> rest;
+  int64_t in_c = 1, known_c = 1;
+  for (const DimExpr& d : in) {
+    if (d.is_unknown()) return DimExpr::Unknown();
+    auto it = std::find(known.begin(), known.end(), d);
+    if (!d.is_constant() && it != known.end()) {
+      known.erase(it);
+    } else if (d.is_constant()) {
+      in_c *= d.constant();
+    } else {
+      rest.push_back(d);
+    }
+  }
+  std::vector<DimExpr> known_sym;
+  for (const DimExpr& k : known) {
+    if (k.is_constant()) {
+      known_c *= k.constant();
+    } else {
+      known_sym.push_back(k);
+    }
+  }
+  const DimExpr num = shape_rules::Product(rest) * in_c;
+  const DimExpr den = shape_rules::Product(known_sym) * known_c;
+  return DimExpr::FloorDiv(num, den);
+}
+
+absl::StatusOr<std::vector<DimExpr>> ReshapeDims(const ShapeContext& ctx,
+                                                 absl::Span<const DimExpr> in,
+                                                 absl::Span<const DimExpr> newshape) {
+  std::vector<DimExpr> out;
+  std::vector<DimExpr> known;
+  int infer_at = -1;
+  for (size_t i = 0; i < newshape.size(); ++i) {
+    const DimExpr& v = newshape[i];
+    if (v.is_constant() && v.constant() == 0) {
+      if (i >= in.size()) {
+        return ctx.Error(
+            absl::StrFormat("newshape[%d] = 0 copies a dim the rank-%d input lacks", i, in.size()));
+      }
+      out.push_back(in[i]);
+    } else if (v.is_constant() && v.constant() == -1) {
+      if (infer_at >= 0) return ctx.Error("newshape has more than one -1");
+      infer_at = static_cast<int>(i);
+      out.push_back(DimExpr::Unknown());
+      continue;
+    } else if (v.is_constant() && v.constant() < 0) {
+      return ctx.Error(
+          absl::StrFormat("newshape value %d is not supported (only 0 and -1 are "
+                          "special)",
+                          v.constant()));
+    } else {
+      out.push_back(v);
+    }
+    known.push_back(out.back());
+  }
+  const DimExpr total = shape_rules::Product(in);
+  const DimExpr known_total = shape_rules::Product(known);
+  if (infer_at >= 0) {
+    if (total.is_constant() && known_total.is_constant()) {
+      if (known_total.constant() == 0 || total.constant() % known_total.constant() != 0) {
+        return ctx.Error(absl::StrFormat("cannot infer -1: %d elements do not split into %s",
+                                         total.constant(), ShapeToString(out)));
+      }
+    }
+    out[infer_at] = InferMinusOne(in, known);
+  } else if (total.is_constant() && known_total.is_constant() &&
+             total.constant() != known_total.constant()) {
+    return ctx.Error(absl::StrFormat("element count mismatch: %s has %d elements, %s has %d",
+                                     ShapeToString(ToVec(in)), total.constant(), ShapeToString(out),
+                                     known_total.constant()));
+  }
+  return out;
+}
+
+Result ReshapeRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  const std::vector<DimExpr> ns = shape_rules::ToDims(ctx.attrs().GetIntList("newshape"));
+  ASSIGN_OR_RETURN(auto out, ReshapeDims(ctx, in, ns));
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+Result DynReshapeRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  if (ctx.rank(1) != 1) return ctx.Error("newshape must be 1-D");
+  ASSIGN_OR_RETURN(auto ns, shape_rules::IntInput(ctx, 1, "newshape"));
+  if (!ns) {
+    ASSIGN_OR_RETURN(int64_t len, shape_rules::StaticLength(ctx, 1, "newshape"));
+    return One(Type::Tensor(ctx.dtype(0), shape_rules::UnknownDims(len)));
+  }
+  ASSIGN_OR_RETURN(auto out, ReshapeDims(ctx, in, *ns));
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+KernelResult ReshapeKernel(absl::Span<const Tensor> in, const Attrs&,
+                           absl::Span<const Type> out_t) {
+  return std::vector<Tensor>{in[0].Reshaped(shape_rules::ConcreteShape(out_t[0]))};
+}
+
+// ---- transpose -----------------------------------------------------------------------------
+
+absl::StatusOr<std::vector<int64_t>> Permutation(const ShapeContext& ctx, int64_t rank) {
+  const std::vector<int64_t>& axes = ctx.attrs().GetIntList("axes");
+  if (axes.empty()) {
+    std::vector<int64_t> rev(rank);
+    for (int64_t i = 0; i < rank; ++i) rev[i] = rank - 1 - i;
+    return rev;
+  }
+  if (static_cast<int64_t>(axes.size()) != rank) {
+    return ctx.Error(absl::StrFormat("axes [%s] is not a permutation of rank %d",
+                                     absl::StrJoin(axes, ", "), rank));
+  }
+  return shape_rules::NormalizeAxes(axes, rank, ctx);
+}
+
+Result TransposeRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto perm, Permutation(ctx, in.size()));
+  std::vector<DimExpr> out;
+  for (int64_t p : perm) out.push_back(in[p]);
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+KernelResult TransposeKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                             absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const int64_t rank = in[0].rank();
+  std::vector<int64_t> perm = attrs.GetIntList("axes");
+  if (perm.empty()) {
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  for (int64_t& p : perm) p = p < 0 ? p + rank : p;
+  const std::vector<int64_t> src_strides = shape_rules::Strides(in[0].shape());
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    int64_t src = 0;
+    for (int64_t a = 0; a < rank; ++a) src += idx[a] * src_strides[perm[a]];
+    shape_rules::CopyElements(in[0], src, out, i);
+    shape_rules::NextIndex(idx, out.shape());
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- expand_dims / squeeze -----------------------------------------------------------------
+
+Result ExpandDimsRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  const int64_t num = ctx.attrs().GetInt("num_newaxis");
+  if (num < 0) return ctx.Error(absl::StrFormat("num_newaxis must be >= 0, got %d", num));
+  const int64_t rank = in.size();
+  int64_t axis = ctx.attrs().GetInt("axis");
+  if (axis < -rank - 1 || axis > rank) {
+    return ctx.Error(absl::StrFormat("axis %d is out of range [%d, %d] for rank %d", axis,
+                                     -rank - 1, rank, rank));
+  }
+  if (axis < 0) axis += rank + 1;
+  std::vector<DimExpr> out(in.begin(), in.begin() + axis);
+  for (int64_t i = 0; i < num; ++i) out.push_back(1);
+  out.insert(out.end(), in.begin() + axis, in.end());
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+Result SqueezeRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  std::vector<bool> drop(in.size(), false);
+  const std::vector<int64_t>& axes = ctx.attrs().GetIntList("axis");
+  if (axes.empty()) {
+    for (size_t i = 0; i < in.size(); ++i) drop[i] = in[i].is_constant() && in[i].constant() == 1;
+  } else {
+    ASSIGN_OR_RETURN(auto norm, shape_rules::NormalizeAxes(axes, in.size(), ctx));
+    for (int64_t a : norm) {
+      // A symbolic or unknown dim is squeezable if it is 1 at run time (checked there).
+      if (ProvablyDifferent(in[a], 1)) {
+        return ctx.Error(absl::StrFormat("cannot squeeze axis %d of size %d", a, in[a].constant()));
+      }
+      drop[a] = true;
+    }
+  }
+  std::vector<DimExpr> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!drop[i]) out.push_back(in[i]);
+  }
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+// ---- concatenate ---------------------------------------------------------------------------
+
+Result ConcatenateRule(ShapeContext& ctx) {
+  const int n = ctx.num_inputs();
+  ASSIGN_OR_RETURN(auto first, ctx.Shape(0));
+  std::vector<DimExpr> out = ToVec(first);
+  ASSIGN_OR_RETURN(int64_t axis,
+                   shape_rules::NormalizeAxis(ctx.attrs().GetInt("axis"), out.size(), ctx));
+  for (int i = 1; i < n; ++i) {
+    if (ctx.dtype(i) != ctx.dtype(0)) {
+      return ctx.Error(absl::StrFormat("input %d has dtype %s, input 0 has %s", i,
+                                       DTypeName(ctx.dtype(i)), DTypeName(ctx.dtype(0))));
+    }
+    ASSIGN_OR_RETURN(auto s, ctx.Shape(i));
+    if (s.size() != out.size()) {
+      return ctx.Error(
+          absl::StrFormat("input %d has rank %d, input 0 has rank %d", i, s.size(), out.size()));
+    }
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (static_cast<int64_t>(d) == axis) {
+        out[d] = out[d] + s[d];
+      } else if (ProvablyDifferent(out[d], s[d])) {
+        return ctx.Error(absl::StrFormat("input %d has %d at axis %d, expected %d", i,
+                                         s[d].constant(), d, out[d].constant()));
+      } else if (out[d].is_unknown() || (s[d].is_constant() && !out[d].is_constant())) {
+        out[d] = s[d];  // equal at run time; keep the more specific
+      }
+    }
+  }
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+SymValues ConcatenateSymbolic(ShapeContext& ctx) {
+  std::vector<DimExpr> out;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (!IsInteger(ctx.dtype(i)) || ctx.rank(i) != 1) return std::nullopt;
+    auto v = ctx.IntValues(i);
+    if (!v.ok() || !v->has_value()) return std::nullopt;
+    out.insert(out.end(), (*v)->begin(), (*v)->end());
+  }
+  return std::vector<std::vector<DimExpr>>{std::move(out)};
+}
+
+KernelResult ConcatenateKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                               absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  int64_t axis = attrs.GetInt("axis");
+  if (axis < 0) axis += out.rank();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= out.shape()[i];
+  for (int64_t i = axis + 1; i < out.rank(); ++i) inner *= out.shape()[i];
+  int64_t dst = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Tensor& t : in) {
+      const int64_t chunk = t.shape()[axis] * inner;
+      shape_rules::CopyElements(t, o * chunk, out, dst, chunk);
+      dst += chunk;
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- broadcast_to / dyn.broadcast_to -------------------------------------------------------
+
+absl::Status CheckBroadcastTo(const ShapeContext& ctx, absl::Span<const DimExpr> in,
+                              absl::Span<const DimExpr> target) {
+  if (in.size() > target.size()) {
+    return ctx.Error(
+        absl::StrFormat("cannot broadcast rank %d to the lower rank %d", in.size(), target.size()));
+  }
+  const size_t off = target.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (target[off + i].is_constant() && target[off + i].constant() < 0) {
+      return ctx.Error(absl::StrFormat("target dim %d is negative", target[off + i].constant()));
+    }
+    if (ProvablyDifferent(in[i], 1) && ProvablyDifferent(in[i], target[off + i])) {
+      return ctx.Error(absl::StrFormat("cannot broadcast %s to %s", ShapeToString(ToVec(in)),
+                                       ShapeToString(ToVec(target))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Result BroadcastToRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  const std::vector<DimExpr> target = shape_rules::ToDims(ctx.attrs().GetIntList("shape"));
+  RETURN_IF_ERROR(CheckBroadcastTo(ctx, in, target));
+  return One(Type::Tensor(ctx.dtype(0), target));
+}
+
+Result DynBroadcastToRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  if (ctx.rank(1) != 1) return ctx.Error("shape must be 1-D");
+  ASSIGN_OR_RETURN(auto target, shape_rules::IntInput(ctx, 1, "shape"));
+  if (!target) {
+    ASSIGN_OR_RETURN(int64_t len, shape_rules::StaticLength(ctx, 1, "shape"));
+    if (len < static_cast<int64_t>(in.size())) {
+      return ctx.Error(
+          absl::StrFormat("cannot broadcast rank %d to the lower rank %d", in.size(), len));
+    }
+    return One(Type::Tensor(ctx.dtype(0), shape_rules::UnknownDims(len)));
+  }
+  RETURN_IF_ERROR(CheckBroadcastTo(ctx, in, *target));
+  return One(Type::Tensor(ctx.dtype(0), *target));
+}
+
+KernelResult BroadcastToKernel(absl::Span<const Tensor> in, const Attrs&,
+                               absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  std::vector<int64_t> idx(out.rank(), 0);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    shape_rules::CopyElements(in[0], shape_rules::BroadcastSourceIndex(idx, in[0].shape()), out, i);
+    shape_rules::NextIndex(idx, out.shape());
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- tile / dyn.tile -----------------------------------------------------------------------
+
+// Output rank is max(rank, len(reps)); the shorter side is padded with leading 1s.
+absl::StatusOr<std::vector<DimExpr>> TiledShape(const ShapeContext& ctx,
+                                                absl::Span<const DimExpr> in,
+                                                absl::Span<const DimExpr> reps) {
+  const size_t rank = std::max(in.size(), reps.size());
+  std::vector<DimExpr> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const size_t di = i + in.size(), ri = i + reps.size();
+    const DimExpr d = di >= rank ? in[di - rank] : DimExpr(1);
+    const DimExpr r = ri >= rank ? reps[ri - rank] : DimExpr(1);
+    if (r.is_constant() && r.constant() < 0) {
+      return ctx.Error(absl::StrFormat("reps must be >= 0, got %d", r.constant()));
+    }
+    out[i] = d * r;
+  }
+  return out;
+}
+
+Result TileRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  const std::vector<DimExpr> reps = shape_rules::ToDims(ctx.attrs().GetIntList("reps"));
+  ASSIGN_OR_RETURN(auto out, TiledShape(ctx, in, reps));
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+Result DynTileRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  if (ctx.rank(1) != 1) return ctx.Error("reps must be 1-D");
+  ASSIGN_OR_RETURN(auto reps, shape_rules::IntInput(ctx, 1, "reps"));
+  if (!reps) {
+    ASSIGN_OR_RETURN(int64_t len, shape_rules::StaticLength(ctx, 1, "reps"));
+    return One(
+        Type::Tensor(ctx.dtype(0), shape_rules::UnknownDims(std::max<int64_t>(len, in.size()))));
+  }
+  ASSIGN_OR_RETURN(auto out, TiledShape(ctx, in, *reps));
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+KernelResult TileKernel(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const std::vector<int64_t>& xs = in[0].shape();
+  const size_t off = out.rank() - xs.size();
+  const std::vector<int64_t> strides = shape_rules::Strides(xs);
+  std::vector<int64_t> idx(out.rank(), 0);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    int64_t src = 0;
+    for (size_t a = 0; a < xs.size(); ++a) src += (idx[off + a] % xs[a]) * strides[a];
+    shape_rules::CopyElements(in[0], src, out, i);
+    shape_rules::NextIndex(idx, out.shape());
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+}  // namespace
+
+void RegisterTransformOps(OpRegistry::Builder& b) {
+  b.Register("reshape")
+      .Input("data", InputDep::kShape)
+      .Attr("newshape", AttrType::kIntList)
+      .Pattern(FusionPattern::kInjective)
+      .Doc("reshape with Relay's 0 (copy dim) and -1 (infer dim)")
+      .Rule(ReshapeRule)
+      .SymbolicValues(shape_rules::ForwardIntValues)
+      .Reference(ReshapeKernel);
+  b.Register("dyn.reshape")
+      .Input("data", InputDep::kShape)
+      .Input("newshape", InputDep::kShapeAndValue)
+      .Pattern(FusionPattern::kInjective)
+      .Doc("reshape to a run-time 1-D target (0 and -1 as in reshape)")
+      .Rule(DynReshapeRule)
+      .SymbolicValues(shape_rules::ForwardIntValues)
+      .Reference(ReshapeKernel);
+  b.Register("transpose")
+      .Input("data", InputDep::kShape)
+      .Attr("axes", AttrType::kIntList, std::vector<int64_t>{})
+      .Pattern(FusionPattern::kInjective)
+      .Doc("permutes axes; empty axes reverses them")
+      .Rule(TransposeRule)
+      .Reference(TransposeKernel);
+  b.Register("expand_dims")
+      .Input("data", InputDep::kShape)
+      .Attr("axis", AttrType::kInt)
+      .Attr("num_newaxis", AttrType::kInt, int64_t{1})
+      .Pattern(FusionPattern::kBroadcast)
+      .Doc("inserts num_newaxis unit dims at axis (in [-rank-1, rank])")
+      .Rule(ExpandDimsRule)
+      .SymbolicValues(shape_rules::ForwardIntValues)
+      .Reference(ReshapeKernel);
+  b.Register("squeeze")
+      .Input("data", InputDep::kShape)
+      .Attr("axis", AttrType::kIntList, std::vector<int64_t>{})
+      .Pattern(FusionPattern::kInjective)
+      .Doc("removes unit dims (empty axis: the statically-1 dims; symbolic dims are kept)")
+      .Rule(SqueezeRule)
+      .SymbolicValues(shape_rules::ForwardIntValues)
+      .Reference(ReshapeKernel);
+  b.Register("concatenate")
+      .VariadicInput("data", InputDep::kShape)
+      .Attr("axis", AttrType::kInt, int64_t{0})
+      .Pattern(FusionPattern::kInjective)
+      .Doc("joins tensors along axis")
+      .Rule(ConcatenateRule)
+      .SymbolicValues(ConcatenateSymbolic)
+      .Reference(ConcatenateKernel);
+  b.Register("broadcast_to")
+      .Input("data", InputDep::kShape)
+      .Attr("shape", AttrType::kIntList)
+      .Pattern(FusionPattern::kBroadcast)
+      .Doc("NumPy broadcast to a static shape")
+      .Rule(BroadcastToRule)
+      .Reference(BroadcastToKernel);
+  b.Register("dyn.broadcast_to")
+      .Input("data", InputDep::kShape)
+      .Input("shape", InputDep::kShapeAndValue)
+      .Pattern(FusionPattern::kBroadcast)
+      .Doc("NumPy broadcast to a run-time 1-D shape")
+      .Rule(DynBroadcastToRule)
+      .Reference(BroadcastToKernel);
+  b.Register("tile")
+      .Input("data", InputDep::kShape)
+      .Attr("reps", AttrType::kIntList)
+      .Pattern(FusionPattern::kInjective)
+      .Doc("repeats data reps[i] times along each axis")
+      .Rule(TileRule)
+      .Reference(TileKernel);
+  b.Register("dyn.tile")
+      .Input("data", InputDep::kShape)
+      .Input("reps", InputDep::kShapeAndValue)
+      .Pattern(FusionPattern::kInjective)
+      .Doc("tile with run-time 1-D reps")
+      .Rule(DynTileRule)
+      .Reference(TileKernel);
+}
+
+}  // namespace hetpass

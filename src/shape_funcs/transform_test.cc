@@ -1,0 +1,243 @@
+// Tests of the transform family: reshape, dyn.reshape, transpose, expand_dims, squeeze,
+// concatenate, broadcast_to, dyn.broadcast_to, tile, dyn.tile.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shape_funcs/test_util.h"
+
+namespace hetpass::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Attrs NewShape(std::vector<int64_t> v) { return {{"newshape", std::move(v)}}; }
+
+// ---- reshape -------------------------------------------------------------------------------
+
+TEST(ReshapeTest, Mask) {
+  EXPECT_EQ(Op("reshape")->dep(0), InputDep::kShape);
+  EXPECT_EQ(Op("reshape")->pattern(), FusionPattern::kInjective);
+}
+
+TEST(ReshapeTest, SymbolicMinusOneCancelsFactors) {
+  const Type x = F32({S("n"), 4, 8});
+  EXPECT_EQ(InferStr("reshape", NewShape({0, -1}), {In(x)}), "f32[n, 32]");
+  EXPECT_EQ(InferStr("reshape", NewShape({-1}), {In(x)}), "f32[n*32]");
+  EXPECT_EQ(InferStr("reshape", NewShape({-1, 8}), {In(x)}), "f32[n*4, 8]");
+  EXPECT_EQ(InferStr("reshape", NewShape({0, 2, -1}), {In(x)}), "f32[n, 2, 16]");
+  EXPECT_EQ(InferStr("reshape", NewShape({-1, 3}), {In(F32({S("n"), 4}))}), "f32[n*4//3, 3]");
+  EXPECT_EQ(InferStr("reshape", NewShape({-1}), {In(F32({DimExpr::Unknown(), 4}))}), "f32[?]");
+}
+
+TEST(ReshapeTest, Static) {
+  EXPECT_EQ(InferStr("reshape", NewShape({3, -1}), {In(F32({2, 6}))}), "f32[3, 4]");
+  EXPECT_EQ(InferStr("reshape", NewShape({12}), {In(F32({2, 6}))}), "f32[12]");
+}
+
+TEST(ReshapeTest, Errors) {
+  EXPECT_THAT(InferStr("reshape", NewShape({5}), {In(F32({2, 6}))}),
+              HasSubstr("element count mismatch: [2, 6] has 12 elements, [5] has 5"));
+  EXPECT_THAT(InferStr("reshape", NewShape({5, -1}), {In(F32({2, 6}))}),
+              HasSubstr("cannot infer -1: 12 elements do not split"));
+  EXPECT_THAT(InferStr("reshape", NewShape({-1, -1}), {In(F32({2, 6}))}),
+              HasSubstr("more than one -1"));
+  EXPECT_THAT(InferStr("reshape", NewShape({-2}), {In(F32({2, 6}))}),
+              HasSubstr("newshape value -2 is not supported"));
+  EXPECT_THAT(InferStr("reshape", NewShape({0, 0, 0}), {In(F32({2, 6}))}),
+              HasSubstr("newshape[2] = 0 copies a dim the rank-2 input lacks"));
+  EXPECT_THAT(InferStr("reshape", {}, {In(F32({2}))}), HasSubstr("needs attribute 'newshape'"));
+}
+
+TEST(ReshapeTest, ReferenceAndSymbolicValues) {
+  auto out = RunRef("reshape", NewShape({3, -1}), {FT({2, 3}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{3, 2}));
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 2, 3, 4, 5, 6));
+  const std::vector<DimExpr> v = {S("n")};
+  EXPECT_EQ(SymValuesStr("reshape", NewShape({}), {InSym(v)}), "[n]");
+}
+
+// ---- dyn.reshape ---------------------------------------------------------------------------
+
+TEST(DynReshapeTest, Mask) {
+  EXPECT_EQ(Op("dyn.reshape")->dep(0), InputDep::kShape);
+  // Values at run time; the static length fixes the rank at compile time (see transform.cc).
+  EXPECT_EQ(Op("dyn.reshape")->dep(1), InputDep::kShapeAndValue);
+}
+
+TEST(DynReshapeTest, SymbolicTarget) {
+  // shape_of(x)[0] concatenated with -1: the output keeps n.
+  const std::vector<DimExpr> target = {S("n"), -1};
+  EXPECT_EQ(InferStr("dyn.reshape", {}, {In(F32({S("n"), 4, 8})), InSym(target)}), "f32[n, 32]");
+  EXPECT_EQ(InferStr("dyn.reshape", {}, {In(F32({S("n"), 4})), In(T(DType::kI64, {3}))}),
+            "f32[?, ?, ?]");
+}
+
+TEST(DynReshapeTest, ShapeFunction) {
+  const Tensor target = I64s({4, 0, -1});
+  EXPECT_EQ(InferStr("dyn.reshape", {}, {In(F32({2, 3, 4})), InV(target)}), "f32[4, 3, 2]");
+  const Tensor bad = I64s({5});
+  EXPECT_THAT(InferStr("dyn.reshape", {}, {In(F32({2, 3})), InV(bad)}),
+              HasSubstr("element count mismatch"));
+  const Tensor two_d = IT({1, 1}, {6});
+  EXPECT_THAT(InferStr("dyn.reshape", {}, {In(F32({2, 3})), InV(two_d)}),
+              HasSubstr("newshape must be 1-D"));
+  EXPECT_THAT(InferStr("dyn.reshape", {}, {In(F32({2, 3})), In(T(DType::kI64, {S("k")}))}),
+              HasSubstr("newshape must have a static length"));
+}
+
+TEST(DynReshapeTest, Reference) {
+  auto out = RunRef("dyn.reshape", {}, {FT({4}, {1, 2, 3, 4}), I64s({2, 2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{2, 2}));
+}
+
+// ---- transpose -----------------------------------------------------------------------------
+
+TEST(TransposeTest, InferenceErrorsReference) {
+  EXPECT_EQ(Op("transpose")->dep(0), InputDep::kShape);
+  EXPECT_EQ(InferStr("transpose", {}, {In(F32({S("n"), 3, 5}))}), "f32[5, 3, n]");
+  EXPECT_EQ(
+      InferStr("transpose", {{"axes", std::vector<int64_t>{0, 2, 1}}}, {In(F32({S("n"), 3, 5}))}),
+      "f32[n, 5, 3]");
+  EXPECT_THAT(InferStr("transpose", {{"axes", std::vector<int64_t>{0, 0}}}, {In(F32({2, 3}))}),
+              HasSubstr("axis 0 is given twice"));
+  EXPECT_THAT(InferStr("transpose", {{"axes", std::vector<int64_t>{0}}}, {In(F32({2, 3}))}),
+              HasSubstr("is not a permutation of rank 2"));
+  auto out = RunRef("transpose", {}, {FT({2, 3}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 4, 2, 5, 3, 6));
+}
+
+// ---- expand_dims / squeeze -----------------------------------------------------------------
+
+TEST(ExpandDimsTest, InferenceErrorsReference) {
+  EXPECT_EQ(Op("expand_dims")->dep(0), InputDep::kShape);
+  EXPECT_EQ(InferStr("expand_dims", {{"axis", int64_t{1}}}, {In(F32({S("n"), 3}))}),
+            "f32[n, 1, 3]");
+  EXPECT_EQ(InferStr("expand_dims", {{"axis", int64_t{-1}}, {"num_newaxis", int64_t{2}}},
+                     {In(F32({S("n")}))}),
+            "f32[n, 1, 1]");
+  EXPECT_THAT(InferStr("expand_dims", {{"axis", int64_t{3}}}, {In(F32({2}))}),
+              HasSubstr("axis 3 is out of range [-2, 1] for rank 1"));
+  auto out = RunRef("expand_dims", {{"axis", int64_t{0}}}, {FT({2}, {7, 8})});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{1, 2}));
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(7, 8));
+}
+
+TEST(SqueezeTest, SymbolicDimsAreNotSqueezedWithoutAxes) {
+  EXPECT_EQ(Op("squeeze")->dep(0), InputDep::kShape);
+  EXPECT_EQ(InferStr("squeeze", {}, {In(F32({1, S("n"), 1, 3}))}), "f32[n, 3]");
+  EXPECT_EQ(InferStr("squeeze", {{"axis", std::vector<int64_t>{1}}}, {In(F32({2, S("m")}))}),
+            "f32[2]");
+  EXPECT_EQ(InferStr("squeeze", {{"axis", std::vector<int64_t>{-1}}}, {In(F32({2, 1}))}), "f32[2]");
+  EXPECT_THAT(InferStr("squeeze", {{"axis", std::vector<int64_t>{0}}}, {In(F32({2, 1}))}),
+              HasSubstr("cannot squeeze axis 0 of size 2"));
+  auto out = RunRef("squeeze", {}, {FT({1, 2, 1}, {3, 4})});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{2}));
+}
+
+// ---- concatenate ---------------------------------------------------------------------------
+
+TEST(ConcatenateTest, MaskVariadic) {
+  const OpDef* def = Op("concatenate");
+  EXPECT_TRUE(def->variadic());
+  EXPECT_EQ(def->dep(0), InputDep::kShape);
+  EXPECT_EQ(def->dep(5), InputDep::kShape);
+}
+
+TEST(ConcatenateTest, Inference) {
+  EXPECT_EQ(
+      InferStr("concatenate", {}, {In(F32({S("n"), 3})), In(F32({S("m"), 3})), In(F32({2, 3}))}),
+      "f32[m + n + 2, 3]");
+  EXPECT_EQ(InferStr("concatenate", {{"axis", int64_t{-1}}},
+                     {In(F32({DimExpr::Unknown(), 3})), In(F32({4, 5}))}),
+            "f32[4, 8]");
+  EXPECT_THAT(InferStr("concatenate", {{"axis", int64_t{1}}}, {In(F32({2, 3})), In(F32({4, 3}))}),
+              HasSubstr("input 1 has 4 at axis 0, expected 2"));
+  EXPECT_THAT(InferStr("concatenate", {}, {In(F32({2, 3})), In(F32({4}))}),
+              HasSubstr("input 1 has rank 1, input 0 has rank 2"));
+  EXPECT_THAT(InferStr("concatenate", {}, {In(F32({2})), In(T(DType::kI32, {4}))}),
+              HasSubstr("input 1 has dtype i32, input 0 has f32"));
+  EXPECT_THAT(InferStr("concatenate", {}, {}), HasSubstr("takes at least 1 inputs, got 0"));
+}
+
+TEST(ConcatenateTest, ReferenceAndSymbolicValues) {
+  auto out =
+      RunRef("concatenate", {{"axis", int64_t{1}}}, {FT({2, 1}, {1, 2}), FT({2, 2}, {3, 4, 5, 6})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 3, 4, 2, 5, 6));
+  const std::vector<DimExpr> a = {S("n")};
+  const Tensor b = I64s({-1});
+  EXPECT_EQ(SymValuesStr("concatenate", {}, {InSym(a), InV(b)}), "[n, -1]");
+}
+
+// ---- broadcast_to / dyn.broadcast_to -------------------------------------------------------
+
+TEST(BroadcastToTest, InferenceErrorsReference) {
+  EXPECT_EQ(Op("broadcast_to")->dep(0), InputDep::kShape);
+  EXPECT_EQ(InferStr("broadcast_to", {{"shape", std::vector<int64_t>{4, 3}}}, {In(F32({1, 3}))}),
+            "f32[4, 3]");
+  EXPECT_EQ(
+      InferStr("broadcast_to", {{"shape", std::vector<int64_t>{2, 4, 3}}}, {In(F32({S("n")}))}),
+      "f32[2, 4, 3]");
+  EXPECT_THAT(InferStr("broadcast_to", {{"shape", std::vector<int64_t>{4, 3}}}, {In(F32({2, 3}))}),
+              HasSubstr("cannot broadcast [2, 3] to [4, 3]"));
+  EXPECT_THAT(InferStr("broadcast_to", {{"shape", std::vector<int64_t>{3}}}, {In(F32({1, 3}))}),
+              HasSubstr("cannot broadcast rank 2 to the lower rank 1"));
+  auto out = RunRef("broadcast_to", {{"shape", std::vector<int64_t>{2, 2}}}, {FT({2}, {1, 2})});
+  ASSERT_TRUE(out.ok());
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 2, 1, 2));
+}
+
+TEST(DynBroadcastToTest, MaskInferenceReference) {
+  EXPECT_EQ(Op("dyn.broadcast_to")->dep(0), InputDep::kShape);
+  EXPECT_EQ(Op("dyn.broadcast_to")->dep(1), InputDep::kShapeAndValue);
+  const std::vector<DimExpr> target = {S("n"), 3};
+  EXPECT_EQ(InferStr("dyn.broadcast_to", {}, {In(F32({1, 3})), InSym(target)}), "f32[n, 3]");
+  EXPECT_EQ(InferStr("dyn.broadcast_to", {}, {In(F32({3})), In(T(DType::kI64, {2}))}), "f32[?, ?]");
+  const Tensor t = I64s({2, 3});
+  EXPECT_EQ(InferStr("dyn.broadcast_to", {}, {In(F32({3})), InV(t)}), "f32[2, 3]");
+  const Tensor bad = I64s({2, 4});
+  EXPECT_THAT(InferStr("dyn.broadcast_to", {}, {In(F32({3})), InV(bad)}),
+              HasSubstr("cannot broadcast [3] to [2, 4]"));
+  auto out = RunRef("dyn.broadcast_to", {}, {FT({2, 1}, {1, 2}), I64s({2, 2})});
+  ASSERT_TRUE(out.ok());
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 1, 2, 2));
+}
+
+// ---- tile / dyn.tile -----------------------------------------------------------------------
+
+TEST(TileTest, InferenceErrorsReference) {
+  EXPECT_EQ(Op("tile")->dep(0), InputDep::kShape);
+  EXPECT_EQ(InferStr("tile", {{"reps", std::vector<int64_t>{2, 3}}}, {In(F32({S("n"), 4}))}),
+            "f32[n*2, 12]");
+  EXPECT_EQ(InferStr("tile", {{"reps", std::vector<int64_t>{2, 1, 1}}}, {In(F32({S("n"), 4}))}),
+            "f32[2, n, 4]");
+  EXPECT_EQ(InferStr("tile", {{"reps", std::vector<int64_t>{2}}}, {In(F32({3, 4}))}), "f32[3, 8]");
+  EXPECT_THAT(InferStr("tile", {{"reps", std::vector<int64_t>{-1}}}, {In(F32({3}))}),
+              HasSubstr("reps must be >= 0, got -1"));
+  auto out = RunRef("tile", {{"reps", std::vector<int64_t>{2, 2}}}, {FT({2}, {1, 2})});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{2, 4}));
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 2, 1, 2, 1, 2, 1, 2));
+}
+
+TEST(DynTileTest, MaskInferenceReference) {
+  EXPECT_EQ(Op("dyn.tile")->dep(0), InputDep::kShape);
+  EXPECT_EQ(Op("dyn.tile")->dep(1), InputDep::kShapeAndValue);
+  EXPECT_EQ(InferStr("dyn.tile", {}, {In(F32({S("n"), 4})), In(T(DType::kI64, {3}))}),
+            "f32[?, ?, ?]");
+  const std::vector<DimExpr> reps = {S("r"), 1};
+  EXPECT_EQ(InferStr("dyn.tile", {}, {In(F32({S("n"), 4})), InSym(reps)}), "f32[n*r, 4]");
+  const Tensor r = I64s({3});
+  EXPECT_EQ(InferStr("dyn.tile", {}, {In(F32({2, 4})), InV(r)}), "f32[2, 12]");
+  auto out = RunRef("dyn.tile", {}, {FT({2, 1}, {1, 2}), I64s({1, 3})});
+  ASSERT_TRUE(out.ok());
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 1, 1, 2, 2, 2));
+}
+
+}  // namespace
+}  // namespace hetpass::testing

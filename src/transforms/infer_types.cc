@@ -1,0 +1,427 @@
+// infer-types: type inference with symbolic shapes.
+//
+// Definitions
+//   A value's type is a tensor type (dtype + dims: constants, expressions over named symbols,
+//   or `?`) or a tuple. A *declared* type is one already on the value (written in the text IR
+//   or left by an earlier run); an *inferred* type comes from the op registry's shape rule.
+//   Symbolic values: small integer tensors whose contents are known as DimExprs (shape_of of
+//   f32[n, 1024] holds [n, 1024]); shape rules read them for their `value` inputs, which is how
+//   dyn.reshape of a shape computed by shape arithmetic gets a symbolic, not unknown, shape.
+//
+// Phase 0  Order functions so that callees come before callers (invoke). A call cycle needs
+//          declared result types on the functions in it; otherwise it is an error.
+// Phase 1  Walk each function body in program order. Per binding:
+//            constant   the type of its data (a declared type must match exactly)
+//            call       the op's shape rule in symbolic mode, fed with operand types, constant
+//                       data and symbolic values; then the op's symbolic-value rule
+//            tuple / get_item   structural
+//            invoke     callee parameter symbols are unified with argument dims and substituted
+//                       into the callee's result types
+//            if         both branches inferred; results join (dims that differ become `?`)
+//            loop       fixpoint over loop-carried types: start from the initial values, infer
+//                       the body, join with what the body yields, repeat until stable (each
+//                       round can only turn dims into `?`, so it terminates); scan outputs get a
+//                       leading `?` dim (the trip count may depend on data)
+// Phase 2  Every inferred type is merged with the declared one: equal dims stay, `?` is
+//          refined by the other side, anything else is an error naming both types.
+//          Function result types are set (or checked) the same way.
+//
+// Output: every value typed; the verifier's require_types holds. Re-running changes nothing.
+// Known gaps: no symbolic relations are derived from runtime checks (two different symbols
+//   broadcast against each other give `?`, not a fresh symbol).
+#include "passes/transforms/infer_types.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "passes/shape_funcs/op_registry.h"
+#include "passes/support/status_macros.h"
+#include "transforms/symbolic_values.h"
+
+namespace hetpass {
+namespace {
+
+class InferTypesPass : public Pass {
+ public:
+  explicit InferTypesPass(const InferTypesOptions& options) : options_(options) {}
+  absl::string_view name() const override { return InferTypesOptions::kName; }
+
+  absl::StatusOr<bool> Run(Module& module) override {
+    module_ = &module;
+    changed_ = false;
+    sym_.Clear();
+    ASSIGN_OR_RETURN(std::vector<Function*> order, CallOrder(module));
+    for (Function* f : order) RETURN_IF_ERROR(InferFunction(*f));
+    return changed_;
+  }
+
+ private:
+  // ---- Phase 0 ------------------------------------------------------------------------------
+  absl::StatusOr<std::vector<Function*>> CallOrder(Module& module) {
+    std::vector<Function*> order;
+    absl::flat_hash_map<const Function*, int> state;  // 1 visiting, 2 done
+    std::function<absl::Status(Function*)> visit = [&](Function* f) -> absl::Status {
+      int& s = state[f];
+      if (s == 2) return absl::OkStatus();
+      if (s == 1) {
+        if (!f->result_types().empty()) return absl::OkStatus();  // declared: cycle is fine
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: function @%s is recursive and has no declared result types",
+            FormatLocation(module_, f->loc()), f->name()));
+      }
+      s = 1;
+      absl::Status status = absl::OkStatus();
+      WalkNodes(f->body(), [&](Node& n) {
+        if (!status.ok() || n.kind() != NodeKind::kInvoke) return;
+        Function* callee = module.FindFunction(n.callee());
+        if (callee == nullptr) {
+          status = absl::InvalidArgumentError(absl::StrCat(NodeContext(module_, n),
+                                                           "unknown function @", n.callee()));
+          return;
+        }
+        status = visit(callee);
+      });
+      RETURN_IF_ERROR(status);
+      state[f] = 2;
+      order.push_back(f);
+      return absl::OkStatus();
+    };
+    for (const auto& f : module.functions()) RETURN_IF_ERROR(visit(f.get()));
+    return order;
+  }
+
+  // ---- Phase 1 ------------------------------------------------------------------------------
+  absl::Status InferFunction(Function& f) {
+    for (const auto& p : f.body().params()) {
+      if (p->type().is_unset()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: parameter %%%s of @%s has no type", FormatLocation(module_, f.loc()), p->name(),
+            f.name()));
+      }
+    }
+    RETURN_IF_ERROR(InferBlock(f.body()));
+    const std::vector<Value*>& results = f.body().results();
+    std::vector<Type> declared = f.result_types();
+    if (!declared.empty() && declared.size() != results.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: @%s declares %d results but returns %d values", FormatLocation(module_, f.loc()),
+          f.name(), declared.size(), results.size()));
+    }
+    std::vector<Type> out;
+    for (size_t i = 0; i < results.size(); ++i) {
+      Type t = results[i]->type();
+      if (!declared.empty()) {
+        std::optional<Type> r = RefineType(declared[i], t);
+        if (!r) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s: result %d of @%s is declared %s but the returned value has type %s",
+              FormatLocation(module_, f.loc()), i, f.name(), declared[i].ToString(),
+              t.ToString()));
+        }
+        t = *r;
+      }
+      out.push_back(std::move(t));
+    }
+    if (out != f.result_types()) {
+      changed_ = true;
+      f.set_result_types(std::move(out));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status InferBlock(Block& block) {
+    for (const auto& n : block.nodes()) RETURN_IF_ERROR(InferNode(*n));
+    return absl::OkStatus();
+  }
+
+  absl::Status NodeError(const Node& n, absl::string_view msg) {
+    return absl::InvalidArgumentError(absl::StrCat(NodeContext(module_, n), msg));
+  }
+
+  // Phase 2 for one value: merge the inferred type into the declared one.
+  absl::Status SetType(const Node& n, Value* v, const Type& inferred) {
+    Type merged = inferred;
+    if (!v->type().is_unset()) {
+      std::optional<Type> r = RefineType(v->type(), inferred);
+      if (!r) {
+        return NodeError(n, absl::StrFormat("%%%s is declared %s but infers to %s", v->name(),
+                                            v->type().ToString(), inferred.ToString()));
+      }
+      merged = *std::move(r);
+    }
+    if (merged != v->type()) {
+      changed_ = true;
+      v->set_type(std::move(merged));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckOperandsTyped(const Node& n) {
+    for (int i = 0; i < n.num_operands(); ++i) {
+      if (n.operand(i)->type().is_unset()) {
+        return NodeError(n, absl::StrFormat("operand %d (%%%s) has no type", i,
+                                            n.operand(i)->name()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status InferNode(Node& n) {
+    RETURN_IF_ERROR(CheckOperandsTyped(n));
+    switch (n.kind()) {
+      case NodeKind::kConstant: {
+        const Type t = n.constant_value().type();
+        if (!n.result(0)->type().is_unset() && n.result(0)->type() != t) {
+          return NodeError(n, absl::StrFormat("constant is declared %s but its data is %s",
+                                              n.result(0)->type().ToString(), t.ToString()));
+        }
+        return SetType(n, n.result(0), t);
+      }
+      case NodeKind::kCall:
+        return InferCall(n);
+      case NodeKind::kTuple: {
+        std::vector<Type> fields;
+        for (const Value* v : n.operands()) fields.push_back(v->type());
+        return SetType(n, n.result(0), Type::Tuple(std::move(fields)));
+      }
+      case NodeKind::kGetItem: {
+        const Type& t = n.operand(0)->type();
+        const AttrValue* index = n.attrs().Find("index");
+        if (!t.is_tuple()) return NodeError(n, "get_item needs a tuple operand, got " + t.ToString());
+        if (index == nullptr || TypeOf(*index) != AttrType::kInt) {
+          return NodeError(n, "get_item needs an int attribute 'index'");
+        }
+        const int64_t i = std::get<int64_t>(*index);
+        if (i < 0 || i >= static_cast<int64_t>(t.fields().size())) {
+          return NodeError(n, absl::StrFormat("index %d is out of range for %s", i, t.ToString()));
+        }
+        return SetType(n, n.result(0), t.fields()[i]);
+      }
+      case NodeKind::kInvoke:
+        return InferInvoke(n);
+      case NodeKind::kIf:
+        return InferIf(n);
+      case NodeKind::kLoop:
+        return InferLoop(n);
+    }
+    return absl::InternalError("unhandled node kind");
+  }
+
+  absl::Status InferCall(Node& n) {
+    const OpDef& op = *n.op();
+    for (int i = 0; i < n.num_operands(); ++i) {
+      if (!n.operand(i)->type().is_tensor()) {
+        return NodeError(n, absl::StrFormat("input %d '%s' (%%%s) must be a tensor, got %s", i,
+                                            op.input(i).name, n.operand(i)->name(),
+                                            n.operand(i)->type().ToString()));
+      }
+    }
+    absl::StatusOr<std::vector<Type>> types = op.InferTypes(n.attrs(), sym_.InputsOf(n));
+    if (!types.ok()) return NodeError(n, types.status().message());
+    for (int i = 0; i < n.num_results(); ++i) RETURN_IF_ERROR(SetType(n, n.result(i), (*types)[i]));
+    sym_.Propagate(n);
+    return absl::OkStatus();
+  }
+
+  absl::Status InferInvoke(Node& n) {
+    const Function* callee = module_->FindFunction(n.callee());
+    if (callee == nullptr) return NodeError(n, "unknown function @" + n.callee());
+    const Block& body = callee->body();
+    if (body.num_params() != n.num_operands()) {
+      return NodeError(n, absl::StrFormat("@%s takes %d arguments, got %d", callee->name(),
+                                          body.num_params(), n.num_operands()));
+    }
+    if (callee->result_types().size() != static_cast<size_t>(n.num_results())) {
+      return NodeError(n, absl::StrFormat("@%s returns %d values but %d are bound",
+                                          callee->name(), callee->result_types().size(),
+                                          n.num_results()));
+    }
+    // Unify the callee's parameter dims with the arguments' dims.
+    absl::flat_hash_map<std::string, DimExpr> subst;
+    for (int i = 0; i < n.num_operands(); ++i) {
+      const Type& p = body.param(i)->type();
+      const Type& a = n.operand(i)->type();
+      if (p.kind() != a.kind() || (p.is_tensor() && (p.dtype() != a.dtype() || p.rank() != a.rank()))) {
+        return NodeError(n, absl::StrFormat("argument %d of @%s has type %s, expected %s", i,
+                                            callee->name(), a.ToString(), p.ToString()));
+      }
+      if (!p.is_tensor()) continue;
+      for (int d = 0; d < p.rank(); ++d) {
+        const DimExpr& pd = p.shape()[d];
+        const DimExpr& ad = a.shape()[d];
+        if (pd.is_symbol()) {
+          auto [it, inserted] = subst.emplace(pd.symbol_name(), ad);
+          if (!inserted && it->second != ad) it->second = DimExpr::Unknown();
+        } else if (pd.is_constant() && ad.is_constant() && pd != ad) {
+          return NodeError(n, absl::StrFormat("argument %d of @%s has type %s, expected %s", i,
+                                              callee->name(), a.ToString(), p.ToString()));
+        }
+      }
+    }
+    for (int i = 0; i < n.num_results(); ++i) {
+      const Type& r = callee->result_types()[i];
+      Type t = r;
+      if (r.is_tensor()) {
+        std::vector<DimExpr> dims;
+        for (const DimExpr& d : r.shape()) dims.push_back(d.Substitute(subst));
+        t = Type::Tensor(r.dtype(), std::move(dims));
+      }
+      RETURN_IF_ERROR(SetType(n, n.result(i), t));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckScalar(const Node& n, int operand, bool want_bool, absl::string_view what) {
+    const Type& t = n.operand(operand)->type();
+    const DimExpr count = t.is_tensor() ? t.NumElements() : DimExpr(0);
+    const bool dtype_ok = t.is_tensor() && (want_bool ? t.dtype() == DType::kBool : IsInteger(t.dtype()));
+    if (!dtype_ok || !(count.is_constant() && count.constant() == 1)) {
+      return NodeError(n, absl::StrFormat("%s must be a single %s element, got %s", what,
+                                          want_bool ? "bool" : "integer", t.ToString()));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status InferIf(Node& n) {
+    if (n.num_operands() != 1) return NodeError(n, "if takes exactly one condition operand");
+    RETURN_IF_ERROR(CheckScalar(n, 0, /*want_bool=*/true, "the condition of if"));
+    Block& then_b = *n.region(0);
+    Block& else_b = *n.region(1);
+    RETURN_IF_ERROR(InferBlock(then_b));
+    RETURN_IF_ERROR(InferBlock(else_b));
+    if (then_b.results().size() != else_b.results().size() ||
+        then_b.results().size() != static_cast<size_t>(n.num_results())) {
+      return NodeError(n, absl::StrFormat("branches yield %d and %d values for %d results",
+                                          then_b.results().size(), else_b.results().size(),
+                                          n.num_results()));
+    }
+    for (int i = 0; i < n.num_results(); ++i) {
+      const Type& a = then_b.results()[i]->type();
+      const Type& b = else_b.results()[i]->type();
+      std::optional<Type> joined = JoinTypes(a, b);
+      if (!joined) {
+        return NodeError(n, absl::StrFormat("result %d is %s in the then branch but %s in the "
+                                            "else branch",
+                                            i, a.ToString(), b.ToString()));
+      }
+      RETURN_IF_ERROR(SetType(n, n.result(i), *joined));
+    }
+    return absl::OkStatus();
+  }
+
+  // Saves the declared types inside a loop body so each fixpoint round starts from them.
+  static void SnapshotTypes(Block& b, std::vector<std::pair<Value*, Type>>& out) {
+    WalkNodes(b, [&](Node& n) {
+      for (const auto& r : n.results()) out.emplace_back(r.get(), r->type());
+      for (int i = 0; i < n.num_regions(); ++i) {
+        for (const auto& p : n.region(i)->params()) out.emplace_back(p.get(), p->type());
+      }
+    });
+  }
+
+  absl::Status InferLoop(Node& n) {
+    if (n.num_operands() < 2) {
+      return NodeError(n, "loop takes a trip count, a condition and the carried values");
+    }
+    RETURN_IF_ERROR(CheckScalar(n, 0, /*want_bool=*/false, "the trip count of loop"));
+    RETURN_IF_ERROR(CheckScalar(n, 1, /*want_bool=*/true, "the condition of loop"));
+    Block& body = *n.region(0);
+    const int carried = n.num_operands() - 2;
+    if (body.num_params() != 2 + carried) {
+      return NodeError(n, absl::StrFormat("loop body takes %d parameters, expected %d (iteration, "
+                                          "condition and %d carried values)",
+                                          body.num_params(), 2 + carried, carried));
+    }
+    const int scans = static_cast<int>(body.results().size()) - 1 - carried;
+    if (scans < 0 || n.num_results() != carried + scans) {
+      return NodeError(n, absl::StrFormat("loop body yields %d values and the loop has %d "
+                                          "results; expected a condition, %d carried values and "
+                                          "one result per carried and scan value",
+                                          body.results().size(), n.num_results(), carried));
+    }
+    std::vector<Type> state;
+    for (int k = 0; k < carried; ++k) {
+      const Type& init = n.operand(2 + k)->type();
+      const Type& declared = body.param(2 + k)->type();
+      std::optional<Type> start = declared.is_unset() ? init : JoinTypes(init, declared);
+      if (!start) {
+        return NodeError(n, absl::StrFormat("carried value %d starts as %s but the body "
+                                            "parameter is declared %s",
+                                            k, init.ToString(), declared.ToString()));
+      }
+      state.push_back(*start);
+    }
+    // Each round re-infers the body from its declared types; `changed` is decided by comparing
+    // with this snapshot at the end, since the rounds themselves rewrite types back and forth.
+    const bool changed_at_entry = changed_;
+    std::vector<std::pair<Value*, Type>> snapshot;
+    for (const auto& p : body.params()) snapshot.emplace_back(p.get(), p->type());
+    SnapshotTypes(body, snapshot);
+    const size_t num_params = body.params().size();
+    body.param(0)->set_type(Type::Tensor(DType::kI64, {}));
+    body.param(1)->set_type(Type::Tensor(DType::kBool, {}));
+    for (int round = 0;; ++round) {
+      if (round >= options_.max_loop_rounds + 64) {
+        return absl::InternalError(absl::StrCat(NodeContext(module_, n),
+                                                "loop type fixpoint did not converge"));
+      }
+      for (size_t i = num_params; i < snapshot.size(); ++i) {
+        snapshot[i].first->set_type(snapshot[i].second);
+      }
+      for (int k = 0; k < carried; ++k) body.param(2 + k)->set_type(state[k]);
+      RETURN_IF_ERROR(InferBlock(body));
+      RETURN_IF_ERROR(CheckYieldedCondition(n, body));
+      bool stable = true;
+      for (int k = 0; k < carried; ++k) {
+        const Type& y = body.results()[1 + k]->type();
+        std::optional<Type> joined = JoinTypes(state[k], y);
+        if (!joined) {
+          return NodeError(n, absl::StrFormat("carried value %d enters the body as %s but is "
+                                              "yielded as %s (dtype and rank must not change)",
+                                              k, state[k].ToString(), y.ToString()));
+        }
+        if (*joined != state[k]) {
+          stable = false;
+          state[k] = *std::move(joined);
+        }
+      }
+      if (stable) break;
+    }
+    bool body_changed = false;
+    for (auto& [v, t] : snapshot) body_changed |= (v->type() != t);
+    changed_ = changed_at_entry || body_changed;
+    for (int k = 0; k < carried; ++k) RETURN_IF_ERROR(SetType(n, n.result(k), state[k]));
+    for (int s = 0; s < scans; ++s) {
+      const Type& y = body.results()[1 + carried + s]->type();
+      if (!y.is_tensor()) return NodeError(n, "scan outputs must be tensors");
+      std::vector<DimExpr> dims = {DimExpr::Unknown()};
+      dims.insert(dims.end(), y.shape().begin(), y.shape().end());
+      RETURN_IF_ERROR(SetType(n, n.result(carried + s), Type::Tensor(y.dtype(), std::move(dims))));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckYieldedCondition(const Node& n, const Block& body) {
+    const Type& c = body.results()[0]->type();
+    const DimExpr count = c.is_tensor() ? c.NumElements() : DimExpr(0);
+    if (!c.is_tensor() || c.dtype() != DType::kBool || !count.is_constant() || count.constant() != 1) {
+      return NodeError(n, "the loop body must yield a single bool condition first, got " +
+                              c.ToString());
+    }
+    return absl::OkStatus();
+  }
+
+  InferTypesOptions options_;
+  Module* module_ = nullptr;
+  bool changed_ = false;
+  SymbolicValues sym_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> CreateInferTypesPass(const InferTypesOptions& options) {
+  return std::make_unique<InferTypesPass>(options);
+}
+
+}  // namespace hetpass

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The two Quick-start commands (README): `demo` and `test`. Works on a fresh Debian 12 as root:
+# installs what is missing, configures, builds (ccache, -j2), then runs the demo or the tests.
+#
+#   bash tools/dev/run.sh demo     build + run the main job
+#   bash tools/dev/run.sh test     build + ctest (then, time allowing, ASan+UBSan build + ctest)
+#
+# Environment: HETPASS_BUILD_DIR (default build), HETPASS_JOBS (default 2),
+#              HETPASS_SANITIZE_RUN=auto|always|never (test: the ASan+UBSan pass; auto runs it
+#              when the plain pass took under HETPASS_SANITIZE_BUDGET_S seconds, default 900).
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+mode="${1:-}"
+jobs="${HETPASS_JOBS:-2}"
+build="${HETPASS_BUILD_DIR:-build}"
+start=$(date +%s)
+
+# Debian packages this project builds and tests with (see shared/DEPENDENCIES.md).
+packages=(cmake ninja-build g++ ccache python3 libabsl-dev libgtest-dev libgmock-dev
+          libbenchmark-dev llvm-16-tools)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "== installing: ${missing[*]}"
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "error: packages missing (${missing[*]}) and not root; install them or run as root" >&2
+      exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+configure_and_build() {
+  local dir="$1"; shift
+  local launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+run_demo() {
+  configure_and_build "$build" -DHETPASS_BUILD_TESTS=OFF -DHETPASS_BUILD_BENCH=OFF
+  echo
+  echo "== hetpass demo: dynamic-batch MLP (examples/dynamic_mlp.hir)"
+  echo "== pipeline: infer-types,fold-constants,cse,dce"
+  "$build/hetpass-opt" examples/dynamic_mlp.hir --passes=infer-types,fold-constants,cse,dce \
+    --elide-constants --timing
+}
+
+run_tests() {
+  configure_and_build "$build"
+  (cd "$build" && ctest -j "$jobs" --output-on-failure --timeout 900)
+  local elapsed=$(( $(date +%s) - start ))
+  local policy="${HETPASS_SANITIZE_RUN:-auto}"
+  local budget="${HETPASS_SANITIZE_BUDGET_S:-900}"
+  if [ "$policy" = always ] || { [ "$policy" = auto ] && [ "$elapsed" -lt "$budget" ]; }; then
+    echo "== ASan+UBSan pass (plain pass took ${elapsed}s)"
+    configure_and_build "${build}-asan" -DHETPASS_SANITIZE=ON -DHETPASS_BUILD_BENCH=OFF
+    (cd "${build}-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest -j "$jobs" --output-on-failure --timeout 1800)
+  else
+    echo "== ASan+UBSan pass skipped (policy=$policy, plain pass took ${elapsed}s)"
+  fi
+}
+
+case "$mode" in
+  demo) install_missing; run_demo ;;
+  test) install_missing; run_tests ;;
+  *) echo "usage: bash tools/dev/run.sh demo|test" >&2; exit 2 ;;
+esac
