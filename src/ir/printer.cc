@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "passes/shape_funcs/op_registry.h"
 
@@ -168,6 +169,13 @@ class FunctionPrinter {
   FunctionPrinter(const PrintOptions& options, std::string* out) : options_(options), out_(out) {}
 
   void Print(const Function& f) {
+    // Size the name tables once: rehashing a million-entry table costs more than counting.
+    size_t count = f.body().params().size();
+    WalkNodes(f.body(), [&](const Node& n) {
+      count += n.results().size();
+      for (int i = 0; i < n.num_regions(); ++i) count += n.region(i)->params().size();
+    });
+    names_.reserve(count);
     absl::StrAppend(out_, "def @", f.name(), "(");
     PrintParams(f.body());
     out_->append(")");
@@ -184,23 +192,35 @@ class FunctionPrinter {
   }
 
  private:
+  // Kept names are stored once; numbered values only carry their number (a million-binding
+  // function then needs a 16-byte entry per value, not a string).
   void Define(const Value* v) {
-    std::string name;
+    Slot slot;
     if (!v->name().empty() && !IsAllDigits(v->name())) {
+      // Sanitize() never yields an all-digit name, so kept names cannot collide with numbers.
       std::string base = Sanitize(v->name());
-      name = base;
+      std::string name = base;
       for (int suffix = 1; used_.contains(name); ++suffix) name = absl::StrCat(base, "_", suffix);
+      used_.insert(name);
+      slot.kept = static_cast<uint32_t>(kept_names_.size());
+      kept_names_.push_back(std::move(name));
     } else {
-      name = absl::StrCat(next_number_++);
+      slot.number = next_number_++;
     }
-    used_.insert(name);
-    names_[v] = std::move(name);
+    names_[v] = slot;
   }
 
   void Ref(const Value* v) {
     out_->push_back('%');
     auto it = names_.find(v);
-    out_->append(it == names_.end() ? "<undefined>" : it->second);
+    if (it == names_.end()) {
+      out_->append("<undefined>");
+    } else if (it->second.number >= 0) {
+      char buf[absl::numbers_internal::kFastToBufferSize];
+      out_->append(buf, absl::numbers_internal::FastIntToBuffer(it->second.number, buf) - buf);
+    } else {
+      out_->append(kept_names_[it->second.kept]);
+    }
   }
 
   void RefList(const std::vector<Value*>& values) {
@@ -324,8 +344,13 @@ class FunctionPrinter {
 
   const PrintOptions& options_;
   std::string* out_;
-  absl::flat_hash_map<const Value*, std::string> names_;
-  absl::flat_hash_set<std::string> used_;
+  struct Slot {
+    int64_t number = -1;  // >= 0: printed as %<number>
+    uint32_t kept = 0;    // else: index into kept_names_
+  };
+  absl::flat_hash_map<const Value*, Slot> names_;
+  std::vector<std::string> kept_names_;
+  absl::flat_hash_set<std::string> used_;  // kept names only
   int64_t next_number_ = 0;
 };
 
