@@ -3,8 +3,8 @@
 // Masks: topk's data is `shape` (the output is the input shape with min(k, dim) along the
 // axis); TVM's dyn.topk was op-wide data dependent and so copied the data being sorted to the
 // host just to learn k; here only the scalar k is `value`. argwhere is the one truly
-// data-dependent op: `shape+value`, the rank of its input fixes the output's second dim and the
-// count of non-zeros its first, so it is marked DataDependentOutputShape (planning should
+// data-dependent op: `value` (the count of non-zeros is the output's first dim; its second,
+// the input's rank, is static metadata that needs no mask), so it is marked DataDependentOutputShape (planning should
 // bring back a count, not the tensor, when a device kernel can produce it).
 //
 // topk has two outputs (values, indices); Relay's ret_type "values"/"indices" is not modelled
@@ -95,7 +95,6 @@ void TopKAttrs(OpDefBuilder& op) {
 // ---- argwhere ------------------------------------------------------------------------------
 
 Result ArgwhereRule(ShapeContext& ctx) {
-  ASSIGN_OR_RETURN(auto shape, ctx.Shape(0));
   absl::StatusOr<std::optional<std::vector<double>>> values = ctx.FloatValues(0);
   if (!values.ok()) return values.status();
   DimExpr count = DimExpr::Unknown();
@@ -103,7 +102,7 @@ Result ArgwhereRule(ShapeContext& ctx) {
     count = static_cast<int64_t>(
         std::count_if((*values)->begin(), (*values)->end(), [](double v) { return v != 0; }));
   }
-  return std::vector<Type>{Type::Tensor(DType::kI64, {count, static_cast<int64_t>(shape.size())})};
+  return std::vector<Type>{Type::Tensor(DType::kI64, {count, static_cast<int64_t>(ctx.rank(0))})};
 }
 
 KernelResult ArgwhereKernel(absl::Span<const Tensor> in, const Attrs&,
@@ -148,7 +147,7 @@ void RegisterAlgorithmOps(OpRegistry::Builder& b) {
       });
   TopKAttrs(dyn_topk);
   b.Register("argwhere")
-      .Input("condition", InputDep::kShapeAndValue)
+      .Input("condition", InputDep::kValue)
       .Pattern(FusionPattern::kOpaque)
       .DataDependentOutputShape()
       .Doc("coordinates of the non-zero elements: i64[count, rank], row-major order")

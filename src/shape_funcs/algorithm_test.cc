@@ -72,7 +72,7 @@ TEST(DynTopKTest, Reference) {
 // ---- argwhere ------------------------------------------------------------------------------
 
 TEST(ArgwhereTest, MaskAndDataDependence) {
-  EXPECT_EQ(Op("argwhere")->dep(0), InputDep::kShapeAndValue);
+  EXPECT_EQ(Op("argwhere")->dep(0), InputDep::kValue);
   EXPECT_TRUE(Op("argwhere")->data_dependent_output_shape());
   EXPECT_EQ(Op("argwhere")->pattern(), FusionPattern::kOpaque);
 }

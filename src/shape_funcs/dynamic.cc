@@ -5,9 +5,8 @@
 // Masks: shape_of reads only the shape of its input (`shape`: no copy, ever), and its symbolic
 // value rule returns the dims themselves, so type inference sees `shape_of(f32[n, 4])` as the
 // values [n, 4]. arange's start/stop/step are `value` (scalars). The `shape` operand of
-// dyn.full/zeros/ones is `shape+value`: values at run time; at compile time, when they are
-// unknown, its static length still fixes the output rank, and ShapeContext only exposes the
-// length through Shape() (see transform.cc). dyn.full's fill value is `none`: it never
+// dyn.full/zeros/ones is `value`: values at run time; at compile time, when they are
+// unknown, their count (ShapeContext::NumValues) still fixes the output rank. dyn.full's fill value is `none`: it never
 // influences the output shape (TVM's dyn.full copied it as part of an op-wide flag).
 //
 // All are opaque: their outputs are not functions of input elements the fuser could inline,
@@ -166,7 +165,7 @@ void RegisterDynamicOps(OpRegistry::Builder& b) {
       .Reference(ArangeKernel);
   b.Register("dyn.full")
       .Input("fill_value", InputDep::kNone)
-      .Input("shape", InputDep::kShapeAndValue)
+      .Input("shape", InputDep::kValue)
       .Attr("dtype", AttrType::kDType, DType::kF32)
       .Pattern(FusionPattern::kOpaque)
       .Doc("a tensor of run-time shape filled with the scalar fill_value")
@@ -175,7 +174,7 @@ void RegisterDynamicOps(OpRegistry::Builder& b) {
         return Fill(out_t[0], &in[0], 0);
       });
   b.Register("dyn.zeros")
-      .Input("shape", InputDep::kShapeAndValue)
+      .Input("shape", InputDep::kValue)
       .Attr("dtype", AttrType::kDType, DType::kF32)
       .Pattern(FusionPattern::kOpaque)
       .Doc("zeros of run-time shape")
@@ -184,7 +183,7 @@ void RegisterDynamicOps(OpRegistry::Builder& b) {
         return Fill(out_t[0], nullptr, 0);
       });
   b.Register("dyn.ones")
-      .Input("shape", InputDep::kShapeAndValue)
+      .Input("shape", InputDep::kValue)
       .Attr("dtype", AttrType::kDType, DType::kF32)
       .Pattern(FusionPattern::kOpaque)
       .Doc("ones of run-time shape")

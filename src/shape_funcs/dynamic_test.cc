@@ -96,9 +96,9 @@ TEST(ArangeTest, Reference) {
 
 TEST(DynFullTest, MaskFillValueNone) {
   EXPECT_EQ(Op("dyn.full")->dep(0), InputDep::kNone);
-  EXPECT_EQ(Op("dyn.full")->dep(1), InputDep::kShapeAndValue);
-  EXPECT_EQ(Op("dyn.zeros")->dep(0), InputDep::kShapeAndValue);
-  EXPECT_EQ(Op("dyn.ones")->dep(0), InputDep::kShapeAndValue);
+  EXPECT_EQ(Op("dyn.full")->dep(1), InputDep::kValue);
+  EXPECT_EQ(Op("dyn.zeros")->dep(0), InputDep::kValue);
+  EXPECT_EQ(Op("dyn.ones")->dep(0), InputDep::kValue);
 }
 
 TEST(DynFullTest, Inference) {

@@ -25,14 +25,14 @@
 //   dyn.strided_slice  data: shape (TVM copied the sliced tensor), begin/end/strides: value
 //   dyn.image.resize2d data: shape (TVM over-declared), size: value
 //   dyn.nn.pad         data: shape, pad_width: value, pad_value: none (TVM over-declared)
-//   dyn.tile           data: shape (TVM over-declared), reps: shape+value
+//   dyn.tile           data: shape (TVM over-declared), reps: value
 //   dyn.topk           data: shape (TVM over-declared), k: value
-//   dyn.full           fill_value: none (TVM copied it), shape: shape+value
-//   dyn.reshape, dyn.broadcast_to: data: shape; target: shape+value
+//   dyn.full           fill_value: none (TVM copied it), shape: value
+//   dyn.reshape, dyn.broadcast_to: data: shape; target: value
 //   arange             start/stop/step: value (same as TVM)
-//   argwhere           condition: shape+value (same as TVM; the only truly data-dependent op)
-// The `shape+value` targets are `value` plus the static length the compile-time rule needs when
-// the values are unknown; ShapeContext has no accessor for that length on a `value` input.
+//   argwhere           condition: value (the only truly data-dependent op; its rank is static metadata)
+// When the values of a target are unknown at compile time, the rule fixes the output rank from
+// their count (ShapeContext::NumValues), which a `value` mask allows.
 #include <cstdlib>
 #include <functional>
 #include <map>

@@ -70,6 +70,11 @@ absl::StatusOr<std::optional<std::vector<DimExpr>>> ShapeContext::IntValues(int 
   return std::optional<std::vector<DimExpr>>();
 }
 
+absl::StatusOr<DimExpr> ShapeContext::NumValues(int i) {
+  RETURN_IF_ERROR(CheckAccess(i, /*value_access=*/true));
+  return inputs_[i].type.NumElements();
+}
+
 absl::StatusOr<std::optional<std::vector<double>>> ShapeContext::FloatValues(int i) {
   RETURN_IF_ERROR(CheckAccess(i, /*value_access=*/true));
   const ShapeInput& in = inputs_[i];

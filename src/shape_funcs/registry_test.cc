@@ -56,8 +56,8 @@ TEST(RegistryTest, DescribeListsEveryOpWithItsMask) {
     }
   }
   EXPECT_THAT(text, HasSubstr("inputs(data:shape, begin:value, end:value, strides:value)"));
-  EXPECT_THAT(text, HasSubstr("inputs(fill_value:none, shape:shape+value)"));
-  EXPECT_THAT(text, HasSubstr("inputs(condition:shape+value) attrs() outputs=1 pattern=opaque "
+  EXPECT_THAT(text, HasSubstr("inputs(fill_value:none, shape:value)"));
+  EXPECT_THAT(text, HasSubstr("inputs(condition:value) attrs() outputs=1 pattern=opaque "
                               "out-shape=data-dependent"));
   EXPECT_THAT(text, HasSubstr("inputs(data...:shape) attrs(axis:int = 0)"));
 }

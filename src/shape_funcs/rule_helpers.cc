@@ -171,12 +171,12 @@ absl::StatusOr<int64_t> StaticLength(ShapeContext& ctx, int i, absl::string_view
   if (ctx.rank(i) != 1) {
     return ctx.Error(absl::StrFormat("%s must be 1-D, got rank %d", what, ctx.rank(i)));
   }
-  ASSIGN_OR_RETURN(auto shape, ctx.Shape(i));
-  if (!shape[0].is_constant()) {
+  ASSIGN_OR_RETURN(DimExpr length, ctx.NumValues(i));
+  if (!length.is_constant()) {
     return ctx.Error(absl::StrFormat("%s must have a static length to fix the output rank, got %s",
-                                     what, shape[0].ToString()));
+                                     what, length.ToString()));
   }
-  return shape[0].constant();
+  return length.constant();
 }
 
 std::optional<std::vector<std::vector<DimExpr>>> ForwardIntValues(ShapeContext& ctx) {

@@ -2,12 +2,11 @@
 // broadcast_to, dyn.broadcast_to, tile and dyn.tile.
 //
 // Masks: the tensor being transformed is always `shape` (its contents never decide the output
-// shape). The target of the dyn.* variants (newshape, shape, reps) is `shape+value`: the shape
+// shape). The target of the dyn.* variants (newshape, shape, reps) is `value`: the shape
 // function needs its values; at compile time, when the values are not known, the rule still
-// needs the target's static length to fix the output rank, and ShapeContext only lets a rule
-// read the length of an input whose mask includes `shape`. The length is metadata that travels
-// with the values, so `shape+value` costs exactly what `value` costs. (TVM marked these ops
-// data dependent as a whole, which also copied the reshaped/broadcast/tiled tensor.)
+// fixes the output rank from how many values there are (ShapeContext::NumValues, metadata that
+// travels with the values). TVM marked these ops data dependent as a whole, which also copied
+// the reshaped/broadcast/tiled tensor.
 //
 // Symbolic values flow through reshape, squeeze, expand_dims and concatenate of integer
 // tensors, so `concatenate(take(shape_of(x), [0]), [-1])` used as a reshape target still gives a
@@ -416,7 +415,7 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .Reference(ReshapeKernel);
   b.Register("dyn.reshape")
       .Input("data", InputDep::kShape)
-      .Input("newshape", InputDep::kShapeAndValue)
+      .Input("newshape", InputDep::kValue)
       .Pattern(FusionPattern::kInjective)
       .Doc("reshape to a run-time 1-D target (0 and -1 as in reshape)")
       .Rule(DynReshapeRule)
@@ -463,7 +462,7 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .Reference(BroadcastToKernel);
   b.Register("dyn.broadcast_to")
       .Input("data", InputDep::kShape)
-      .Input("shape", InputDep::kShapeAndValue)
+      .Input("shape", InputDep::kValue)
       .Pattern(FusionPattern::kBroadcast)
       .Doc("NumPy broadcast to a run-time 1-D shape")
       .Rule(DynBroadcastToRule)
@@ -477,7 +476,7 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .Reference(TileKernel);
   b.Register("dyn.tile")
       .Input("data", InputDep::kShape)
-      .Input("reps", InputDep::kShapeAndValue)
+      .Input("reps", InputDep::kValue)
       .Pattern(FusionPattern::kInjective)
       .Doc("tile with run-time 1-D reps")
       .Rule(DynTileRule)

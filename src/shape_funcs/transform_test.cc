@@ -61,8 +61,8 @@ TEST(ReshapeTest, ReferenceAndSymbolicValues) {
 
 TEST(DynReshapeTest, Mask) {
   EXPECT_EQ(Op("dyn.reshape")->dep(0), InputDep::kShape);
-  // Values at run time; the static length fixes the rank at compile time (see transform.cc).
-  EXPECT_EQ(Op("dyn.reshape")->dep(1), InputDep::kShapeAndValue);
+  // Values at run time; their count (NumValues) fixes the rank at compile time.
+  EXPECT_EQ(Op("dyn.reshape")->dep(1), InputDep::kValue);
 }
 
 TEST(DynReshapeTest, SymbolicTarget) {
@@ -194,7 +194,7 @@ TEST(BroadcastToTest, InferenceErrorsReference) {
 
 TEST(DynBroadcastToTest, MaskInferenceReference) {
   EXPECT_EQ(Op("dyn.broadcast_to")->dep(0), InputDep::kShape);
-  EXPECT_EQ(Op("dyn.broadcast_to")->dep(1), InputDep::kShapeAndValue);
+  EXPECT_EQ(Op("dyn.broadcast_to")->dep(1), InputDep::kValue);
   const std::vector<DimExpr> target = {S("n"), 3};
   EXPECT_EQ(InferStr("dyn.broadcast_to", {}, {In(F32({1, 3})), InSym(target)}), "f32[n, 3]");
   EXPECT_EQ(InferStr("dyn.broadcast_to", {}, {In(F32({3})), In(T(DType::kI64, {2}))}), "f32[?, ?]");
@@ -227,7 +227,7 @@ TEST(TileTest, InferenceErrorsReference) {
 
 TEST(DynTileTest, MaskInferenceReference) {
   EXPECT_EQ(Op("dyn.tile")->dep(0), InputDep::kShape);
-  EXPECT_EQ(Op("dyn.tile")->dep(1), InputDep::kShapeAndValue);
+  EXPECT_EQ(Op("dyn.tile")->dep(1), InputDep::kValue);
   EXPECT_EQ(InferStr("dyn.tile", {}, {In(F32({S("n"), 4})), In(T(DType::kI64, {3}))}),
             "f32[?, ?, ?]");
   const std::vector<DimExpr> reps = {S("r"), 1};

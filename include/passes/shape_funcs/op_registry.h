@@ -93,6 +93,9 @@ class ShapeContext {
   // The integer contents of input i, flattened (exact or symbolic); nullopt when not known
   // now. Error if the dependence lacks `value`.
   absl::StatusOr<std::optional<std::vector<DimExpr>>> IntValues(int i);
+  // How many values input i holds: metadata that travels with the values, known even when
+  // the values are not (a 1-D target shape's length fixes the output rank). Error as above.
+  absl::StatusOr<DimExpr> NumValues(int i);
   // The contents of input i as doubles; nullopt unless the data is known. Error as above.
   absl::StatusOr<std::optional<std::vector<double>>> FloatValues(int i);
 
