@@ -60,6 +60,10 @@ bool IsAccelerator(DeviceKind d) {
   return false;
 }
 
+DeviceKind Value::device() const {
+  return producer_ != nullptr ? producer_->device() : param_device_;
+}
+
 Value* Block::AddParam(Type type, std::string name) {
   std::unique_ptr<Value> v(new Value(std::move(type), std::move(name)));
   v->param_block_ = this;
@@ -181,7 +185,11 @@ Value* Mapped(const ValueMap& map, Value* v) {
 }
 
 void CloneBlockInto(const Block& src, Block& dst, ValueMap& map) {
-  for (const auto& p : src.params()) map[p.get()] = dst.AddParam(p->type(), p->name());
+  for (const auto& p : src.params()) {
+    Value* q = dst.AddParam(p->type(), p->name());
+    q->set_param_device(p->device());
+    map[p.get()] = q;
+  }
   for (const auto& n : src.nodes()) {
     auto copy = std::make_unique<Node>(n->kind());
     copy->set_op(n->op());
@@ -208,6 +216,7 @@ Function* CloneFunction(const Function& src, Module& dest, std::string new_name)
   CloneBlockInto(src.body(), f->body(), map);
   f->set_result_types(src.result_types());
   f->set_loc(src.loc());
+  f->mutable_attrs() = src.attrs();
   f->param_values() = src.param_values();
   return f;
 }

@@ -502,6 +502,16 @@ class Parser {
   absl::Status ParseIf(Node& node, const Location& loc, int num_names);
   absl::Status ParseLoop(Node& node, const Token& head, const Location& loc, int num_names);
   absl::Status ParseAttrDict();
+  // `@cpu`, `@sim`, ... (the current token is a kGlobal).
+  absl::StatusOr<DeviceKind> ParseDeviceToken() {
+    const std::optional<DeviceKind> device = ParseDevice(tok_.text.substr(1));
+    if (!device) {
+      return ErrorAt(tok_, absl::StrCat("unknown device '", tok_.text, "' (expected one of ",
+                                        DeviceList(), ")"));
+    }
+    Advance();
+    return *device;
+  }
   absl::StatusOr<AttrValue> ParseAttrValue();
   absl::Status ParseNumber(LitNum* out, absl::string_view what);
   absl::Status ParseLiteral();
@@ -634,6 +644,12 @@ absl::Status Parser::ParseFunction(Module& module) {
     }
     f->set_result_types(std::move(results));
   }
+  if (IsIdent("attributes")) {
+    Advance();
+    if (!Is(Tok::kLBrace)) return Expected("'{' after 'attributes'");
+    RETURN_IF_ERROR(ParseAttrDict());
+    for (AttrEntry& e : attr_scratch_) f->mutable_attrs().Set(e.name.text, std::move(e.value));
+  }
   RETURN_IF_ERROR(
       Expect(Tok::kLBrace, absl::StrCat("'{' to open the body of function '", name.text, "'")));
   RETURN_IF_ERROR(ParseBody(f->body(), name.text, /*in_region=*/false, nullptr));
@@ -652,7 +668,12 @@ absl::Status Parser::ParseParam(Block& block) {
     Advance();
     ASSIGN_OR_RETURN(type, ParseType());
   }
-  return Define(name, block.AddParam(std::move(type)));
+  Value* param = block.AddParam(std::move(type));
+  if (Is(Tok::kGlobal)) {
+    ASSIGN_OR_RETURN(DeviceKind device, ParseDeviceToken());
+    param->set_param_device(device);
+  }
+  return Define(name, param);
 }
 
 absl::Status Parser::ParseBody(Block& block, absl::string_view owner, bool in_region, Token* end) {
@@ -837,13 +858,8 @@ absl::Status Parser::ParseBinding(Block& block) {
     node->set_constant_value(std::move(value));
   }
   if (Is(Tok::kGlobal)) {
-    const std::optional<DeviceKind> device = ParseDevice(tok_.text.substr(1));
-    if (!device) {
-      return ErrorAt(tok_, absl::StrCat("unknown device '", tok_.text, "' (expected one of ",
-                                        DeviceList(), ")"));
-    }
-    node->set_device(*device);
-    Advance();
+    ASSIGN_OR_RETURN(DeviceKind device, ParseDeviceToken());
+    node->set_device(device);
   }
   Location node_loc = loc;
   if (IsIdent("loc")) {

@@ -186,6 +186,7 @@ class FunctionPrinter {
         out_->append(f.result_types()[i].ToString());
       }
     }
+    if (!f.attrs().empty()) absl::StrAppend(out_, " attributes ", f.attrs().ToString());
     out_->append(" {\n");
     PrintBody(f.body(), 1, "return");
     out_->append("}\n");
@@ -237,6 +238,7 @@ class FunctionPrinter {
       if (i > 0) out_->append(", ");
       Ref(p);
       if (!p->type().is_unset()) absl::StrAppend(out_, ": ", p->type().ToString());
+      if (p->device() != DeviceKind::kUnset) absl::StrAppend(out_, " @", DeviceName(p->device()));
     }
   }
 

@@ -307,3 +307,30 @@ TEST(PrinterTest, DoesNotCrashOnInvalidIr) {
 
 }  // namespace
 }  // namespace hetpass
+
+namespace hetpass {
+namespace {
+
+// Tests that parameter devices and function attributes print and parse back exactly.
+TEST(PrinterTest, ParamDevicesAndFunctionAttributes) {
+  const std::string printed = RoundTripText(R"(def @fused_0(%p0: f32[n, 4] @sim, %p1: f32[4]) -> f32[n, 4] attributes {primitive = true} {
+  %0 = add(%p0, %p1) : f32[n, 4] @sim
+  return %0
+}
+)");
+  EXPECT_THAT(printed, HasSubstr("%p0: f32[n, 4] @sim, %p1: f32[4])"));
+  EXPECT_THAT(printed, HasSubstr("-> f32[n, 4] attributes {primitive = true} {"));
+}
+
+// Tests that a bad device on a parameter and a malformed attribute block are located errors.
+TEST(PrinterTest, ParamDeviceAndAttributeErrors) {
+  auto bad_device = ParseModule("def @f(%x: f32[4] @gpu) {\n  return %x\n}\n");
+  ASSERT_FALSE(bad_device.ok());
+  EXPECT_THAT(bad_device.status().message(), HasSubstr("1:19: unknown device '@gpu'"));
+  auto bad_attrs = ParseModule("def @f(%x: f32[4]) attributes (x) {\n  return %x\n}\n");
+  ASSERT_FALSE(bad_attrs.ok());
+  EXPECT_THAT(bad_attrs.status().message(), HasSubstr("1:31: expected '{' after 'attributes'"));
+}
+
+}  // namespace
+}  // namespace hetpass

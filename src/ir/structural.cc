@@ -61,6 +61,7 @@ class Comparer {
   bool Functions(const Function& a, const Function& b) {
     context_ = absl::StrCat("function '@", a.name(), "' vs '@", b.name(), "'");
     if (a.result_types() != b.result_types()) return Fail("declared result types differ");
+    if (a.attrs() != b.attrs()) return Fail("function attributes differ");
     return Blocks(a.body(), b.body(), "body");
   }
 
@@ -82,6 +83,11 @@ class Comparer {
           absl::StrFormat("%s: %d vs %d parameters", where, a.num_params(), b.num_params()));
     }
     for (int i = 0; i < a.num_params(); ++i) {
+      if (a.param(i)->device() != b.param(i)->device()) {
+        return Fail(absl::StrFormat("%s: parameter %d is on '%s' vs '%s'", where, i,
+                                    DeviceName(a.param(i)->device()),
+                                    DeviceName(b.param(i)->device())));
+      }
       if (a.param(i)->type() != b.param(i)->type()) {
         return Fail(absl::StrFormat("%s: parameter %d has type %s vs %s", where, i,
                                     a.param(i)->type().ToString(), b.param(i)->type().ToString()));
@@ -160,7 +166,7 @@ class Comparer {
 class Hasher {
  public:
   size_t Function(const hetpass::Function& f) {
-    size_t h = absl::HashOf(f.result_types().size());
+    size_t h = absl::HashOf(f.result_types().size(), f.attrs().Hash());
     for (const Type& t : f.result_types()) h = absl::HashOf(h, t.Hash());
     return absl::HashOf(h, Block(f.body()));
   }
@@ -176,7 +182,7 @@ class Hasher {
     size_t h = absl::HashOf(b.num_params(), b.nodes().size());
     for (const auto& p : b.params()) {
       Define(p.get());
-      h = absl::HashOf(h, p->type().Hash());
+      h = absl::HashOf(h, p->type().Hash(), static_cast<int>(p->device()));
     }
     for (const auto& n : b.nodes()) h = absl::HashOf(h, Node(*n));
     for (const Value* v : b.results()) h = absl::HashOf(h, Id(v));

@@ -134,3 +134,24 @@ TEST(StructuralTest, EqualAfterPrintAndParse) {
 
 }  // namespace
 }  // namespace hetpass
+
+namespace hetpass {
+namespace {
+
+// Tests that parameter devices and function attributes take part in equality and hashing.
+TEST(StructuralTest, ParamDevicesAndFunctionAttributesMatter) {
+  auto a = MustParse("def @f(%x: f32[4] @sim) attributes {primitive = true} {\n  return %x\n}\n");
+  auto b = MustParse("def @f(%y: f32[4] @sim) attributes {primitive = true} {\n  return %y\n}\n");
+  auto c = MustParse("def @f(%x: f32[4] @cpu) attributes {primitive = true} {\n  return %x\n}\n");
+  auto d = MustParse("def @f(%x: f32[4] @sim) {\n  return %x\n}\n");
+  EXPECT_TRUE(StructurallyEqual(*a, *b));
+  EXPECT_EQ(StructuralHash(*a), StructuralHash(*b));
+  std::string why;
+  EXPECT_FALSE(StructurallyEqual(*a, *c, &why));
+  EXPECT_THAT(why, HasSubstr("parameter 0 is on 'sim' vs 'cpu'"));
+  EXPECT_FALSE(StructurallyEqual(*a, *d, &why));
+  EXPECT_THAT(why, HasSubstr("function attributes differ"));
+}
+
+}  // namespace
+}  // namespace hetpass

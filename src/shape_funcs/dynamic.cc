@@ -150,6 +150,7 @@ void RegisterDynamicOps(OpRegistry::Builder& b) {
       .Input("data", InputDep::kShape)
       .Attr("dtype", AttrType::kDType, DType::kI64)
       .Pattern(FusionPattern::kOpaque)
+      .Role(OpRole::kShapeQuery)
       .Doc("the shape of data as a 1-D integer tensor (symbolic values: the dims)")
       .Rule(ShapeOfRule)
       .SymbolicValues(ShapeOfSymbolic)

@@ -249,6 +249,11 @@ const std::map<std::string, Generator>& Generators() {
                       {g.I(BroadcastOperand(g, out), 0, 1, DType::kBool),
                        g.F(BroadcastOperand(g, out)), g.F(BroadcastOperand(g, out))}};
        }},
+      {"device_copy",
+       [](Gen& g) {
+         return Trial{{{"src", std::string("cpu")}, {"dst", std::string(g.Pick<std::string>({"sim", "cuda"}))}},
+                      {g.F(g.Shape(g.Int(0, 3)))}};
+       }},
       {"cast",
        [](Gen& g) {
          return Trial{{{"dtype", g.Pick<DType>({DType::kF32, DType::kI32, DType::kI64})}},

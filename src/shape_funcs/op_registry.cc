@@ -19,6 +19,24 @@ absl::string_view InputDepName(InputDep d) {
   return "<bad dep>";
 }
 
+absl::string_view OpRoleName(OpRole r) {
+  switch (r) {
+    case OpRole::kCompute: return "compute";
+    case OpRole::kShapeQuery: return "shape-query";
+    case OpRole::kDeviceCopy: return "device-copy";
+  }
+  return "<bad role>";
+}
+
+absl::string_view PlacementName(Placement p) {
+  switch (p) {
+    case Placement::kAnywhere: return "anywhere";
+    case Placement::kTarget: return "target";
+    case Placement::kHost: return "host";
+  }
+  return "<bad placement>";
+}
+
 absl::string_view FusionPatternName(FusionPattern p) {
   switch (p) {
 #define HETPASS_FUSION_PATTERN(e, name) \
@@ -208,6 +226,14 @@ OpDefBuilder& OpDefBuilder::DataDependentOutputShape() {
   def_->data_dependent_ = true;
   return *this;
 }
+OpDefBuilder& OpDefBuilder::Role(OpRole role) {
+  def_->role_ = role;
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Placed(Placement placement) {
+  def_->placement_override_ = placement;
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::Doc(std::string text) {
   def_->doc_ = std::move(text);
   return *this;
@@ -242,6 +268,18 @@ absl::StatusOr<std::unique_ptr<OpRegistry>> OpRegistry::Builder::Build() {
     if (!d->shape_rule_) {
       return absl::InternalError(absl::StrCat("op '", d->name(), "' has no shape rule"));
     }
+    // Cheap data-movement and elementwise kernels exist everywhere; the rest run on the target.
+    switch (d->pattern_) {
+      case FusionPattern::kElementwise:
+      case FusionPattern::kBroadcast:
+      case FusionPattern::kInjective:
+        d->placement_ = Placement::kAnywhere;
+        break;
+      default:
+        d->placement_ = Placement::kTarget;
+    }
+    if (d->placement_override_) d->placement_ = *d->placement_override_;
+    if (d->role_ == OpRole::kShapeQuery) d->placement_ = Placement::kHost;
     if (!reg->by_name_.emplace(d->name(), d.get()).second) {
       return absl::InternalError(absl::StrCat("op '", d->name(), "' registered twice"));
     }
@@ -295,9 +333,14 @@ std::string OpRegistry::Describe() const {
                                                                              *a.default_value))
                                                    : ""));
     }
-    absl::StrAppendFormat(&out, "%-22s inputs(%s) attrs(%s) outputs=%d pattern=%s out-shape=%s\n",
+    absl::StrAppendFormat(&out,
+                          "%-22s inputs(%s) attrs(%s) outputs=%d pattern=%s placement=%s%s "
+                          "out-shape=%s\n",
                           d->name(), absl::StrJoin(ins, ", "), absl::StrJoin(attrs, ", "),
                           d->num_outputs(), FusionPatternName(d->pattern()),
+                          PlacementName(d->placement()),
+                          d->role() == OpRole::kCompute ? ""
+                                                        : absl::StrCat(" role=", OpRoleName(d->role())),
                           d->data_dependent_output_shape() ? "data-dependent"
                           : d->needs_values()              ? "value-dependent"
                                                            : "from-shapes");

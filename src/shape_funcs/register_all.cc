@@ -5,6 +5,7 @@
 #include "shape_funcs/algorithm.h"
 #include "shape_funcs/dynamic.h"
 #include "shape_funcs/elementwise.h"
+#include "shape_funcs/memory.h"
 #include "shape_funcs/image.h"
 #include "shape_funcs/nn.h"
 #include "shape_funcs/reduce.h"
@@ -15,6 +16,7 @@ namespace hetpass {
 
 void RegisterAllOps(OpRegistry::Builder& builder) {
   RegisterElementwiseOps(builder);
+  RegisterMemoryOps(builder);
   RegisterNnOps(builder);
   RegisterTransformOps(builder);
   RegisterSliceOps(builder);

@@ -58,7 +58,10 @@ TEST(RegistryTest, DescribeListsEveryOpWithItsMask) {
   EXPECT_THAT(text, HasSubstr("inputs(data:shape, begin:value, end:value, strides:value)"));
   EXPECT_THAT(text, HasSubstr("inputs(fill_value:none, shape:value)"));
   EXPECT_THAT(text, HasSubstr("inputs(condition:value) attrs() outputs=1 pattern=opaque "
-                              "out-shape=data-dependent"));
+                              "placement=target out-shape=data-dependent"));
+  EXPECT_THAT(text, HasSubstr("shape_of               inputs(data:shape) attrs(dtype:dtype = i64) "
+                              "outputs=1 pattern=opaque placement=host role=shape-query"));
+  EXPECT_THAT(text, HasSubstr("placement=anywhere role=device-copy"));
   EXPECT_THAT(text, HasSubstr("inputs(data...:shape) attrs(axis:int = 0)"));
 }
 
@@ -139,6 +142,41 @@ TEST(RegistryTest, BuilderRejectsDuplicatesAndMissingRules) {
   OpRegistry::Builder no_rule;
   no_rule.Register("y").Input("a", InputDep::kShape);
   EXPECT_THAT(no_rule.Build().status().message(), HasSubstr("op 'y' has no shape rule"));
+}
+
+}  // namespace
+}  // namespace hetpass::testing
+
+namespace hetpass::testing {
+namespace {
+
+// Tests that placement follows the fusion pattern unless overridden, and roles are reported.
+TEST(RegistryTest, PlacementAndRoles) {
+  const OpRegistry& r = OpRegistry::Global();
+  EXPECT_EQ(r.Find("add")->placement(), Placement::kAnywhere);
+  EXPECT_EQ(r.Find("take")->placement(), Placement::kAnywhere);
+  EXPECT_EQ(r.Find("nn.dense")->placement(), Placement::kTarget);
+  EXPECT_EQ(r.Find("sum")->placement(), Placement::kTarget);
+  EXPECT_EQ(r.Find("shape_of")->placement(), Placement::kHost);
+  EXPECT_EQ(r.Find("shape_of")->role(), OpRole::kShapeQuery);
+  EXPECT_EQ(r.Find("device_copy")->role(), OpRole::kDeviceCopy);
+  EXPECT_EQ(r.Find("nn.relu")->role(), OpRole::kCompute);
+}
+
+// Tests that device_copy keeps the type and rejects unknown or equal devices.
+TEST(RegistryTest, DeviceCopyRule) {
+  const OpDef* copy = OpRegistry::Global().Find("device_copy");
+  auto attrs = [&](std::string src, std::string dst) {
+    return *copy->CheckAttrs(Attrs{{"src", src}, {"dst", dst}});
+  };
+  const Type t = Type::Tensor(DType::kF32, {DimExpr::Symbol("n"), 4});
+  auto ok = copy->InferTypes(attrs("sim", "cpu"), {ShapeInput{t}});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ((*ok)[0], t);
+  auto same = copy->InferTypes(attrs("sim", "sim"), {ShapeInput{t}});
+  EXPECT_THAT(same.status().message(), HasSubstr("src and dst are the same device"));
+  auto bad = copy->InferTypes(attrs("gpu", "cpu"), {ShapeInput{t}});
+  EXPECT_THAT(bad.status().message(), HasSubstr("src device 'gpu' is not one of cpu, cuda, sim"));
 }
 
 }  // namespace

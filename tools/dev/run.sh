@@ -37,16 +37,23 @@ install_missing() {
   fi
 }
 
+# configure_and_build DIR [TARGET...] [-- CMAKE_OPTION...]: one configuration per directory
+# (demo and test share `build`), building only the named targets (all if none).
 configure_and_build() {
   local dir="$1"; shift
+  local targets=() options=()
+  while (($#)); do
+    if [ "$1" = "--" ]; then shift; options=("$@"); break; fi
+    targets+=(--target "$1"); shift
+  done
   local launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${options[@]}" >/dev/null
+  cmake --build "$dir" -j "$jobs" "${targets[@]}"
 }
 
 run_demo() {
-  configure_and_build "$build" -DHETPASS_BUILD_TESTS=OFF -DHETPASS_BUILD_BENCH=OFF
+  configure_and_build "$build" hetpass-opt
   echo
   echo "== hetpass demo: dynamic-batch MLP (examples/dynamic_mlp.hir)"
   echo "== pipeline: infer-types,fold-constants,cse,dce"
@@ -55,14 +62,14 @@ run_demo() {
 }
 
 run_tests() {
-  configure_and_build "$build"
+  configure_and_build "$build" -- -DHETPASS_BUILD_TESTS=ON -DHETPASS_BUILD_BENCH=ON
   (cd "$build" && ctest -j "$jobs" --output-on-failure --timeout 900)
   local elapsed=$(( $(date +%s) - start ))
   local policy="${HETPASS_SANITIZE_RUN:-auto}"
   local budget="${HETPASS_SANITIZE_BUDGET_S:-900}"
   if [ "$policy" = always ] || { [ "$policy" = auto ] && [ "$elapsed" -lt "$budget" ]; }; then
     echo "== ASan+UBSan pass (plain pass took ${elapsed}s)"
-    configure_and_build "${build}-asan" -DHETPASS_SANITIZE=ON -DHETPASS_BUILD_BENCH=OFF
+    configure_and_build "${build}-asan" -- -DHETPASS_SANITIZE=ON -DHETPASS_BUILD_BENCH=OFF
     (cd "${build}-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest -j "$jobs" --output-on-failure --timeout 1800)
   else

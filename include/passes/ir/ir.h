@@ -81,6 +81,10 @@ class Value {
   bool is_param() const { return param_block_ != nullptr; }
   // Result index in the producer, or parameter index in the block.
   int index() const { return index_; }
+  // Where the value lives: the producer's device for results, the parameter's own for params.
+  DeviceKind device() const;
+  // Sets a parameter's device (results take their producer's: Node::set_device).
+  void set_param_device(DeviceKind d) { param_device_ = d; }
 
  private:
   friend class Node;
@@ -91,6 +95,7 @@ class Value {
   Node* producer_ = nullptr;
   Block* param_block_ = nullptr;
   int index_ = 0;
+  DeviceKind param_device_ = DeviceKind::kUnset;
 };
 
 class Block {
@@ -207,6 +212,10 @@ class Function {
   void set_result_types(std::vector<Type> t) { result_types_ = std::move(t); }
   const Location& loc() const { return loc_; }
   void set_loc(Location l) { loc_ = std::move(l); }
+  // Function attributes (`def @f(...) attributes {primitive = true} {`): primitive marks a
+  // fused kernel group produced by fuse-ops.
+  const Attrs& attrs() const { return attrs_; }
+  Attrs& mutable_attrs() { return attrs_; }
 
   // Values supplied for parameters (model weights) that bind-params turns into constants.
   // Not part of the text form.
@@ -218,6 +227,7 @@ class Function {
   Block body_;
   std::vector<Type> result_types_;
   Location loc_;
+  Attrs attrs_;
   std::map<std::string, Tensor> param_values_;
 };
 

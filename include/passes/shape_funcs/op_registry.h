@@ -56,6 +56,23 @@ enum class FusionPattern : uint8_t {
 };
 absl::string_view FusionPatternName(FusionPattern p);
 
+// What an op is, for passes that must treat some ops specially (ask this, never the name).
+enum class OpRole : uint8_t {
+  kCompute,     // an ordinary kernel
+  kShapeQuery,  // output computed from input metadata alone (shape_of): reads no input data
+  kDeviceCopy,  // moves its input between devices (attrs src, dst): inserted by plan-devices
+};
+absl::string_view OpRoleName(OpRole r);
+
+// Where an op may run, for plan-devices.
+enum class Placement : uint8_t {
+  kAnywhere,  // cheap kernels on every device: the planner's min-cut chooses (default for
+              // elementwise, broadcast and injective ops)
+  kTarget,    // runs on the pipeline's target device (heavy kernels: dense, conv, reductions)
+  kHost,      // runs on the host only (shape queries)
+};
+absl::string_view PlacementName(Placement p);
+
 struct InputSpec {
   std::string name;
   InputDep dep = InputDep::kShape;
@@ -144,6 +161,8 @@ class OpDef {
   bool data_dependent_output_shape() const { return data_dependent_; }
   // True if some input's dependence includes `value`.
   bool needs_values() const;
+  OpRole role() const { return role_; }
+  Placement placement() const { return placement_; }
   const std::string& doc() const { return doc_; }
 
   const ShapeRule& shape_rule() const { return shape_rule_; }
@@ -168,6 +187,9 @@ class OpDef {
   int num_outputs_ = 1;
   FusionPattern pattern_ = FusionPattern::kOpaque;
   bool data_dependent_ = false;
+  OpRole role_ = OpRole::kCompute;
+  std::optional<Placement> placement_override_;
+  Placement placement_ = Placement::kTarget;  // resolved by Build()
   std::string doc_;
   ShapeRule shape_rule_;
   SymbolicValueRule symbolic_value_rule_;
@@ -185,6 +207,9 @@ class OpDefBuilder {
   OpDefBuilder& Outputs(int n);
   OpDefBuilder& Pattern(FusionPattern p);
   OpDefBuilder& DataDependentOutputShape();
+  OpDefBuilder& Role(OpRole role);
+  // Overrides the placement derived from the fusion pattern.
+  OpDefBuilder& Placed(Placement placement);
   OpDefBuilder& Doc(std::string text);
   OpDefBuilder& Rule(ShapeRule rule);
   OpDefBuilder& SymbolicValues(SymbolicValueRule rule);

@@ -1,0 +1,53 @@
+// Data movement between devices. `device_copy` is inserted by plan-devices at every device
+// boundary (and nowhere else); its role (kDeviceCopy) is how passes, the copy ledger and
+// pass-viz recognise it. Its input is `shape`: the output type is the input type, and the copy
+// itself is the only data access.
+#include "shape_funcs/memory.h"
+
+#include "absl/strings/str_format.h"
+#include "passes/ir/ir.h"
+#include "passes/support/status_macros.h"
+
+namespace hetpass {
+namespace {
+
+absl::Status CheckDevice(const ShapeContext& ctx, absl::string_view attr) {
+  const std::string& name = ctx.attrs().GetString(attr);
+  if (!ParseDevice(name)) {
+    return ctx.Error(absl::StrFormat("%s device '%s' is not one of cpu, cuda, sim", attr, name));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterMemoryOps(OpRegistry::Builder& b) {
+  b.Register("device_copy")
+      .Input("data", InputDep::kShape)
+      .Attr("src", AttrType::kString)
+      .Attr("dst", AttrType::kString)
+      .Pattern(FusionPattern::kOpaque)
+      .Role(OpRole::kDeviceCopy)
+      .Placed(Placement::kAnywhere)
+      .Doc("copies data from device `src` to device `dst` (a boundary chosen by plan-devices)")
+      .Rule([](ShapeContext& ctx) -> absl::StatusOr<std::vector<Type>> {
+        RETURN_IF_ERROR(CheckDevice(ctx, "src"));
+        RETURN_IF_ERROR(CheckDevice(ctx, "dst"));
+        if (ctx.attrs().GetString("src") == ctx.attrs().GetString("dst")) {
+          return ctx.Error("src and dst are the same device");
+        }
+        ASSIGN_OR_RETURN(auto shape, ctx.Shape(0));
+        return std::vector<Type>{Type::Tensor(ctx.dtype(0), {shape.begin(), shape.end()})};
+      })
+      .SymbolicValues([](ShapeContext& ctx) -> std::optional<std::vector<std::vector<DimExpr>>> {
+        auto v = ctx.IntValues(0);
+        if (!IsInteger(ctx.dtype(0)) || !v.ok() || !v->has_value()) return std::nullopt;
+        return std::vector<std::vector<DimExpr>>{**v};
+      })
+      .Reference([](absl::Span<const Tensor> in, const Attrs&,
+                    absl::Span<const Type>) -> absl::StatusOr<std::vector<Tensor>> {
+        return std::vector<Tensor>{in[0]};
+      });
+}
+
+}  // namespace hetpass
