@@ -164,18 +164,76 @@ std::string Sanitize(absl::string_view name) {
   return out;
 }
 
+}  // namespace
+
+// Names are assigned in the printer's order: the function's parameters, then per binding its
+// results, then each region's parameters and bindings. Kept names are stored once; numbered
+// values only carry their number (a million-binding function needs a 16-byte entry per value,
+// not a string).
+ValueNames::ValueNames(const Function& f) {
+  size_t count = f.body().params().size();
+  WalkNodes(f.body(), [&](const Node& n) {
+    count += n.results().size();
+    for (int i = 0; i < n.num_regions(); ++i) count += n.region(i)->params().size();
+  });
+  slots_.reserve(count);
+  for (const auto& p : f.body().params()) Define(p.get());
+  DefineBlock(f.body());
+}
+
+void ValueNames::DefineBlock(const Block& b) {
+  for (const auto& n : b.nodes()) {
+    for (const auto& r : n->results()) Define(r.get());
+    for (int i = 0; i < n->num_regions(); ++i) {
+      for (const auto& p : n->region(i)->params()) Define(p.get());
+      DefineBlock(*n->region(i));
+    }
+  }
+}
+
+void ValueNames::Define(const Value* v) {
+  Slot slot;
+  if (!v->name().empty() && !IsAllDigits(v->name())) {
+    // Sanitize() never yields an all-digit name, so kept names cannot collide with numbers.
+    std::string base = Sanitize(v->name());
+    std::string name = base;
+    for (int suffix = 1; used_.contains(name); ++suffix) name = absl::StrCat(base, "_", suffix);
+    used_.insert(name);
+    slot.kept = static_cast<uint32_t>(kept_names_.size());
+    kept_names_.push_back(std::move(name));
+  } else {
+    slot.number = next_number_++;
+  }
+  slots_[v] = slot;
+}
+
+void ValueNames::AppendTo(std::string* out, const Value* v) const {
+  out->push_back('%');
+  auto it = slots_.find(v);
+  if (it == slots_.end()) {
+    out->append("<undefined>");
+  } else if (it->second.number >= 0) {
+    char buf[absl::numbers_internal::kFastToBufferSize];
+    out->append(buf, absl::numbers_internal::FastIntToBuffer(it->second.number, buf) - buf);
+  } else {
+    out->append(kept_names_[it->second.kept]);
+  }
+}
+
+std::string ValueNames::Name(const Value* v) const {
+  std::string s;
+  AppendTo(&s, v);
+  return s;
+}
+
+namespace {
+
 class FunctionPrinter {
  public:
-  FunctionPrinter(const PrintOptions& options, std::string* out) : options_(options), out_(out) {}
+  FunctionPrinter(const Function& f, const PrintOptions& options, std::string* out)
+      : options_(options), out_(out), names_(f) {}
 
   void Print(const Function& f) {
-    // Size the name tables once: rehashing a million-entry table costs more than counting.
-    size_t count = f.body().params().size();
-    WalkNodes(f.body(), [&](const Node& n) {
-      count += n.results().size();
-      for (int i = 0; i < n.num_regions(); ++i) count += n.region(i)->params().size();
-    });
-    names_.reserve(count);
     absl::StrAppend(out_, "def @", f.name(), "(");
     PrintParams(f.body());
     out_->append(")");
@@ -193,36 +251,7 @@ class FunctionPrinter {
   }
 
  private:
-  // Kept names are stored once; numbered values only carry their number (a million-binding
-  // function then needs a 16-byte entry per value, not a string).
-  void Define(const Value* v) {
-    Slot slot;
-    if (!v->name().empty() && !IsAllDigits(v->name())) {
-      // Sanitize() never yields an all-digit name, so kept names cannot collide with numbers.
-      std::string base = Sanitize(v->name());
-      std::string name = base;
-      for (int suffix = 1; used_.contains(name); ++suffix) name = absl::StrCat(base, "_", suffix);
-      used_.insert(name);
-      slot.kept = static_cast<uint32_t>(kept_names_.size());
-      kept_names_.push_back(std::move(name));
-    } else {
-      slot.number = next_number_++;
-    }
-    names_[v] = slot;
-  }
-
-  void Ref(const Value* v) {
-    out_->push_back('%');
-    auto it = names_.find(v);
-    if (it == names_.end()) {
-      out_->append("<undefined>");
-    } else if (it->second.number >= 0) {
-      char buf[absl::numbers_internal::kFastToBufferSize];
-      out_->append(buf, absl::numbers_internal::FastIntToBuffer(it->second.number, buf) - buf);
-    } else {
-      out_->append(kept_names_[it->second.kept]);
-    }
-  }
+  void Ref(const Value* v) { names_.AppendTo(out_, v); }
 
   void RefList(const std::vector<Value*>& values) {
     for (size_t i = 0; i < values.size(); ++i) {
@@ -234,7 +263,6 @@ class FunctionPrinter {
   void PrintParams(const Block& block) {
     for (int i = 0; i < block.num_params(); ++i) {
       const Value* p = block.param(i);
-      Define(p);
       if (i > 0) out_->append(", ");
       Ref(p);
       if (!p->type().is_unset()) absl::StrAppend(out_, ": ", p->type().ToString());
@@ -258,7 +286,6 @@ class FunctionPrinter {
   void PrintNode(const Node& node, int level) {
     Indent(level);
     for (int i = 0; i < node.num_results(); ++i) {
-      Define(node.result(i));
       if (i > 0) out_->append(", ");
       Ref(node.result(i));
     }
@@ -346,21 +373,14 @@ class FunctionPrinter {
 
   const PrintOptions& options_;
   std::string* out_;
-  struct Slot {
-    int64_t number = -1;  // >= 0: printed as %<number>
-    uint32_t kept = 0;    // else: index into kept_names_
-  };
-  absl::flat_hash_map<const Value*, Slot> names_;
-  std::vector<std::string> kept_names_;
-  absl::flat_hash_set<std::string> used_;  // kept names only
-  int64_t next_number_ = 0;
+  ValueNames names_;
 };
 
 }  // namespace
 
 std::string PrintFunction(const Function& function, const PrintOptions& options) {
   std::string out;
-  FunctionPrinter(options, &out).Print(function);
+  FunctionPrinter(function, options, &out).Print(function);
   return out;
 }
 
@@ -368,7 +388,7 @@ std::string PrintModule(const Module& module, const PrintOptions& options) {
   std::string out;
   for (size_t i = 0; i < module.functions().size(); ++i) {
     if (i > 0) out.push_back('\n');
-    FunctionPrinter(options, &out).Print(*module.functions()[i]);
+    FunctionPrinter(*module.functions()[i], options, &out).Print(*module.functions()[i]);
   }
   return out;
 }

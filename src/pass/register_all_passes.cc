@@ -1,5 +1,6 @@
 // The explicit list of passes available to text pipelines. A pass added to the library is
 // added here too; there are no static registration constructors.
+#include "passes/device_planner/plan_devices.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/support/status_macros.h"
 #include "passes/transforms/bind_params.h"
@@ -44,6 +45,39 @@ void RegisterAllPasses(PassRegistry& r) {
         FoldConstantsOptions opts;
         ASSIGN_OR_RETURN(opts.max_bytes, o.GetInt("max-bytes", opts.max_bytes));
         return CreateFoldConstantsPass(opts);
+      }});
+  r.Register(PassInfo{
+      std::string(PlanDevicesOptions::kName),
+      "place every value on the host or the accelerator, minimising bytes copied; insert "
+      "device_copy at every boundary",
+      {"target: cpu, sim or cuda (sim)", "inputs: host or target (host)",
+       "outputs: host or target (host)", "symbol-value: size every symbol takes for costs (64)",
+       "function: the function to plan (main)"},
+      [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+        RETURN_IF_ERROR(o.CheckKnown({"target", "inputs", "outputs", "symbol-value", "function"}));
+        PlanDevicesOptions opts;
+        const std::string target = o.GetString("target", "sim");
+        const std::optional<DeviceKind> d = ParseDevice(target);
+        if (!d) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "option 'target' of pass 'plan-devices' must be cpu, sim or cuda, got '", target, "'"));
+        }
+        opts.target = *d;
+        for (const char* key : {"inputs", "outputs"}) {
+          const std::string where = o.GetString(key, "host");
+          if (where != "host" && where != "target") {
+            return absl::InvalidArgumentError(absl::StrCat("option '", key,
+                                                           "' of pass 'plan-devices' must be host or "
+                                                           "target, got '", where, "'"));
+          }
+          (std::string(key) == "inputs" ? opts.inputs_on_host : opts.outputs_on_host) = where == "host";
+        }
+        ASSIGN_OR_RETURN(opts.symbol_value, o.GetInt("symbol-value", opts.symbol_value));
+        if (opts.symbol_value < 1) {
+          return absl::InvalidArgumentError("option 'symbol-value' of pass 'plan-devices' must be >= 1");
+        }
+        opts.function = o.GetString("function", opts.function);
+        return CreatePlanDevicesPass(opts);
       }});
   r.Register(PassInfo{std::string(DceOptions::kName), "remove bindings whose results are unused",
                       {},

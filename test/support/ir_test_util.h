@@ -46,9 +46,15 @@ inline void ExpectIdempotent(const std::string& text, const std::string& pipelin
   ASSERT_NE(m, nullptr);
   ASSERT_TRUE(RunPipeline(*m, pipeline).ok());
   const std::string once = PrintModule(*m);
-  auto again = RunPipeline(*m, pipeline);
+  PassManagerOptions o;
+  o.verify_each = true;
+  o.timing = true;
+  auto pm = ParsePipeline(pipeline, o);
+  ASSERT_TRUE(pm.ok()) << pm.status();
+  auto again = (*pm)->Run(*m);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_FALSE(*again) << pipeline << " changed its own output:\n" << once;
+  EXPECT_FALSE(*again) << pipeline << " changed its own output:\n"
+                       << (*pm)->TimingReport() << once;
   EXPECT_EQ(PrintModule(*m), once);
 }
 

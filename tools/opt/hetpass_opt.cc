@@ -1,7 +1,8 @@
 // hetpass-opt: text IR in, passes, text IR out. The driver of the golden tests.
 //
 //   hetpass-opt FILE|- [--passes=PIPELINE] [--print-ir-after=all|p1,p2] [--timing]
-//               [--verify-each=true] [--elide-constants] [--split-input-file] [-o OUT]
+//               [--verify-each=true] [--elide-constants] [--split-input-file]
+//               [--copy-ledger=text|json [--ledger-function=main]] [-o OUT]
 //   hetpass-opt --list-ops | --list-passes
 //
 // Errors go to stderr as `<file>:<line>:<col>: error: <message>` (exit code 1).
@@ -19,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "passes/analysis/copy_ledger.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
 #include "passes/ir/verifier.h"
@@ -34,6 +36,12 @@ ABSL_FLAG(bool, elide_constants, false, "print large constants as `elided`");
 ABSL_FLAG(bool, list_ops, false, "list every registered op with its per-input masks and exit");
 ABSL_FLAG(bool, list_passes, false, "list every pass with its options and exit");
 ABSL_FLAG(std::string, o, "-", "output file ('-' for stdout)");
+ABSL_FLAG(std::string, copy_ledger, "",
+          "print the copy ledger (text or json) of --ledger-function instead of the IR");
+ABSL_FLAG(std::string, ledger_function, "main", "function whose copy ledger is printed");
+ABSL_FLAG(bool, single_flag_masks, false,
+          "test-only: parse with every input of value-reading ops marked `value` (the per-op "
+          "data_dependent flag of older systems), to compare copy ledgers");
 ABSL_FLAG(bool, split_input_file, false,
           "treat each '// -----'-separated chunk as its own module (golden tests); line numbers "
           "stay those of the whole file");
@@ -92,6 +100,9 @@ std::vector<std::string> SplitInput(const std::string& text) {
 absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::string& source) {
   hetpass::ParseOptions parse_options;
   parse_options.source_name = source;
+  static const std::unique_ptr<hetpass::OpRegistry> single_flag =
+      hetpass::OpRegistry::Global().SingleFlagOverride();
+  if (absl::GetFlag(FLAGS_single_flag_masks)) parse_options.registry = single_flag.get();
   auto module = hetpass::ParseModule(text, parse_options);
   if (!module.ok()) return module.status();
   if (absl::Status s = hetpass::Verify(**module); !s.ok()) return s;
@@ -107,6 +118,16 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
   if (!changed.ok()) return changed.status();
   if (pm_options.timing) std::cerr << (*pm)->TimingReport();
 
+  const std::string ledger_format = absl::GetFlag(FLAGS_copy_ledger);
+  if (!ledger_format.empty()) {
+    if (ledger_format != "text" && ledger_format != "json") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--copy-ledger must be 'text' or 'json', got '", ledger_format, "'"));
+    }
+    auto ledger = hetpass::ComputeCopyLedger(**module, absl::GetFlag(FLAGS_ledger_function));
+    if (!ledger.ok()) return ledger.status();
+    return ledger_format == "json" ? ledger->ToJson() : ledger->ToText();
+  }
   hetpass::PrintOptions print_options;
   print_options.elide_large_constants = absl::GetFlag(FLAGS_elide_constants);
   return hetpass::PrintModule(**module, print_options);

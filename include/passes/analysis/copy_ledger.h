@@ -3,7 +3,9 @@
 // op): direction, bytes as an expression of the input symbols, the value copied, and why (the
 // uses that need it on the other side: "input 1 'begin' of dyn.strided_slice %7 is value").
 // Tests assert budgets with it; hetpass-opt prints it (--copy-ledger=text|json); pass-viz
-// draws it. Synchronisation model: a device-to-host copy blocks the host until the device has
+// draws it. Copies the IR implies but does not show yet (a shape function on the host reading
+// a value whose operand stays on the accelerator, before manifest-alloc) are listed too, marked
+// `implied`, one per value: the ledger is exact at every stage of the pipeline. Synchronisation model: a device-to-host copy blocks the host until the device has
 // produced the value (one sync each); host-to-device and device-to-device copies are queued
 // asynchronously (no sync).
 #ifndef HETPASS_ANALYSIS_COPY_LEDGER_H_
@@ -32,7 +34,10 @@ struct LedgerEntry {
   std::string reason;      // why the value is needed on dst
   bool synchronizes = false;
   bool in_loop = false;    // inside a loop body: runs once per iteration
-  const Node* node = nullptr;
+  // Not yet a device_copy in the IR: the host needs an accelerator value for a shape function
+  // while the operand stays on the device for the kernel; manifest-alloc inserts the copy.
+  bool implied = false;
+  const Node* node = nullptr;  // the device_copy, or the first op whose shape function needs it
 };
 
 struct CopyLedger {

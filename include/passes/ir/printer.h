@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass {
@@ -19,6 +21,28 @@ struct PrintOptions {
 };
 
 std::string PrintModule(const Module& module, const PrintOptions& options = {});
+
+// The names PrintFunction gives a function's values ("%x", "%7"), for tools that refer to
+// values the way the printed IR does (copy ledger, pass-viz, diagnostics).
+class ValueNames {
+ public:
+  explicit ValueNames(const Function& function);
+  // "%<undefined>" for a value that is not defined in the function.
+  std::string Name(const Value* v) const;
+  void AppendTo(std::string* out, const Value* v) const;
+
+ private:
+  struct Slot {
+    int64_t number = -1;  // >= 0: printed as %<number>
+    uint32_t kept = 0;    // else: index into kept_names_
+  };
+  void Define(const Value* v);
+  void DefineBlock(const Block& block);
+  absl::flat_hash_map<const Value*, Slot> slots_;
+  std::vector<std::string> kept_names_;
+  absl::flat_hash_set<std::string> used_;  // kept names only
+  int64_t next_number_ = 0;
+};
 std::string PrintFunction(const Function& function, const PrintOptions& options = {});
 
 }  // namespace hetpass

@@ -243,6 +243,9 @@ class OpRegistry {
   std::unique_ptr<OpRegistry> CloneWith(const std::function<void(OpDef&)>& edit) const;
   // Helpers for such edits.
   static void SetDep(OpDef& def, int input, InputDep dep);
+  // The single-flag behaviour of older systems (TVM's per-op `data_dependent`): every input of
+  // an op that reads any input's values also needs `value`. For tests and comparisons only.
+  std::unique_ptr<OpRegistry> SingleFlagOverride() const;
 
   // One line per op: name, inputs with masks, attrs, outputs, pattern, data dependence.
   std::string Describe() const;

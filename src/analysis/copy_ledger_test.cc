@@ -1,0 +1,85 @@
+#include "passes/analysis/copy_ledger.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "passes/testing/copy_budget.h"
+#include "support/ir_test_util.h"
+
+namespace hetpass {
+namespace {
+
+using ::hetpass::testing::Parse;
+using ::testing::HasSubstr;
+
+// Tests direction, bytes, sync and the reason of each kind of use, on hand-placed IR.
+TEST(CopyLedger, EntriesAndReasons) {
+  auto m = Parse(R"(
+def @main(%x: f32[n, 4] @cpu, %c: bool[] @cpu) {
+  %xs = device_copy(%x) {src = "cpu", dst = "sim"} : f32[n, 4] @sim
+  %t = argmax(%xs) {axis = [1], dtype = i64} : i64[n] @sim
+  %th = device_copy(%t) {src = "sim", dst = "cpu"} : i64[n] @cpu
+  %r = dyn.reshape(%xs, %th) : f32[?] @sim
+  %s = if (%c) {
+    %rh = device_copy(%r) {src = "sim", dst = "cpu"} : f32[?] @cpu
+    yield %rh
+  } else {
+    %z = constant<[1.0]> : f32[1] @cpu
+    yield %z
+  } : f32[?] @cpu
+  return %s
+}
+)");
+  auto ledger = ComputeCopyLedger(*m);
+  ASSERT_TRUE(ledger.ok()) << ledger.status();
+  ExpectCopies(*ledger, {.h2d = 1, .d2h = 2});
+  EXPECT_EQ(ledger->Syncs(), 2);
+  ASSERT_EQ(ledger->entries.size(), 3u);
+  EXPECT_EQ(ledger->entries[0].reason, "input 0 'data' of argmax %t runs on sim; input 0 'data' of dyn.reshape %r runs on sim");
+  EXPECT_EQ(ledger->entries[1].reason, "input 1 'newshape' of dyn.reshape %r is value");
+  EXPECT_EQ(ledger->entries[2].reason, "yielded by if %s");
+  EXPECT_EQ(ledger->entries[1].bytes.ToString(), "n*8");
+  EXPECT_EQ(LedgerBytes(*ledger, CopyDirection::kHostToDevice, {{"n", 3}}), 48);
+  EXPECT_EQ(LedgerBytes(*ledger, CopyDirection::kDeviceToHost, {{"n", 3}}), -1);  // `?` bytes
+}
+
+// Tests that copies inside loops are flagged per iteration and that JSON escapes text.
+TEST(CopyLedger, LoopsAndJson) {
+  auto m = Parse(R"(
+def @main(%m: i64[] @cpu, %c: bool[] @cpu, %x: f32[4] @sim) {
+  %r = loop(%m, %c, %x) (%i: i64[] @cpu, %ci: bool[] @cpu, %acc: f32[4] @sim) {
+    %h = device_copy(%acc) {src = "sim", dst = "cpu"} : f32[4] @cpu
+    %e = exp(%h) : f32[4] @cpu
+    %d = device_copy(%e) {src = "cpu", dst = "sim"} : f32[4] @sim
+    yield %ci, %d
+  } : f32[4] @sim
+  %rh = device_copy(%r) {src = "sim", dst = "cpu"} : f32[4] @cpu
+  return %rh
+}
+)");
+  auto ledger = ComputeCopyLedger(*m);
+  ASSERT_TRUE(ledger.ok());
+  ASSERT_EQ(ledger->entries.size(), 3u);
+  EXPECT_TRUE(ledger->entries[0].in_loop);
+  EXPECT_TRUE(ledger->entries[1].in_loop);
+  EXPECT_FALSE(ledger->entries[2].in_loop);
+  EXPECT_EQ(ledger->entries[1].reason, "yielded by loop %r");
+  EXPECT_THAT(ledger->ToText(), HasSubstr("per loop iteration"));
+  const std::string json = ledger->ToJson();
+  EXPECT_THAT(json, HasSubstr("\"reason\": \"input 0 'data' of exp %e runs on cpu\""));
+  EXPECT_THAT(json, HasSubstr("\"totals\": {\"h2d\": {\"count\": 1, \"bytes\": \"16\"}"));
+}
+
+// Tests an unknown function.
+TEST(CopyLedger, UnknownFunction) {
+  auto m = Parse("def @main(%x: f32[4]) {\n  return %x\n}\n");
+  auto ledger = ComputeCopyLedger(*m, "other");
+  ASSERT_FALSE(ledger.ok());
+  EXPECT_THAT(ledger.status().message(), HasSubstr("no function @other"));
+  auto empty = ComputeCopyLedger(*m);
+  ASSERT_TRUE(empty.ok());
+  ExpectCopies(*empty, {});
+  EXPECT_EQ(empty->ToText().substr(0, 40), "copy ledger of @main: 0 copies, 0 syncs\n");
+}
+
+}  // namespace
+}  // namespace hetpass
