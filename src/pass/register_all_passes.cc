@@ -7,6 +7,7 @@
 #include "passes/transforms/cse.h"
 #include "passes/transforms/dce.h"
 #include "passes/transforms/fold_constants.h"
+#include "passes/transforms/fuse_ops.h"
 #include "passes/transforms/infer_types.h"
 
 namespace hetpass {
@@ -92,6 +93,17 @@ void RegisterAllPasses(PassRegistry& r) {
                         RETURN_IF_ERROR(o.CheckKnown({}));
                         return CreateCsePass();
                       }});
+  r.Register(PassInfo{
+      std::string(FuseOpsOptions::kName),
+      "group op calls into primitive functions called by invoke (elementwise/broadcast/"
+      "injective into producers, dense/conv2d absorb following elementwise ops)",
+      {"max-group-size: most op calls in one primitive function (256)"},
+      [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+        RETURN_IF_ERROR(o.CheckKnown({"max-group-size"}));
+        FuseOpsOptions opts;
+        ASSIGN_OR_RETURN(opts.max_group_size, o.GetInt("max-group-size", opts.max_group_size));
+        return CreateFuseOpsPass(opts);
+      }});
 }
 
 }  // namespace hetpass

@@ -1,0 +1,370 @@
+// fuse-ops: op calls grouped into primitive functions, one `invoke` per group.
+//
+// Definitions
+//   wrappable   an op call whose op role is kCompute or kShapeQuery. device_copy (kDeviceCopy)
+//               is never fused and never wrapped: plan-devices put it on a boundary and later
+//               stages must still see it. Constants, tuples, get_item, invoke, if and loop are
+//               never members of a group.
+//   group       a set of wrappable calls of one block, all on the same device (Node::device(),
+//               kUnset included), that becomes one primitive function. Its *pattern* (from
+//               fusion_patterns.def) says what may still join it.
+//   use         an operand of a node at any depth, or an entry of a block's results (return or
+//               yield). The users of a value are counted once per function, before rewriting.
+//
+// Input: typed IR (infer-types ran): every operand and result of a wrappable call has a type,
+// else the pass fails naming the node. Functions already marked primitive are left alone, which
+// makes the pass idempotent: its own output has nothing left to wrap.
+//
+// Phase 0  Check types of every non-primitive function first, so an error leaves the module
+//          untouched. Record the users of every value of the function.
+// Phase 1  Group each block greedily in program order (regions are grouped independently when
+//          Phase 2 reaches their node; if/loop/invoke nodes themselves are never members).
+//          Every wrappable call N starts a group of its own unless it joins the group G of a
+//          producer P: N's operands are tried in order and the first P that passes all of
+//          these checks wins:
+//            a. P is a wrappable call of the same block, in group G;
+//            b. every use of every result of P is an operand of N (no other user, no block
+//               result, no use inside a region): then no value of G escapes before N, so a
+//               group is always a chain whose last member alone has outside uses and the
+//               invoke can stand where that member stood;
+//            c. N and G are on the same device;
+//            d. N does not read any result of P (or of any member of G) as a `value` input
+//               (NeedsValue(dep(i))):
+//               contents a shape function needs must be materialized (on the host), which is
+//               the point of the per-input masks; so a shape subgraph never fuses into the
+//               dyn.reshape whose target it computes, and ops with needs_values() absorb
+//               nothing upstream through those inputs;
+//            e. neither N nor any member of G has a data-dependent output shape (argwhere):
+//               such an op's output is allocated only after it ran, so it stands alone;
+//            f. G has fewer than max-group-size members;
+//            g. the patterns compose (p = G's pattern, n = N's pattern):
+//                 p <= injective and n <= injective     -> max(p, n)
+//                 p out-elementwise-fusable, n elementwise or broadcast
+//                                                        -> out-elementwise-fusable
+//                 p <= injective and n reduction          -> reduction
+//                 p reduction and n elementwise           -> reduction
+//                 anything with opaque, anything else     -> no fusion
+//          Deterministic: only program order and operand order decide.
+// Phase 2  Rewrite each block. Walking it in order, region blocks are rewritten (recursively)
+//          when their node is reached, and each group is named when its first member is
+//          reached: `fused_<op names joined by _>_<k>` ('.' becomes '_'; names past 64
+//          characters are cut at an op boundary and end in `_etc`; k counts created functions
+//          in the module and skips names already taken). At the group's last member:
+//            - a new function is appended to the module with attributes {primitive = true},
+//              the location of the first member, and:
+//                params   the values used by members but defined outside the group, in first-use
+//                         order, named and typed as those values, each with its value's device
+//                         (constants thus become parameters: functions stay weight-free and
+//                         cacheable by structure);
+//                body     the members, moved (devices, locations, attributes and names kept),
+//                         operands redirected to the params;
+//                results  the members' results used outside the group (for a dead group: the
+//                         last member's results), result types copied from those values;
+//            - an `invoke` of it takes the members' place in the block: same device as the
+//              group, the first member's location, the outside values as operands, one result
+//              per function result with that value's name and type.
+//          Finally every use of a group result in the function (any depth) is redirected to the
+//          invoke's result (one ReplaceUses per function).
+//
+// Output: no wrappable call remains outside a primitive function; types are unchanged, so
+// infer-types afterwards reports no change; running fuse-ops again reports no change.
+// Per-input masks of the new functions are derived on demand (DeriveInputMask), never stored.
+//
+// Known gaps
+//   - Only single-user producers fuse (no post-dominator analysis as in TVM): a diamond
+//     (x -> a; a -> b; add(a, b)) fuses b with the add but not a with them.
+//   - Result types of a primitive function may mention symbols of the caller that its own
+//     parameter types do not bind (a dyn.reshape target from a shape subgraph gives
+//     f32[n, 1024] from a parameter i64[2]); each primitive function has a single call site, so
+//     the caller's binding applies. Its run-time shape function is InferPrimitiveTypes.
+#include "passes/transforms/fuse_ops.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "passes/shape_funcs/op_registry.h"
+#include "passes/support/status_macros.h"
+#include "passes/transforms/primitive_function.h"
+
+namespace hetpass {
+namespace {
+
+constexpr size_t kMaxNameLength = 64;
+
+bool Wrappable(const Node& n) {
+  return n.kind() == NodeKind::kCall &&
+         (n.op()->role() == OpRole::kCompute || n.op()->role() == OpRole::kShapeQuery);
+}
+
+bool AtMostInjective(FusionPattern p) { return p <= FusionPattern::kInjective; }
+
+// Rule g: the pattern of G after N joins, or nullopt if they do not compose.
+std::optional<FusionPattern> Compose(FusionPattern group, FusionPattern node) {
+  if (group == FusionPattern::kOpaque || node == FusionPattern::kOpaque) return std::nullopt;
+  if (AtMostInjective(group) && AtMostInjective(node)) return std::max(group, node);
+  if (group == FusionPattern::kOutElementwiseFusable &&
+      (node == FusionPattern::kElementwise || node == FusionPattern::kBroadcast)) {
+    return group;
+  }
+  if (AtMostInjective(group) && node == FusionPattern::kReduction) {
+    return FusionPattern::kReduction;
+  }
+  if (group == FusionPattern::kReduction && node == FusionPattern::kElementwise) return group;
+  return std::nullopt;
+}
+
+struct Group {
+  std::vector<Node*> members;  // program order
+  FusionPattern pattern = FusionPattern::kOpaque;
+  DeviceKind device = DeviceKind::kUnset;
+  bool closed = false;           // holds a data-dependent op: nothing joins (rule e)
+  Function* function = nullptr;  // created (empty) in Phase 2 when the group is named
+};
+
+class FuseOpsPass : public Pass {
+ public:
+  explicit FuseOpsPass(const FuseOpsOptions& options) : options_(options) {}
+  absl::string_view name() const override { return FuseOpsOptions::kName; }
+
+  absl::StatusOr<bool> Run(Module& module) override {
+    module_ = &module;
+    counter_ = 0;
+    taken_names_.clear();
+    std::vector<Function*> todo;
+    for (const auto& f : module.functions()) {
+      taken_names_.insert(f->name());
+      if (!IsPrimitive(*f)) todo.push_back(f.get());
+    }
+    for (Function* f : todo) RETURN_IF_ERROR(CheckTyped(*f));
+    bool changed = false;
+    for (Function* f : todo) changed |= FuseFunction(*f);
+    return changed;
+  }
+
+ private:
+  // ---- Phase 0 ------------------------------------------------------------------------------
+  absl::Status CheckTyped(Function& f) {
+    absl::Status status = absl::OkStatus();
+    WalkNodes(f.body(), [&](Node& n) {
+      if (!status.ok() || !Wrappable(n)) return;
+      for (int i = 0; i < n.num_operands() && status.ok(); ++i) {
+        if (!n.operand(i)->type().is_unset()) continue;
+        status = absl::FailedPreconditionError(absl::StrFormat(
+            "%sfuse-ops needs typed IR (run infer-types first): operand %d (%%%s) has no type",
+            NodeContext(module_, n), i, n.operand(i)->name()));
+      }
+      for (int i = 0; i < n.num_results() && status.ok(); ++i) {
+        if (!n.result(i)->type().is_unset()) continue;
+        status = absl::FailedPreconditionError(absl::StrFormat(
+            "%sfuse-ops needs typed IR (run infer-types first): result %d (%%%s) has no type",
+            NodeContext(module_, n), i, n.result(i)->name()));
+      }
+    });
+    return status;
+  }
+
+  void RecordUsers(const Block& block) {
+    for (const Value* v : block.results()) users_[v].push_back(nullptr);
+    for (const auto& n : block.nodes()) {
+      for (const Value* v : n->operands()) users_[v].push_back(n.get());
+      for (int r = 0; r < n->num_regions(); ++r) RecordUsers(*n->region(r));
+    }
+  }
+
+  bool FuseFunction(Function& f) {
+    users_.clear();
+    replace_.clear();
+    RecordUsers(f.body());
+    const bool changed = FuseBlock(f.body());
+    if (!replace_.empty()) ReplaceUses(f.body(), replace_);
+    return changed;
+  }
+
+  // ---- Phase 1 ------------------------------------------------------------------------------
+  // Rules a-g for N joining the group of the producer of operand `i`; the group index or -1.
+  int JoinableGroup(const Node& n, int i, const std::vector<Group>& groups,
+                    const absl::flat_hash_map<const Node*, int>& group_of) const {
+    const Node* p = n.operand(i)->producer();
+    if (p == nullptr || p->parent() != n.parent()) return -1;  // a
+    auto it = group_of.find(p);
+    if (it == group_of.end()) return -1;  // a
+    const Group& g = groups[it->second];
+    for (const auto& r : p->results()) {  // b
+      auto u = users_.find(r.get());
+      if (u == users_.end()) continue;
+      for (const Node* user : u->second) {
+        if (user != &n) return -1;
+      }
+    }
+    if (n.device() != g.device) return -1;        // c
+    for (int j = 0; j < n.num_operands(); ++j) {  // d
+      if (!NeedsValue(n.op()->dep(j))) continue;
+      auto q = group_of.find(n.operand(j)->producer());
+      if (q != group_of.end() && q->second == it->second) return -1;
+    }
+    if (g.closed || n.op()->data_dependent_output_shape()) return -1;                  // e
+    if (static_cast<int64_t>(g.members.size()) >= options_.max_group_size) return -1;  // f
+    if (!Compose(g.pattern, n.op()->pattern())) return -1;                             // g
+    return it->second;
+  }
+
+  std::vector<Group> FormGroups(Block& block, absl::flat_hash_map<const Node*, int>& group_of) {
+    std::vector<Group> groups;
+    for (const auto& node : block.nodes()) {
+      const Node& n = *node;
+      if (!Wrappable(n)) continue;
+      int join = -1;
+      for (int i = 0; i < n.num_operands() && join < 0; ++i) {
+        join = JoinableGroup(n, i, groups, group_of);
+      }
+      if (join < 0) {
+        Group g;
+        g.pattern = n.op()->pattern();
+        g.device = n.device();
+        groups.push_back(std::move(g));
+        join = static_cast<int>(groups.size()) - 1;
+      } else {
+        groups[join].pattern = *Compose(groups[join].pattern, n.op()->pattern());
+      }
+      Group& g = groups[join];
+      g.members.push_back(node.get());
+      g.closed |= n.op()->data_dependent_output_shape();
+      group_of[&n] = join;
+    }
+    return groups;
+  }
+
+  // ---- Phase 2 ------------------------------------------------------------------------------
+  // Names the group and adds its (still empty) function, so that module order follows names.
+  Function* NewFunction(const Group& g) {
+    std::string base = "fused";
+    for (size_t i = 0; i < g.members.size(); ++i) {
+      const std::string op = absl::StrReplaceAll(g.members[i]->OpName(), {{".", "_"}});
+      if (i > 0 && base.size() + 1 + op.size() > kMaxNameLength) {
+        absl::StrAppend(&base, "_etc");
+        break;
+      }
+      absl::StrAppend(&base, "_", op);
+    }
+    std::string name;
+    do {
+      name = absl::StrCat(base, "_", counter_++);
+    } while (taken_names_.contains(name));
+    taken_names_.insert(name);
+    Function* fn = module_->AddFunction(name);
+    fn->mutable_attrs().Set(kPrimitiveAttr, AttrValue(true));
+    fn->set_loc(g.members.front()->loc());
+    return fn;
+  }
+
+  bool FuseBlock(Block& block) {
+    absl::flat_hash_map<const Node*, int> group_of;
+    std::vector<Group> groups = FormGroups(block, group_of);
+    bool changed = !groups.empty();
+    // Names in program order, regions when their node is reached.
+    for (const auto& n : block.nodes()) {
+      for (int r = 0; r < n->num_regions(); ++r) changed |= FuseBlock(*n->region(r));
+      auto it = group_of.find(n.get());
+      if (it != group_of.end() && groups[it->second].members.front() == n.get()) {
+        groups[it->second].function = NewFunction(groups[it->second]);
+      }
+    }
+    if (groups.empty()) return changed;
+    std::vector<std::unique_ptr<Node>> old = std::move(block.mutable_nodes());
+    block.mutable_nodes().clear();
+    std::vector<std::vector<std::unique_ptr<Node>>> staged(groups.size());
+    for (auto& node : old) {
+      auto it = group_of.find(node.get());
+      if (it == group_of.end()) {
+        block.Append(std::move(node));
+        continue;
+      }
+      const int g = it->second;
+      const bool last = groups[g].members.back() == node.get();
+      staged[g].push_back(std::move(node));
+      if (last) block.Append(Outline(groups[g], std::move(staged[g])));
+    }
+    return changed;
+  }
+
+  // Moves the group's nodes into its primitive function; returns the invoke replacing them.
+  std::unique_ptr<Node> Outline(const Group& g, std::vector<std::unique_ptr<Node>> nodes) {
+    const Node& first = *g.members.front();
+    absl::flat_hash_set<const Node*> members(g.members.begin(), g.members.end());
+    Function* fn = g.function;
+    Block& body = fn->body();
+
+    auto invoke = std::make_unique<Node>(NodeKind::kInvoke);
+    invoke->set_callee(fn->name());
+    invoke->set_device(g.device);
+    invoke->set_loc(first.loc());
+
+    absl::flat_hash_map<const Value*, Value*> to_param;
+    for (const Node* n : g.members) {
+      for (Value* v : n->operands()) {
+        if (v->producer() != nullptr && members.contains(v->producer())) continue;
+        if (to_param.contains(v)) continue;
+        Value* p = body.AddParam(v->type(), v->name());
+        p->set_param_device(v->device());
+        to_param[v] = p;
+        invoke->AddOperand(v);
+      }
+    }
+    std::vector<Value*> outputs;
+    for (const Node* n : g.members) {
+      for (const auto& r : n->results()) {
+        auto u = users_.find(r.get());
+        if (u == users_.end()) continue;
+        for (const Node* user : u->second) {
+          if (user == nullptr || !members.contains(user)) {
+            outputs.push_back(r.get());
+            break;
+          }
+        }
+      }
+    }
+    if (outputs.empty()) {
+      for (const auto& r : g.members.back()->results()) outputs.push_back(r.get());
+    }
+
+    for (auto& n : nodes) body.Append(std::move(n));
+    ReplaceUses(body, to_param);
+    std::vector<Type> result_types;
+    for (Value* v : outputs) {
+      result_types.push_back(v->type());
+      replace_[v] = invoke->AddResult(v->type(), v->name());
+    }
+    body.set_results(outputs);
+    fn->set_result_types(std::move(result_types));
+    return invoke;
+  }
+
+  FuseOpsOptions options_;
+  Module* module_ = nullptr;
+  int counter_ = 0;
+  absl::flat_hash_set<std::string> taken_names_;
+  // Users of each value of the function being fused (nullptr: a block result).
+  absl::flat_hash_map<const Value*, std::vector<const Node*>> users_;
+  // Group results -> invoke results, applied to the whole function at the end.
+  absl::flat_hash_map<const Value*, Value*> replace_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Pass>> CreateFuseOpsPass(const FuseOpsOptions& options) {
+  if (options.max_group_size < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "fuse-ops: max-group-size must be at least 1, got %d", options.max_group_size));
+  }
+  return std::make_unique<FuseOpsPass>(options);
+}
+
+}  // namespace hetpass
