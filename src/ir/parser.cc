@@ -820,6 +820,10 @@ absl::Status Parser::ParseBinding(Block& block) {
     node->set_callee(std::string(callee.text.substr(1)));
     Advance();
     RETURN_IF_ERROR(ParseOperands(*node, callee.text));
+    if (Is(Tok::kLBrace)) {
+      RETURN_IF_ERROR(ParseAttrDict());
+      for (AttrEntry& e : attr_scratch_) node->mutable_attrs().Set(e.name.text, std::move(e.value));
+    }
     invokes_.emplace_back(node.get(), callee);
   } else if (head.text == "if") {
     node = std::make_unique<Node>(NodeKind::kIf);
@@ -1379,6 +1383,22 @@ absl::StatusOr<Type> Parser::ParseType() {
     return Type::Tuple(std::move(fields));
   }
   if (!Is(Tok::kIdent)) return Expected("a type like 'f32[n, 4]' or '(f32[2], i64[])'");
+  if (tok_.text == "storage") {
+    Advance();
+    if (!Is(Tok::kLBracket)) return Expected("'[' and a byte count after 'storage'");
+    const bool saved = dim_mode_;
+    dim_mode_ = true;
+    Advance();
+    const Token start = tok_;
+    ASSIGN_OR_RETURN(DimExpr bytes, ParseDimSum());
+    if (bytes.is_constant() && bytes.constant() < 0) {
+      return ErrorAt(start, absl::StrCat("storage size must not be negative, found ", bytes.constant()));
+    }
+    if (!Is(Tok::kRBracket)) return Expected("']' after the storage size");
+    dim_mode_ = saved;
+    Advance();
+    return Type::Storage(std::move(bytes));
+  }
   const std::optional<DType> dtype = ParseDType(tok_.text);
   if (!dtype) return ErrorAt(tok_, absl::StrCat("unknown dtype '", tok_.text, "'"));
   const Token dtype_tok = tok_;

@@ -322,6 +322,7 @@ class FunctionPrinter {
         absl::StrAppend(out_, "invoke @", node.callee(), "(");
         RefList(node.operands());
         out_->push_back(')');
+        if (!node.attrs().empty()) absl::StrAppend(out_, " ", node.attrs().ToString());
         break;
       case NodeKind::kIf:
         out_->append("if (");

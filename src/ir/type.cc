@@ -21,6 +21,14 @@ Type Type::Tuple(std::vector<Type> fields) {
   return t;
 }
 
+Type Type::Storage(DimExpr bytes) {
+  Type t;
+  t.kind_ = Kind::kStorage;
+  t.dtype_ = DType::kU8;
+  t.shape_ = {std::move(bytes)};
+  return t;
+}
+
 bool Type::is_static() const {
   if (kind_ == Kind::kTuple) {
     for (const Type& f : fields_) {
@@ -28,7 +36,7 @@ bool Type::is_static() const {
     }
     return true;
   }
-  if (kind_ != Kind::kTensor) return false;
+  if (kind_ != Kind::kTensor && kind_ != Kind::kStorage) return false;
   for (const DimExpr& d : shape_) {
     if (!d.is_constant()) return false;
   }
@@ -52,13 +60,15 @@ bool Type::operator==(const Type& o) const {
       return dtype_ == o.dtype_ && shape_ == o.shape_;
     case Kind::kTuple:
       return fields_ == o.fields_;
+    case Kind::kStorage:
+      return shape_ == o.shape_;
   }
   return false;
 }
 
 size_t Type::Hash() const {
   size_t h = absl::HashOf(static_cast<int>(kind_));
-  if (kind_ == Kind::kTensor) {
+  if (kind_ == Kind::kTensor || kind_ == Kind::kStorage) {
     h = absl::HashOf(h, static_cast<int>(dtype_));
     for (const DimExpr& d : shape_) h = absl::HashOf(h, d.Hash());
   }
@@ -72,6 +82,8 @@ std::string Type::ToString() const {
       return "<unset>";
     case Kind::kTensor:
       return absl::StrCat(DTypeName(dtype_), ShapeToString(shape_));
+    case Kind::kStorage:
+      return absl::StrCat("storage[", shape_[0].ToString(), "]");
     case Kind::kTuple:
       return absl::StrCat("(",
                           absl::StrJoin(fields_, ", ",
@@ -89,6 +101,11 @@ template <typename DimMerge>
 std::optional<Type> Combine(const Type& a, const Type& b, const DimMerge& merge) {
   if (a.kind() != b.kind()) return std::nullopt;
   if (a.is_unset()) return a;
+  if (a.is_storage()) {
+    auto d = merge(a.storage_bytes(), b.storage_bytes());
+    if (!d) return std::nullopt;
+    return Type::Storage(*d);
+  }
   if (a.is_tuple()) {
     if (a.fields().size() != b.fields().size()) return std::nullopt;
     std::vector<Type> fields;

@@ -252,6 +252,16 @@ class FunctionVerifier {
       return NodeError(node, absl::StrCat("invoke of undefined function '@", node.callee(), "'"));
     }
     const int params = callee->body().num_params();
+    const AttrValue* outputs = node.attrs().Find("outputs");
+    const AttrValue* shape_func = node.attrs().Find("shape_func");
+    for (const auto& [name, value] : node.attrs().entries()) {
+      if (name != "outputs" && name != "shape_func" && name != "mask") {
+        return NodeError(node, absl::StrFormat("invoke takes only the attributes outputs, "
+                                               "shape_func and mask, found '%s'", name));
+      }
+    }
+    if (outputs != nullptr) return VerifyKernelInvoke(node, *callee, *outputs);
+    if (shape_func != nullptr) return VerifyShapeFuncInvoke(node, *callee);
     if (node.num_operands() != params) {
       return NodeError(node,
                        absl::StrFormat("'@%s' takes %d %s, found %d", node.callee(), params,
@@ -263,6 +273,54 @@ class FunctionVerifier {
           node, absl::StrFormat("'@%s' returns %d %s, but %d %s bound", node.callee(), results,
                                 Plural(results, "value", "values"), node.num_results(),
                                 Plural(node.num_results(), "is", "are")));
+    }
+    return absl::OkStatus();
+  }
+
+  // invoke @prim(%args..., %outs...) {outputs = k}: k destination operands, no results.
+  absl::Status VerifyKernelInvoke(const Node& node, const Function& callee, const AttrValue& k) {
+    const int params = callee.body().num_params();
+    const int results = static_cast<int>(callee.body().results().size());
+    if (TypeOf(k) != AttrType::kInt || std::get<int64_t>(k) != results) {
+      return NodeError(node, absl::StrFormat("a kernel invoke of '@%s' needs {outputs = %d}, one "
+                                             "destination per result",
+                                             node.callee(), results));
+    }
+    if (node.num_operands() != params + results || node.num_results() != 0) {
+      return NodeError(node, absl::StrFormat("a kernel invoke of '@%s' takes %d inputs and %d "
+                                             "outputs as operands and binds no values",
+                                             node.callee(), params, results));
+    }
+    for (int i = 0; i < results && !callee.result_types().empty(); ++i) {
+      const Type& want = callee.result_types()[i];
+      const Type& got = node.operand(params + i)->type();
+      if (!got.is_unset() && want.is_tensor() &&
+          (!got.is_tensor() || got.dtype() != want.dtype() || got.rank() != want.rank())) {
+        return NodeError(node, absl::StrFormat("output %d of '@%s' is %s but the destination is %s",
+                                               i, node.callee(), want.ToString(), got.ToString()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // %s... = invoke @prim(%args...) {mask = [...], shape_func = true}
+  absl::Status VerifyShapeFuncInvoke(const Node& node, const Function& callee) {
+    const int params = callee.body().num_params();
+    const int results = static_cast<int>(callee.body().results().size());
+    const AttrValue* mask = node.attrs().Find("mask");
+    if (mask == nullptr || TypeOf(*mask) != AttrType::kIntList ||
+        static_cast<int>(std::get<std::vector<int64_t>>(*mask).size()) != params) {
+      return NodeError(node, absl::StrFormat("a shape-function invoke of '@%s' needs a mask with "
+                                             "one entry per parameter (%d)",
+                                             node.callee(), params));
+    }
+    for (int64_t m : std::get<std::vector<int64_t>>(*mask)) {
+      if (m < 0 || m > 3) return NodeError(node, absl::StrFormat("mask entry %d is not an input dependence (0..3)", m));
+    }
+    if (node.num_operands() != params || node.num_results() != results) {
+      return NodeError(node, absl::StrFormat("a shape-function invoke of '@%s' takes %d operands "
+                                             "and binds %d shapes",
+                                             node.callee(), params, results));
     }
     return absl::OkStatus();
   }

@@ -124,6 +124,22 @@ KernelResult ArgwhereKernel(absl::Span<const Tensor> in, const Attrs&,
 }  // namespace
 
 void RegisterAlgorithmOps(OpRegistry::Builder& b) {
+  // argwhere's shape counter: runs where argwhere runs, so only this scalar crosses to the
+  // host (manifest-alloc), never the tensor being searched.
+  b.Register("count_nonzero")
+      .Input("data", InputDep::kNone)
+      .Pattern(FusionPattern::kOpaque)
+      .Doc("the number of non-zero elements, as an i64 scalar (argwhere's shape counter)")
+      .Rule([](ShapeContext&) -> absl::StatusOr<std::vector<Type>> {
+        return std::vector<Type>{Type::Tensor(DType::kI64, {})};
+      })
+      .Reference([](absl::Span<const Tensor> in, const Attrs&,
+                    absl::Span<const Type>) -> absl::StatusOr<std::vector<Tensor>> {
+        int64_t n = 0;
+        for (int64_t i = 0; i < in[0].num_elements(); ++i) n += in[0].GetDouble(i) != 0;
+        return std::vector<Tensor>{Tensor::FromInt64s(DType::kI64, {}, {n})};
+      });
+
   OpDefBuilder topk = b.Register("topk");
   topk.Input("data", InputDep::kShape)
       .Attr("k", AttrType::kInt, int64_t{1})
@@ -149,7 +165,7 @@ void RegisterAlgorithmOps(OpRegistry::Builder& b) {
   b.Register("argwhere")
       .Input("condition", InputDep::kValue)
       .Pattern(FusionPattern::kOpaque)
-      .DataDependentOutputShape()
+      .DataDependentOutputShape("count_nonzero")
       .Doc("coordinates of the non-zero elements: i64[count, rank], row-major order")
       .Rule(ArgwhereRule)
       .Reference(ArgwhereKernel);

@@ -1,7 +1,13 @@
-// Data movement between devices. `device_copy` is inserted by plan-devices at every device
+// Data movement and memory. `device_copy` is inserted by plan-devices at every device
 // boundary (and nowhere else); its role (kDeviceCopy) is how passes, the copy ledger and
 // pass-viz recognise it. Its input is `shape`: the output type is the input type, and the copy
 // itself is the only data access.
+//
+// The allocation ops are inserted by manifest-alloc and typed by their declaration: the size
+// of `memory.alloc_storage() : storage[n*2048] @sim` and the shape of
+// `memory.alloc_tensor(%st) : f32[n, 512] @sim` are expressions of the symbols, evaluated once
+// per call after the symbols are bound from the parameters' shapes. Where a shape function had
+// to run, the `_shaped` forms take its i64 result (`value`: read on the host).
 #include "shape_funcs/memory.h"
 
 #include "absl/strings/str_format.h"
@@ -22,6 +28,39 @@ absl::Status CheckDevice(const ShapeContext& ctx, absl::string_view attr) {
 }  // namespace
 
 void RegisterMemoryOps(OpRegistry::Builder& b) {
+  b.Register("memory.alloc_storage")
+      .Attr("alignment", AttrType::kInt, int64_t{64})
+      .Pattern(FusionPattern::kOpaque)
+      .Role(OpRole::kAllocStorage)
+      .Placed(Placement::kAnywhere)
+      .TypedByDeclaration()
+      .Doc("allocates storage of the size in its type (storage[bytes]) on its device");
+  b.Register("memory.alloc_storage_shaped")
+      .Input("shape", InputDep::kValue)
+      .Attr("dtype", AttrType::kDType)
+      .Attr("alignment", AttrType::kInt, int64_t{64})
+      .Pattern(FusionPattern::kOpaque)
+      .Role(OpRole::kAllocStorage)
+      .Placed(Placement::kAnywhere)
+      .TypedByDeclaration()
+      .Doc("allocates storage for a tensor of `dtype` whose shape a shape function computed");
+  b.Register("memory.alloc_tensor")
+      .StorageInput("storage")
+      .Attr("offset", AttrType::kInt, int64_t{0})
+      .Pattern(FusionPattern::kOpaque)
+      .Role(OpRole::kAllocTensor)
+      .Placed(Placement::kAnywhere)
+      .TypedByDeclaration()
+      .Doc("a tensor of the type it is declared with, at `offset` bytes into storage");
+  b.Register("memory.alloc_tensor_shaped")
+      .StorageInput("storage")
+      .Input("shape", InputDep::kValue)
+      .Attr("offset", AttrType::kInt, int64_t{0})
+      .Pattern(FusionPattern::kOpaque)
+      .Role(OpRole::kAllocTensor)
+      .Placed(Placement::kAnywhere)
+      .TypedByDeclaration()
+      .Doc("a tensor whose shape a shape function computed, at `offset` bytes into storage");
   b.Register("device_copy")
       .Input("data", InputDep::kShape)
       .Attr("src", AttrType::kString)

@@ -24,6 +24,8 @@ absl::string_view OpRoleName(OpRole r) {
     case OpRole::kCompute: return "compute";
     case OpRole::kShapeQuery: return "shape-query";
     case OpRole::kDeviceCopy: return "device-copy";
+    case OpRole::kAllocStorage: return "alloc-storage";
+    case OpRole::kAllocTensor: return "alloc-tensor";
   }
   return "<bad role>";
 }
@@ -178,7 +180,19 @@ absl::StatusOr<std::vector<Type>> OpDef::InferTypes(const Attrs& attrs,
         "op '%s' takes %s%d inputs, got %d", name_, variadic_ ? "at least " : "",
         inputs_.size(), inputs.size()));
   }
+  if (typed_by_declaration_) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("op '%s' is typed by its declaration and has no shape rule", name_));
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (input(static_cast<int>(i)).storage) {
+      if (!inputs[i].type.is_storage()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("op '%s': input %d '%s' must be storage, got %s", name_, i,
+                            input(static_cast<int>(i)).name, inputs[i].type.ToString()));
+      }
+      continue;
+    }
     if (!inputs[i].type.is_tensor()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("op '%s': input %d '%s' must be a tensor, got %s", name_, i,
@@ -226,6 +240,19 @@ OpDefBuilder& OpDefBuilder::DataDependentOutputShape() {
   def_->data_dependent_ = true;
   return *this;
 }
+OpDefBuilder& OpDefBuilder::DataDependentOutputShape(std::string counter) {
+  def_->data_dependent_ = true;
+  def_->shape_counter_ = std::move(counter);
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::StorageInput(std::string name) {
+  def_->inputs_.push_back(InputSpec{std::move(name), InputDep::kNone, /*storage=*/true});
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::TypedByDeclaration() {
+  def_->typed_by_declaration_ = true;
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::Role(OpRole role) {
   def_->role_ = role;
   return *this;
@@ -265,8 +292,14 @@ absl::StatusOr<std::unique_ptr<OpRegistry>> OpRegistry::Builder::Build() {
   std::sort(defs_.begin(), defs_.end(),
             [](const auto& a, const auto& b) { return a->name() < b->name(); });
   for (auto& d : defs_) {
-    if (!d->shape_rule_) {
+    if (!d->shape_rule_ && !d->typed_by_declaration_) {
       return absl::InternalError(absl::StrCat("op '", d->name(), "' has no shape rule"));
+    }
+    if (!d->shape_counter_.empty() && std::none_of(defs_.begin(), defs_.end(), [&](const auto& o) {
+          return o->name() == d->shape_counter_;
+        })) {
+      return absl::InternalError(absl::StrCat("op '", d->name(), "' names an unknown counter '",
+                                              d->shape_counter_, "'"));
     }
     // Cheap data-movement and elementwise kernels exist everywhere; the rest run on the target.
     switch (d->pattern_) {

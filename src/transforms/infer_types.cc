@@ -210,7 +210,18 @@ class InferTypesPass : public Pass {
 
   absl::Status InferCall(Node& n) {
     const OpDef& op = *n.op();
+    if (op.typed_by_declaration()) {
+      for (const auto& r : n.results()) {
+        if (r->type().is_unset()) {
+          return NodeError(n, absl::StrFormat("%s needs a declared result type (its size is "
+                                              "written in the type)",
+                                              op.name()));
+        }
+      }
+      return absl::OkStatus();
+    }
     for (int i = 0; i < n.num_operands(); ++i) {
+      if (op.input(i).storage) continue;
       if (!n.operand(i)->type().is_tensor()) {
         return NodeError(n, absl::StrFormat("input %d '%s' (%%%s) must be a tensor, got %s", i,
                                             op.input(i).name, n.operand(i)->name(),
@@ -228,6 +239,20 @@ class InferTypesPass : public Pass {
     const Function* callee = module_->FindFunction(n.callee());
     if (callee == nullptr) return NodeError(n, "unknown function @" + n.callee());
     const Block& body = callee->body();
+    if (n.attrs().Has("outputs")) return absl::OkStatus();  // a kernel: binds nothing
+    if (n.attrs().Has("shape_func")) {
+      // One i64[rank] shape per callee result.
+      if (callee->result_types().size() != static_cast<size_t>(n.num_results())) {
+        return NodeError(n, absl::StrFormat("@%s returns %d values but %d shapes are bound",
+                                            callee->name(), callee->result_types().size(),
+                                            n.num_results()));
+      }
+      for (int i = 0; i < n.num_results(); ++i) {
+        const Type& r = callee->result_types()[i];
+        RETURN_IF_ERROR(SetType(n, n.result(i), Type::Tensor(DType::kI64, {r.rank()})));
+      }
+      return absl::OkStatus();
+    }
     if (body.num_params() != n.num_operands()) {
       return NodeError(n, absl::StrFormat("@%s takes %d arguments, got %d", callee->name(),
                                           body.num_params(), n.num_operands()));

@@ -16,6 +16,17 @@
 //   body yields: (%cond_next, %carried_next..., %scan...)
 //   results:     final carried values, then each scan value stacked along a new axis 0.
 //
+// Invoke forms (the callee is a module function):
+//   %r... = invoke @f(%args...)                     a call: operands = params, results = results
+//   invoke @prim(%args..., %outs...) {outputs = k}  a kernel writing into k explicit outputs
+//                                                   (destination passing; no results), after
+//                                                   manifest-alloc
+//   %s... = invoke @prim(%args...) {mask = [...], shape_func = true}
+//                                                   the host shape function of a primitive: one
+//                                                   i64[rank] result per callee result; `mask`
+//                                                   is the callee's derived per-input mask
+//                                                   (InputDep values), fixed by manifest-alloc
+//
 // There are no use lists: passes that rewrite operands walk the IR with a replacement map,
 // which keeps every node small and every rewrite linear.
 #ifndef HETPASS_IR_IR_H_

@@ -14,16 +14,22 @@ namespace hetpass {
 
 class Type {
  public:
-  enum class Kind { kUnset, kTensor, kTuple };
+  enum class Kind { kUnset, kTensor, kTuple, kStorage };
 
   Type() = default;
   static Type Tensor(DType dtype, std::vector<DimExpr> shape);
   static Type Tuple(std::vector<Type> fields);
+  // A block of device memory of `bytes` (an expression of the symbols, or `?` when only a
+  // shape function knows it): what memory.alloc_storage returns (manifest-alloc).
+  static Type Storage(DimExpr bytes);
 
   Kind kind() const { return kind_; }
   bool is_unset() const { return kind_ == Kind::kUnset; }
   bool is_tensor() const { return kind_ == Kind::kTensor; }
   bool is_tuple() const { return kind_ == Kind::kTuple; }
+  bool is_storage() const { return kind_ == Kind::kStorage; }
+  // Storage accessor.
+  const DimExpr& storage_bytes() const { return shape_[0]; }
 
   // Tensor accessors.
   DType dtype() const { return dtype_; }
@@ -44,7 +50,7 @@ class Type {
   friend H AbslHashValue(H h, const Type& t) {
     return H::combine(std::move(h), t.Hash());
   }
-  // `f32[n, 1024]`, `(f32[2], i64[2])`, `<unset>`.
+  // `f32[n, 1024]`, `(f32[2], i64[2])`, `storage[n*4096]`, `<unset>`.
   std::string ToString() const;
 
  private:

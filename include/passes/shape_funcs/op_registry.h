@@ -61,6 +61,8 @@ enum class OpRole : uint8_t {
   kCompute,     // an ordinary kernel
   kShapeQuery,  // output computed from input metadata alone (shape_of): reads no input data
   kDeviceCopy,  // moves its input between devices (attrs src, dst): inserted by plan-devices
+  kAllocStorage,  // allocates device memory (manifest-alloc)
+  kAllocTensor,   // views storage as a tensor (manifest-alloc)
 };
 absl::string_view OpRoleName(OpRole r);
 
@@ -76,6 +78,7 @@ absl::string_view PlacementName(Placement p);
 struct InputSpec {
   std::string name;
   InputDep dep = InputDep::kShape;
+  bool storage = false;  // a storage operand (memory.alloc_tensor), not a tensor
 };
 
 struct AttrSpec {
@@ -159,6 +162,12 @@ class OpDef {
   // True if output shapes are known only from input contents after they are computed
   // (argwhere): planning must bring a count to the host, not a shape.
   bool data_dependent_output_shape() const { return data_dependent_; }
+  // For data-dependent ops: the op that computes, on the op's own device, the scalar deciding
+  // the unknown output dim (argwhere: count_nonzero). manifest-alloc copies only that scalar.
+  const std::string& shape_counter() const { return shape_counter_; }
+  // Results typed by their declaration (allocation ops: the size lives in the result type as
+  // an expression of the symbols); such ops have no shape rule.
+  bool typed_by_declaration() const { return typed_by_declaration_; }
   // True if some input's dependence includes `value`.
   bool needs_values() const;
   OpRole role() const { return role_; }
@@ -187,6 +196,8 @@ class OpDef {
   int num_outputs_ = 1;
   FusionPattern pattern_ = FusionPattern::kOpaque;
   bool data_dependent_ = false;
+  std::string shape_counter_;
+  bool typed_by_declaration_ = false;
   OpRole role_ = OpRole::kCompute;
   std::optional<Placement> placement_override_;
   Placement placement_ = Placement::kTarget;  // resolved by Build()
@@ -207,6 +218,10 @@ class OpDefBuilder {
   OpDefBuilder& Outputs(int n);
   OpDefBuilder& Pattern(FusionPattern p);
   OpDefBuilder& DataDependentOutputShape();
+  // Data-dependent output shape whose unknown dim is the scalar computed by `counter`.
+  OpDefBuilder& DataDependentOutputShape(std::string counter);
+  OpDefBuilder& StorageInput(std::string name);
+  OpDefBuilder& TypedByDeclaration();
   OpDefBuilder& Role(OpRole role);
   // Overrides the placement derived from the fusion pattern.
   OpDefBuilder& Placed(Placement placement);
