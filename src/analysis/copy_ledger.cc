@@ -75,9 +75,12 @@ class LedgerBuilder {
         return absl::StrFormat("input %d '%s' of %s %s runs on %s", u.index, in.name, op.name(),
                                ResultNames(n), DeviceName(n.device()));
       }
-      case NodeKind::kInvoke:
-        return absl::StrFormat("argument %d of @%s %s on %s", u.index, n.callee(), ResultNames(n),
+      case NodeKind::kInvoke: {
+        const std::string results = ResultNames(n);
+        return absl::StrFormat("argument %d of @%s%s runs on %s", u.index, n.callee(),
+                               results.empty() ? "" : absl::StrCat(" ", results),
                                DeviceName(n.device()));
+      }
       case NodeKind::kIf:
         return absl::StrCat("condition of if ", ResultNames(n));
       case NodeKind::kLoop:

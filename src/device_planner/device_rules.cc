@@ -20,6 +20,16 @@ UseNeeds OperandNeeds(const Node& user, int i) {
       }
       return UseNeeds{false, true};
     }
+    case NodeKind::kInvoke: {
+      // A shape function reads `value` parameters on the host and only metadata otherwise.
+      const AttrValue* mask = user.attrs().Find("mask");
+      if (user.attrs().Has("shape_func") && mask != nullptr && TypeOf(*mask) == AttrType::kIntList) {
+        const auto& m = std::get<std::vector<int64_t>>(*mask);
+        const bool value = i < static_cast<int>(m.size()) && NeedsValue(static_cast<InputDep>(m[i]));
+        return UseNeeds{value, false};
+      }
+      return UseNeeds{false, true};
+    }
     case NodeKind::kIf:
       return UseNeeds{true, false};
     case NodeKind::kLoop:

@@ -1,6 +1,7 @@
 // The explicit list of passes available to text pipelines. A pass added to the library is
 // added here too; there are no static registration constructors.
 #include "passes/device_planner/plan_devices.h"
+#include "passes/manifest_alloc/manifest_alloc.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/support/status_macros.h"
 #include "passes/transforms/bind_params.h"
@@ -79,6 +80,18 @@ void RegisterAllPasses(PassRegistry& r) {
         }
         opts.function = o.GetString("function", opts.function);
         return CreatePlanDevicesPass(opts);
+      }});
+  r.Register(PassInfo{
+      std::string(ManifestAllocOptions::kName),
+      "make memory explicit: storage and tensor allocation, shape functions fed by their masks, "
+      "copies for host-read values, kernels with explicit outputs",
+      {"function: the function to rewrite (main)", "alignment: storage alignment in bytes (64)"},
+      [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+        RETURN_IF_ERROR(o.CheckKnown({"function", "alignment"}));
+        ManifestAllocOptions opts;
+        opts.function = o.GetString("function", opts.function);
+        ASSIGN_OR_RETURN(opts.alignment, o.GetInt("alignment", opts.alignment));
+        return CreateManifestAllocPass(opts);
       }});
   r.Register(PassInfo{std::string(DceOptions::kName), "remove bindings whose results are unused",
                       {},

@@ -6,8 +6,8 @@
 // The allocation ops are inserted by manifest-alloc and typed by their declaration: the size
 // of `memory.alloc_storage() : storage[n*2048] @sim` and the shape of
 // `memory.alloc_tensor(%st) : f32[n, 512] @sim` are expressions of the symbols, evaluated once
-// per call after the symbols are bound from the parameters' shapes. Where a shape function had
-// to run, the `_shaped` forms take its i64 result (`value`: read on the host).
+// per call after the symbols are bound from the parameters' shapes. Where only a shape function
+// or a counter knows a dim, `memory.alloc_tensor_dyn` takes it as a host value.
 #include "shape_funcs/memory.h"
 
 #include "absl/strings/str_format.h"
@@ -35,15 +35,6 @@ void RegisterMemoryOps(OpRegistry::Builder& b) {
       .Placed(Placement::kAnywhere)
       .TypedByDeclaration()
       .Doc("allocates storage of the size in its type (storage[bytes]) on its device");
-  b.Register("memory.alloc_storage_shaped")
-      .Input("shape", InputDep::kValue)
-      .Attr("dtype", AttrType::kDType)
-      .Attr("alignment", AttrType::kInt, int64_t{64})
-      .Pattern(FusionPattern::kOpaque)
-      .Role(OpRole::kAllocStorage)
-      .Placed(Placement::kAnywhere)
-      .TypedByDeclaration()
-      .Doc("allocates storage for a tensor of `dtype` whose shape a shape function computed");
   b.Register("memory.alloc_tensor")
       .StorageInput("storage")
       .Attr("offset", AttrType::kInt, int64_t{0})
@@ -52,15 +43,16 @@ void RegisterMemoryOps(OpRegistry::Builder& b) {
       .Placed(Placement::kAnywhere)
       .TypedByDeclaration()
       .Doc("a tensor of the type it is declared with, at `offset` bytes into storage");
-  b.Register("memory.alloc_tensor_shaped")
-      .StorageInput("storage")
-      .Input("shape", InputDep::kValue)
-      .Attr("offset", AttrType::kInt, int64_t{0})
+  b.Register("memory.alloc_tensor_dyn")
+      .Input("dims", InputDep::kValue)
+      .Attr("alignment", AttrType::kInt, int64_t{64})
       .Pattern(FusionPattern::kOpaque)
-      .Role(OpRole::kAllocTensor)
+      .Role(OpRole::kAllocStorage)
       .Placed(Placement::kAnywhere)
       .TypedByDeclaration()
-      .Doc("a tensor whose shape a shape function computed, at `offset` bytes into storage");
+      .Doc("allocates a tensor of its declared type whose `?` dims are known only at run time: "
+           "`dims` holds either the `?` dims in order or the whole shape (then every known dim is "
+           "checked against it); memory comes from the pooling allocator");
   b.Register("device_copy")
       .Input("data", InputDep::kShape)
       .Attr("src", AttrType::kString)

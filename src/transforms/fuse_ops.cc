@@ -1,9 +1,11 @@
 // fuse-ops: op calls grouped into primitive functions, one `invoke` per group.
 //
 // Definitions
-//   wrappable   an op call whose op role is kCompute or kShapeQuery. device_copy (kDeviceCopy)
-//               is never fused and never wrapped: plan-devices put it on a boundary and later
-//               stages must still see it. Constants, tuples, get_item, invoke, if and loop are
+//   wrappable   an op call whose op role is kCompute. device_copy (kDeviceCopy) is never fused
+//               and never wrapped: plan-devices put it on a boundary and later stages must
+//               still see it. Shape queries (shape_of) are not wrapped either: they read only
+//               metadata, which no kernel is needed for (wrapped, they would look like a
+//               kernel reading its input's data on the host). Constants, tuples, get_item, invoke, if and loop are
 //               never members of a group.
 //   group       a set of wrappable calls of one block, all on the same device (Node::device(),
 //               kUnset included), that becomes one primitive function. Its *pattern* (from
@@ -100,8 +102,7 @@ namespace {
 constexpr size_t kMaxNameLength = 64;
 
 bool Wrappable(const Node& n) {
-  return n.kind() == NodeKind::kCall &&
-         (n.op()->role() == OpRole::kCompute || n.op()->role() == OpRole::kShapeQuery);
+  return n.kind() == NodeKind::kCall && n.op()->role() == OpRole::kCompute;
 }
 
 bool AtMostInjective(FusionPattern p) { return p <= FusionPattern::kInjective; }

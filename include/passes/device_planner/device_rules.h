@@ -25,6 +25,8 @@ bool IsHostArgument(const Type& type);
 //   `value` inputs of ops with data-dependent output shapes (argwhere): the device only (the
 //     kernel counts there; manifest-alloc copies the count, not the tensor);
 //   if conditions, loop trip counts and conditions: the host;
+//   shape-function invokes ({shape_func = true, mask = M}): the host for `value` parameters of
+//     M, nothing (metadata) for the others;
 //   everything else: the user's device.
 UseNeeds OperandNeeds(const Node& user, int i);
 

@@ -1,0 +1,340 @@
+// manifest-alloc: explicit storage, shape functions, copies and destination-passing kernels.
+//
+// Input: a planned (plan-devices) and fused (fuse-ops) function: every computation is an
+// `invoke` of a primitive function with a device; device_copy bindings at the boundaries.
+//
+// Definitions
+//   Bound symbols: the symbols of the function's parameter types. The runtime binds them once
+//   per call from the arguments' shapes; after that every static or symbolic size is a host
+//   expression and needs no shape function. A result type is *known* when all its dims are
+//   constants or expressions of bound symbols.
+//
+// Per invoke of a primitive @P on device D, results r_i of type T_i:
+//   1. Known T_i:   %st = memory.alloc_storage() : storage[bytes(T_i)] @D
+//                   %t  = memory.alloc_tensor(%st) : T_i @D
+//   2. @P is a data-dependent op with a shape counter (argwhere): the counter runs on D into an
+//      8-byte scalar, only that scalar is copied to the host, and
+//                   %t  = memory.alloc_tensor_dyn(%count_on_host) : T_i @D
+//      fills the unknown dim. The searched tensor never crosses.
+//   3. Otherwise the host shape function:
+//                   %s_i = invoke @P(...) {mask = M, shape_func = true} @cpu
+//      with M = DeriveInputMask(@P): `value` parameters are read on the host (a value living
+//      on the accelerator is copied once, shared by every shape function that reads it);
+//      `shape` parameters pass metadata (the operand stays where it is: no copy).
+//                   %t  = memory.alloc_tensor_dyn(%s_i) : T_i @D
+//   4. The kernel:  invoke @P(%args..., %t_0, ...) {outputs = k} @D   (no results)
+//      and every use of r_i now reads %t_i.
+// Regions (if/loop bodies) are rewritten the same way, in place.
+//
+// Output invariants (VerifyExplicitAllocation): no op call computes outside a primitive; every
+// primitive invoke is a kernel with explicit outputs or a shape function. Running it again
+// changes nothing. The copy ledger after this pass lists every copy explicitly.
+// Known gaps: no kill/free steps yet (the VM frees by liveness); storage is not shared between
+// tensors yet (plan-memory's job); device_copy allocates its destination implicitly.
+#include "passes/manifest_alloc/manifest_alloc.h"
+
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "passes/ir/printer.h"
+#include "passes/shape_funcs/op_registry.h"
+#include "passes/support/status_macros.h"
+#include "passes/transforms/primitive_function.h"
+
+namespace hetpass {
+namespace {
+
+bool IsPrimitive(const Function* f) {
+  const AttrValue* p = f ? f->attrs().Find("primitive") : nullptr;
+  return p != nullptr && TypeOf(*p) == AttrType::kBool && std::get<bool>(*p);
+}
+
+bool IsPlainInvoke(const Node& n) {
+  return n.kind() == NodeKind::kInvoke && !n.attrs().Has("outputs") && !n.attrs().Has("shape_func");
+}
+
+class Manifester {
+ public:
+  Manifester(const ManifestAllocOptions& o, Module& m, Function& f)
+      : options_(o), module_(m), f_(f), names_(f), registry_(OpRegistry::Global()) {
+    for (const auto& p : f.body().params()) {
+      if (p->type().is_tensor()) {
+        for (const DimExpr& d : p->type().shape()) d.CollectSymbols(&bound_);
+      }
+    }
+  }
+
+  absl::StatusOr<bool> Run() {
+    RETURN_IF_ERROR(RewriteBlock(f_.body()));
+    return changed_;
+  }
+
+ private:
+  absl::Status Error(const Node& n, absl::string_view msg) const {
+    std::string names;
+    for (const auto& r : n.results()) absl::StrAppend(&names, " ", names_.Name(r.get()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(FormatLocation(&module_, n.loc()), ": ", n.OpName(), names, ": ", msg));
+  }
+
+  bool Known(const Type& t) const {
+    if (!t.is_tensor()) return false;
+    for (const DimExpr& d : t.shape()) {
+      if (d.is_unknown()) return false;
+      std::set<std::string> syms;
+      d.CollectSymbols(&syms);
+      for (const std::string& s : syms) {
+        if (!bound_.contains(s)) return false;
+      }
+    }
+    return true;
+  }
+
+  void Remap(Value*& v) {
+    auto it = replace_.find(v);
+    if (it != replace_.end()) v = it->second;
+  }
+
+  Node* Emit(std::unique_ptr<Node> n, DeviceKind d, const Location& loc) {
+    n->set_device(d);
+    n->set_loc(loc);
+    out_->push_back(std::move(n));
+    return out_->back().get();
+  }
+
+  // An op call built by this pass: its attributes are ours, so a schema mismatch is a bug.
+  std::unique_ptr<Node> Call(absl::string_view op, const Attrs& attrs = {}) {
+    auto n = std::make_unique<Node>(NodeKind::kCall);
+    n->set_op(registry_.Find(op));
+    HETPASS_CHECK(n->op() != nullptr, "manifest-alloc op missing from the registry");
+    absl::StatusOr<Attrs> checked = n->op()->CheckAttrs(attrs);
+    HETPASS_CHECK(checked.ok(), "manifest-alloc built attributes its op rejects");
+    n->set_attrs(*std::move(checked));
+    return n;
+  }
+
+  // Storage + tensor for a result of known type.
+  Value* AllocKnown(const Type& t, DeviceKind d, const Location& loc, const std::string& name) {
+    auto storage = Call("memory.alloc_storage", Attrs{{"alignment", options_.alignment}});
+    Value* st = storage->AddResult(Type::Storage(t.NumBytes()), name.empty() ? "" : absl::StrCat(name, "_storage"));
+    Emit(std::move(storage), d, loc);
+    auto tensor = Call("memory.alloc_tensor");
+    tensor->AddOperand(st);
+    Value* out = tensor->AddResult(t, name);
+    Emit(std::move(tensor), d, loc);
+    return out;
+  }
+
+  Value* AllocDyn(const Type& t, Value* dims, DeviceKind d, const Location& loc, const std::string& name) {
+    auto tensor = Call("memory.alloc_tensor_dyn", Attrs{{"alignment", options_.alignment}});
+    tensor->AddOperand(dims);
+    Value* out = tensor->AddResult(t, name);
+    Emit(std::move(tensor), d, loc);
+    return out;
+  }
+
+  // A value on the host for a shape function: itself, or one shared copy.
+  Value* OnHost(Value* v, const Location& loc) {
+    if (!IsAccelerator(v->device())) return v;
+    auto it = host_copies_.find(v);
+    if (it != host_copies_.end()) return it->second;
+    auto copy = Call("device_copy", Attrs{{"src", std::string(DeviceName(v->device()))},
+                                          {"dst", std::string("cpu")}});
+    copy->AddOperand(v);
+    Value* c = copy->AddResult(v->type(), v->name().empty() || std::isdigit(static_cast<unsigned char>(v->name()[0]))
+                                             ? ""
+                                             : absl::StrCat(v->name(), "_cpu"));
+    Emit(std::move(copy), DeviceKind::kCpu, loc);
+    host_copies_[v] = c;
+    return c;
+  }
+
+  // Kernel call into explicit outputs.
+  void EmitKernel(const std::string& callee, const std::vector<Value*>& args,
+                  const std::vector<Value*>& outs, DeviceKind d, const Location& loc) {
+    auto k = std::make_unique<Node>(NodeKind::kInvoke);
+    k->set_callee(callee);
+    for (Value* a : args) k->AddOperand(a);
+    for (Value* o : outs) k->AddOperand(o);
+    k->mutable_attrs().Set("outputs", static_cast<int64_t>(outs.size()));
+    Emit(std::move(k), d, loc);
+  }
+
+  // The single op of a primitive whose output shape only a counter can decide, if any.
+  const OpDef* CountedOp(const Function& p) const {
+    if (p.body().nodes().size() != 1) return nullptr;
+    const Node& only = *p.body().nodes()[0];
+    if (only.kind() != NodeKind::kCall || only.op()->shape_counter().empty()) return nullptr;
+    return only.op();
+  }
+
+  // A primitive wrapping the counter op, one per counter and input type.
+  absl::StatusOr<std::string> CounterFunction(const OpDef& counted, const Type& input) {
+    const std::string key = absl::StrCat(counted.shape_counter(), "|", input.ToString());
+    auto it = counters_.find(key);
+    if (it != counters_.end()) return it->second;
+    std::string name;
+    for (int k = 0;; ++k) {
+      name = absl::StrCat("count_", counted.name(), "_", k);
+      if (module_.FindFunction(name) == nullptr) break;
+    }
+    Function* fn = module_.AddFunction(name);
+    fn->mutable_attrs().Set("primitive", true);
+    Value* p = fn->body().AddParam(input, "data");
+    auto call = std::make_unique<Node>(NodeKind::kCall);
+    call->set_op(registry_.Find(counted.shape_counter()));
+    call->AddOperand(p);
+    Value* r = call->AddResult(Type::Tensor(DType::kI64, {}), "count");
+    fn->body().Append(std::move(call));
+    fn->body().set_results({r});
+    fn->set_result_types({r->type()});
+    counters_[key] = name;
+    return name;
+  }
+
+  absl::Status RewriteInvoke(std::unique_ptr<Node> n) {
+    Function* callee = module_.FindFunction(n->callee());
+    const DeviceKind d = n->device();
+    const Location loc = n->loc();
+    std::vector<Value*> args(n->operands().begin(), n->operands().end());
+    std::vector<Value*> outs;
+    const OpDef* counted = CountedOp(*callee);
+    std::vector<Value*> shapes;  // from the shape function, when needed
+    for (int i = 0; i < n->num_results(); ++i) {
+      Value* r = n->result(i);
+      const std::string name = r->name();
+      if (Known(r->type())) {
+        outs.push_back(AllocKnown(r->type(), d, loc, name));
+      } else if (counted != nullptr && n->num_results() == 1) {
+        ASSIGN_OR_RETURN(std::string counter, CounterFunction(*counted, args[0]->type()));
+        const Type scalar = Type::Tensor(DType::kI64, {});
+        Value* count = AllocKnown(scalar, d, loc, name.empty() ? "" : absl::StrCat(name, "_count"));
+        EmitKernel(counter, {args[0]}, {count}, d, loc);
+        outs.push_back(AllocDyn(r->type(), OnHost(count, loc), d, loc, name));
+      } else {
+        if (shapes.empty()) {
+          ASSIGN_OR_RETURN(shapes, EmitShapeFunction(*n, *callee, args));
+        }
+        outs.push_back(AllocDyn(r->type(), shapes[i], d, loc, name));
+      }
+      replace_[r] = outs.back();
+    }
+    EmitKernel(n->callee(), args, outs, d, loc);
+    retired_.push_back(std::move(n));
+    changed_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<Value*>> EmitShapeFunction(const Node& n, const Function& callee,
+                                                         const std::vector<Value*>& args) {
+    const std::vector<InputDep> mask = DeriveInputMask(callee);
+    auto sf = std::make_unique<Node>(NodeKind::kInvoke);
+    sf->set_callee(n.callee());
+    std::vector<int64_t> mask_attr;
+    for (size_t i = 0; i < args.size(); ++i) {
+      mask_attr.push_back(static_cast<int64_t>(mask[i]));
+      sf->AddOperand(NeedsValue(mask[i]) ? OnHost(args[i], n.loc()) : args[i]);
+    }
+    sf->mutable_attrs().Set("shape_func", true);
+    sf->mutable_attrs().Set("mask", mask_attr);
+    std::vector<Value*> shapes;
+    for (int i = 0; i < n.num_results(); ++i) {
+      const std::string& name = n.result(i)->name();
+      shapes.push_back(sf->AddResult(Type::Tensor(DType::kI64, {n.result(i)->type().rank()}),
+                                     name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))
+                                         ? ""
+                                         : absl::StrCat(name, "_shape")));
+    }
+    Emit(std::move(sf), DeviceKind::kCpu, n.loc());
+    return shapes;
+  }
+
+  absl::Status RewriteBlock(Block& block) {
+    std::vector<std::unique_ptr<Node>> old = std::move(block.mutable_nodes());
+    block.mutable_nodes().clear();
+    std::vector<std::unique_ptr<Node>> out;
+    std::vector<std::unique_ptr<Node>>* saved = out_;
+    out_ = &out;
+    for (auto& n : old) {
+      for (Value*& v : n->mutable_operands()) Remap(v);
+      for (int r = 0; r < n->num_regions(); ++r) RETURN_IF_ERROR(RewriteBlock(*n->region(r)));
+      if (n->kind() == NodeKind::kCall && n->op()->role() == OpRole::kCompute) {
+        return Error(*n, "manifest-alloc expects every computation inside a primitive function: "
+                         "run fuse-ops first");
+      }
+      if (IsPlainInvoke(*n) && IsPrimitive(module_.FindFunction(n->callee()))) {
+        if (n->device() == DeviceKind::kUnset) {
+          return Error(*n, "manifest-alloc needs devices: run plan-devices first");
+        }
+        for (const auto& r : n->results()) {
+          if (r->type().is_unset()) return Error(*n, "manifest-alloc needs typed IR: run infer-types first");
+        }
+        RETURN_IF_ERROR(RewriteInvoke(std::move(n)));
+        continue;
+      }
+      out.push_back(std::move(n));
+    }
+    out_ = saved;
+    for (auto& n : out) block.Append(std::move(n));
+    for (Value*& v : block.mutable_results()) Remap(v);
+    return absl::OkStatus();
+  }
+
+  const ManifestAllocOptions& options_;
+  Module& module_;
+  Function& f_;
+  ValueNames names_;
+  const OpRegistry& registry_;
+  std::set<std::string> bound_;
+  std::vector<std::unique_ptr<Node>>* out_ = nullptr;
+  absl::flat_hash_map<const Value*, Value*> replace_;
+  absl::flat_hash_map<const Value*, Value*> host_copies_;
+  absl::flat_hash_map<std::string, std::string> counters_;
+  std::vector<std::unique_ptr<Node>> retired_;
+  bool changed_ = false;
+};
+
+class ManifestAllocPass : public Pass {
+ public:
+  explicit ManifestAllocPass(ManifestAllocOptions o) : options_(std::move(o)) {}
+  absl::string_view name() const override { return ManifestAllocOptions::kName; }
+  absl::StatusOr<bool> Run(Module& module) override {
+    Function* f = module.FindFunction(options_.function);
+    if (f == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("manifest-alloc: no function @%s in the module", options_.function));
+    }
+    return Manifester(options_, module, *f).Run();
+  }
+
+ private:
+  ManifestAllocOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> CreateManifestAllocPass(const ManifestAllocOptions& options) {
+  return std::make_unique<ManifestAllocPass>(options);
+}
+
+absl::Status VerifyExplicitAllocation(const Module& module, absl::string_view function) {
+  const Function* f = module.FindFunction(function);
+  if (f == nullptr) return absl::InvalidArgumentError(absl::StrFormat("no function @%s", function));
+  absl::Status status = absl::OkStatus();
+  WalkNodes(f->body(), [&](const Node& n) {
+    if (!status.ok()) return;
+    const bool compute_call = n.kind() == NodeKind::kCall && n.op()->role() == OpRole::kCompute;
+    const bool implicit_kernel = IsPlainInvoke(n) && IsPrimitive(module.FindFunction(n.callee()));
+    if (compute_call || implicit_kernel) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          FormatLocation(&module, n.loc()), ": ", n.OpName(),
+          compute_call ? ": computes outside a primitive function"
+                       : absl::StrCat(": kernel @", n.callee(), " has no explicit outputs")));
+    }
+  });
+  return status;
+}
+
+}  // namespace hetpass
