@@ -4,6 +4,49 @@
 
 namespace hetpass {
 
+std::set<std::string> BoundSymbols(const Function& function) {
+  std::set<std::string> bound;
+  for (const auto& p : function.body().params()) {
+    if (!p->type().is_tensor()) continue;
+    for (const DimExpr& d : p->type().shape()) d.CollectSymbols(&bound);
+  }
+  return bound;
+}
+
+bool ShapeKnown(const Type& type, const std::set<std::string>& bound) {
+  if (!type.is_tensor()) return false;
+  for (const DimExpr& d : type.shape()) {
+    if (d.is_unknown()) return false;
+    std::set<std::string> syms;
+    d.CollectSymbols(&syms);
+    for (const std::string& s : syms) {
+      if (!bound.contains(s)) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+const Function* EnclosingFunction(const Node& n) {
+  const Block* b = n.parent();
+  while (b != nullptr && b->parent_function() == nullptr) {
+    b = b->parent_node() != nullptr ? b->parent_node()->parent() : nullptr;
+  }
+  return b != nullptr ? b->parent_function() : nullptr;
+}
+
+}  // namespace
+
+bool ResultShapesKnown(const Node& node) {
+  const Function* f = EnclosingFunction(node);
+  const std::set<std::string> bound = f != nullptr ? BoundSymbols(*f) : std::set<std::string>{};
+  for (const auto& r : node.results()) {
+    if (!ShapeKnown(r->type(), bound)) return false;
+  }
+  return true;
+}
+
 bool IsHostArgument(const Type& type) {
   if (!type.is_tensor() || type.rank() > 1) return false;
   const DimExpr n = type.NumElements();
@@ -16,7 +59,8 @@ UseNeeds OperandNeeds(const Node& user, int i) {
       const OpDef& op = *user.op();
       if (op.role() == OpRole::kShapeQuery) return UseNeeds{};
       if (NeedsValue(op.dep(i)) && !op.data_dependent_output_shape()) {
-        return UseNeeds{true, !IsHostArgument(user.operand(i)->type())};
+        if (IsHostArgument(user.operand(i)->type())) return UseNeeds{true, false};
+        return UseNeeds{!ResultShapesKnown(user), true};
       }
       return UseNeeds{false, true};
     }

@@ -38,6 +38,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "passes/device_planner/device_rules.h"
 #include "passes/ir/printer.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
@@ -58,13 +59,12 @@ bool IsPlainInvoke(const Node& n) {
 class Manifester {
  public:
   Manifester(const ManifestAllocOptions& o, Module& m, Function& f)
-      : options_(o), module_(m), f_(f), names_(f), registry_(OpRegistry::Global()) {
-    for (const auto& p : f.body().params()) {
-      if (p->type().is_tensor()) {
-        for (const DimExpr& d : p->type().shape()) d.CollectSymbols(&bound_);
-      }
-    }
-  }
+      : options_(o),
+        module_(m),
+        f_(f),
+        names_(f),
+        registry_(OpRegistry::Global()),
+        bound_(BoundSymbols(f)) {}
 
   absl::StatusOr<bool> Run() {
     RETURN_IF_ERROR(RewriteBlock(f_.body()));
@@ -79,18 +79,7 @@ class Manifester {
         absl::StrCat(FormatLocation(&module_, n.loc()), ": ", n.OpName(), names, ": ", msg));
   }
 
-  bool Known(const Type& t) const {
-    if (!t.is_tensor()) return false;
-    for (const DimExpr& d : t.shape()) {
-      if (d.is_unknown()) return false;
-      std::set<std::string> syms;
-      d.CollectSymbols(&syms);
-      for (const std::string& s : syms) {
-        if (!bound_.contains(s)) return false;
-      }
-    }
-    return true;
-  }
+  bool Known(const Type& t) const { return ShapeKnown(t, bound_); }
 
   void Remap(Value*& v) {
     auto it = replace_.find(v);

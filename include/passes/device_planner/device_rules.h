@@ -2,6 +2,9 @@
 #ifndef HETPASS_DEVICE_PLANNER_DEVICE_RULES_H_
 #define HETPASS_DEVICE_PLANNER_DEVICE_RULES_H_
 
+#include <set>
+#include <string>
+
 #include "passes/ir/ir.h"
 
 namespace hetpass {
@@ -18,10 +21,21 @@ struct UseNeeds {
 inline constexpr int64_t kMaxHostArgumentElements = 64;
 bool IsHostArgument(const Type& type);
 
+// The symbols bound when `function` is called: those of its parameters' types. The runtime
+// binds them once per call from the arguments' shapes.
+std::set<std::string> BoundSymbols(const Function& function);
+// True if `type` is a tensor whose dims are constants or expressions of `bound` symbols: its
+// size is a host expression, no shape function is needed.
+bool ShapeKnown(const Type& type, const std::set<std::string>& bound);
+// True if every result of `node` has a known shape in its enclosing function.
+bool ResultShapesKnown(const Node& node);
+
 // What operand `i` of `user` needs:
 //   shape queries (shape_of): nothing (metadata);
-//   `value` inputs: the host, plus the user's device when the input is not a host argument
-//     (a large tensor read by the kernel too: what the single-flag override produces);
+//   `value` inputs that are host arguments: the host;
+//   other `value` inputs (a large tensor read by the kernel: what the single-flag override
+//     produces): the user's device, plus the host when a shape function must run (some
+//     result shape is not known from the bound symbols);
 //   `value` inputs of ops with data-dependent output shapes (argwhere): the device only (the
 //     kernel counts there; manifest-alloc copies the count, not the tensor);
 //   if conditions, loop trip counts and conditions: the host;
