@@ -19,6 +19,7 @@
 #include "passes/device_planner/device_rules.h"
 #include "passes/ir/printer.h"
 #include "passes/shape_funcs/op_registry.h"
+#include "passes/transforms/primitive_function.h"
 
 namespace hetpass {
 namespace {
@@ -31,7 +32,7 @@ struct Use {
 
 class LedgerBuilder {
  public:
-  LedgerBuilder(const Function& f) : f_(f), names_(f) {}
+  LedgerBuilder(const Module& m, const Function& f) : module_(m), f_(f), names_(f) {}
 
   CopyLedger Build() {
     IndexUses(f_.body());
@@ -99,6 +100,8 @@ class LedgerBuilder {
         ledger.entries.push_back(Entry(*n, in_loop));
       } else if (n->kind() == NodeKind::kCall) {
         AddImplied(*n, in_loop, ledger);
+      } else if (n->kind() == NodeKind::kInvoke && n->attrs().empty()) {
+        AddImpliedForPrimitive(*n, in_loop, ledger);
       }
       for (int r = 0; r < n->num_regions(); ++r) {
         Visit(*n->region(r), in_loop || n->kind() == NodeKind::kLoop, ledger);
@@ -106,8 +109,18 @@ class LedgerBuilder {
     }
   }
 
-  // Shape-function reads of accelerator values that the IR does not copy yet.
+  // Shape-function reads of accelerator values that the IR does not copy yet, and the count of
+  // a data-dependent op on the accelerator.
   void AddImplied(const Node& n, bool in_loop, CopyLedger& ledger) {
+    if (!n.op()->shape_counter().empty() && IsAccelerator(n.device())) {
+      LedgerEntry e = Implied(n, in_loop, DimExpr(8), absl::StrCat("count of ", ResultNames(n)),
+                              absl::StrFormat("the output shape of %s %s is data-dependent: its "
+                                              "count",
+                                              n.op()->name(), ResultNames(n)));
+      e.src = n.device();
+      ledger.entries.push_back(std::move(e));
+      return;
+    }
     for (int i = 0; i < n.num_operands(); ++i) {
       const Value* v = n.operand(i);
       const UseNeeds needs = OperandNeeds(n, i);
@@ -128,6 +141,57 @@ class LedgerBuilder {
                                  i, n.op()->input(i).name, n.op()->name(), ResultNames(n));
       ledger.entries.push_back(std::move(e));
     }
+  }
+
+  // Before manifest-alloc, a primitive invoke implies the same copies as the ops it fused: the
+  // derived mask says which parameters its shape function reads, and a data-dependent op on
+  // the accelerator implies the copy of its 8-byte count.
+  void AddImpliedForPrimitive(const Node& n, bool in_loop, CopyLedger& ledger) {
+    const Function* callee = module_.FindFunction(n.callee());
+    const AttrValue* primitive = callee ? callee->attrs().Find("primitive") : nullptr;
+    if (primitive == nullptr || !IsAccelerator(n.device())) return;
+    if (callee->body().nodes().size() == 1) {
+      const Node& only = *callee->body().nodes()[0];
+      if (only.kind() == NodeKind::kCall && !only.op()->shape_counter().empty()) {
+        LedgerEntry e = Implied(n, in_loop, DimExpr(8), absl::StrCat("count of ", n.callee()),
+                                absl::StrFormat("the output shape of %s %s is data-dependent: "
+                                                "its count",
+                                                only.op()->name(), ResultNames(n)));
+        e.src = n.device();
+        ledger.entries.push_back(std::move(e));
+        return;
+      }
+    }
+    if (ResultShapesKnown(n)) return;  // no shape function runs
+    const std::vector<InputDep> mask = DeriveInputMask(*callee);
+    for (int i = 0; i < n.num_operands() && i < static_cast<int>(mask.size()); ++i) {
+      const Value* v = n.operand(i);
+      if (!NeedsValue(mask[i]) || !IsAccelerator(v->device())) continue;
+      if (!implied_.insert(v).second) continue;
+      LedgerEntry e = Implied(n, in_loop, v->type().is_tensor() ? v->type().NumBytes() : DimExpr::Unknown(),
+                              names_.Name(v),
+                              absl::StrFormat("argument %d of @%s %s is value (shape function on "
+                                              "the host)",
+                                              i, n.callee(), ResultNames(n)));
+      e.src = v->device();
+      ledger.entries.push_back(std::move(e));
+    }
+  }
+
+  LedgerEntry Implied(const Node& n, bool in_loop, DimExpr bytes, std::string value,
+                      std::string reason) const {
+    LedgerEntry e;
+    e.node = &n;
+    e.implied = true;
+    e.in_loop = in_loop;
+    e.direction = CopyDirection::kDeviceToHost;
+    e.synchronizes = true;
+    e.dst = DeviceKind::kCpu;
+    e.bytes = std::move(bytes);
+    e.value = std::move(value);
+    e.copy = "(implied)";
+    e.reason = std::move(reason);
+    return e;
   }
 
   LedgerEntry Entry(const Node& n, bool in_loop) const {
@@ -161,6 +225,7 @@ class LedgerBuilder {
     return e;
   }
 
+  const Module& module_;
   const Function& f_;
   ValueNames names_;
   absl::flat_hash_map<const Value*, std::vector<Use>> uses_;
@@ -265,7 +330,7 @@ absl::StatusOr<CopyLedger> ComputeCopyLedger(const Module& module, absl::string_
   if (f == nullptr) {
     return absl::NotFoundError(absl::StrFormat("copy ledger: no function @%s", function));
   }
-  return LedgerBuilder(*f).Build();
+  return LedgerBuilder(module, *f).Build();
 }
 
 }  // namespace hetpass

@@ -72,6 +72,15 @@ UseNeeds OperandNeeds(const Node& user, int i) {
         const bool value = i < static_cast<int>(m.size()) && NeedsValue(static_cast<InputDep>(m[i]));
         return UseNeeds{value, false};
       }
+      // A call or kernel reads each argument where the callee's parameter lives (a primitive
+      // takes host arguments such as begin/end/strides on the host); unplaced: on its device.
+      const Function* f = EnclosingFunction(user);
+      const Function* callee =
+          f != nullptr && f->module() != nullptr ? f->module()->FindFunction(user.callee()) : nullptr;
+      if (callee != nullptr && i < callee->body().num_params()) {
+        const DeviceKind d = callee->body().param(i)->device();
+        if (d != DeviceKind::kUnset && !IsAccelerator(d)) return UseNeeds{true, false};
+      }
       return UseNeeds{false, true};
     }
     case NodeKind::kIf:

@@ -108,6 +108,7 @@ Function::Function(std::string name) : name_(std::move(name)) {
 
 Function* Module::AddFunction(std::string name) {
   functions_.push_back(std::make_unique<Function>(std::move(name)));
+  functions_.back()->module_ = this;
   return functions_.back().get();
 }
 

@@ -217,6 +217,8 @@ class Function {
 
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
+  // The module this function belongs to (set by Module::AddFunction).
+  Module* module() const { return module_; }
   Block& body() { return body_; }
   const Block& body() const { return body_; }
   const std::vector<Type>& result_types() const { return result_types_; }
@@ -234,7 +236,9 @@ class Function {
   const std::map<std::string, Tensor>& param_values() const { return param_values_; }
 
  private:
+  friend class Module;
   std::string name_;
+  Module* module_ = nullptr;
   Block body_;
   std::vector<Type> result_types_;
   Location loc_;

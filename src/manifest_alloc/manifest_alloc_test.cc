@@ -1,0 +1,238 @@
+#include "passes/manifest_alloc/manifest_alloc.h"
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "passes/analysis/copy_ledger.h"
+#include "passes/device_planner/plan_devices.h"
+#include "passes/shape_funcs/op_registry.h"
+#include "passes/testing/copy_budget.h"
+#include "support/ir_test_util.h"
+
+namespace hetpass {
+namespace {
+
+using ::hetpass::testing::ExpectIdempotent;
+using ::hetpass::testing::RunPipeline;
+using ::testing::HasSubstr;
+
+constexpr char kPipeline[] = "infer-types,plan-devices,fuse-ops,manifest-alloc";
+
+struct Compiled {
+  std::unique_ptr<Module> module;
+  CopyLedger ledger;
+  int shape_functions = 0;
+  int kernels = 0;
+  std::string text;
+};
+
+Compiled Compile(const std::string& text, const std::string& pipeline = kPipeline,
+                 const OpRegistry* registry = nullptr) {
+  Compiled c;
+  ParseOptions o;
+  o.registry = registry;
+  o.allow_elided_constants = true;
+  auto m = ParseModule(text, o);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return c;
+  c.module = *std::move(m);
+  auto r = RunPipeline(*c.module, pipeline);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (pipeline.find("manifest-alloc") != std::string::npos) {
+    EXPECT_TRUE(VerifyExplicitAllocation(*c.module).ok());
+  }
+  auto ledger = ComputeCopyLedger(*c.module);
+  EXPECT_TRUE(ledger.ok());
+  if (ledger.ok()) c.ledger = *ledger;
+  WalkNodes(static_cast<const Block&>(c.module->FindFunction("main")->body()), [&](const Node& n) {
+    if (n.kind() != NodeKind::kInvoke) return;
+    c.shape_functions += n.attrs().Has("shape_func");
+    c.kernels += n.attrs().Has("outputs");
+  });
+  c.text = PrintModule(*c.module);
+  return c;
+}
+
+const OpRegistry& SingleFlag() {
+  static const OpRegistry* r = OpRegistry::Global().SingleFlagOverride().release();
+  return *r;
+}
+
+std::string Mlp(const std::string& batch) {
+  return absl::StrCat("def @main(%x: f32[", batch, R"(, 1024]) {
+  %w1 = constant<elided> : f32[512, 1024]
+  %b1 = constant<elided> : f32[512]
+  %w2 = constant<elided> : f32[256, 512]
+  %b2 = constant<elided> : f32[256]
+  %w3 = constant<elided> : f32[128, 256]
+  %b3 = constant<elided> : f32[128]
+  %0 = nn.dense(%x, %w1)
+  %1 = nn.bias_add(%0, %b1) {axis = -1}
+  %2 = nn.relu(%1)
+  %3 = nn.dense(%2, %w2)
+  %4 = nn.bias_add(%3, %b2) {axis = -1}
+  %5 = nn.relu(%4)
+  %6 = nn.dense(%5, %w3)
+  %7 = nn.bias_add(%6, %b3) {axis = -1}
+  return %7
+}
+)");
+}
+
+// Tests the 3-layer MLP, static and dynamic batch: 3 kernels, 0 shape functions (sizes are
+// host expressions of the batch symbol), and only the input upload and result download.
+TEST(ManifestAlloc, MlpNeedsNoShapeFunction) {
+  for (const std::string batch : {"16", "n"}) {
+    Compiled c = Compile(Mlp(batch));
+    EXPECT_EQ(c.kernels, 3) << batch;
+    EXPECT_EQ(c.shape_functions, 0) << batch;
+    ExpectCopies(c.ledger, {.h2d = 1, .d2h = 1});
+    const DimExpr::Bindings n16 = {{"n", 16}};
+    EXPECT_EQ(LedgerBytes(c.ledger, CopyDirection::kHostToDevice, n16), 16 * 1024 * 4);
+    EXPECT_EQ(LedgerBytes(c.ledger, CopyDirection::kDeviceToHost, n16), 16 * 128 * 4);
+  }
+  EXPECT_THAT(Compile(Mlp("n")).text, HasSubstr("memory.alloc_storage() : storage[n*2048] @sim"));
+  EXPECT_THAT(Compile(Mlp("16")).text, HasSubstr("memory.alloc_storage() : storage[32768] @sim"));
+}
+
+// The seed case: ten dyn.strided_slice with run-time begin/end/strides. Per-input masks: the
+// chain fuses (no slice reads its input's values), and ONE composed host shape function reads
+// begin/end/strides on the host and the input's shape only: no copy. Single flag: every slice
+// reads its input's values, so nothing fuses, ten shape functions each need the whole sliced
+// tensor: ten copies, the same ten the ledger implied before manifest-alloc, now explicit.
+std::string SliceChain() {
+  std::string s =
+      "def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) {\n"
+      "  %xs = nn.relu(%x) @sim\n";
+  std::string prev = "%xs";
+  for (int i = 0; i < 10; ++i) {
+    absl::StrAppend(&s, "  %y", i, " = dyn.strided_slice(", prev, ", %b, %e, %s) @sim\n");
+    prev = absl::StrCat("%y", i);
+  }
+  return absl::StrCat(s, "  return ", prev, "\n}\n");
+}
+
+TEST(ManifestAlloc, SeedSliceChainUnderBothMasks) {
+  const char* pipeline = "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc";
+  Compiled ours = Compile(SliceChain(), pipeline);
+  EXPECT_EQ(ours.shape_functions, 1);
+  ExpectCopies(ours.ledger, {.h2d = 0, .d2h = 0});
+
+  Compiled old = Compile(SliceChain(), pipeline, &SingleFlag());
+  EXPECT_EQ(old.shape_functions, 10);
+  ExpectCopies(old.ledger, {.h2d = 0, .d2h = 10});
+  for (const LedgerEntry& e : old.ledger.entries) EXPECT_FALSE(e.implied) << e.value;
+  // The first copy is the whole input: n*64 floats.
+  EXPECT_EQ(old.ledger.entries[0].bytes.ToString(), "n*256");
+  // Before manifest-alloc the same ten copies were implied: the ledger is exact at every stage.
+  Compiled planned = Compile(SliceChain(), "infer-types,plan-devices{outputs=target},fuse-ops", &SingleFlag());
+  ExpectCopies(planned.ledger, {.h2d = 0, .d2h = 10});
+}
+
+// Tests argwhere on the accelerator: its count is computed there and only those 8 bytes cross.
+TEST(ManifestAlloc, ArgwhereCopiesOnlyTheCount) {
+  Compiled c = Compile(R"(
+def @main(%x: f32[n, 4] @sim) {
+  %e = exp(%x)
+  %i = argwhere(%e)
+  %f = cast(%i) {dtype = f32}
+  return %f
+}
+)",
+                       "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc");
+  ExpectCopies(c.ledger, {.h2d = 0, .d2h = 1});
+  EXPECT_EQ(c.ledger.entries[0].bytes, DimExpr(8));
+  EXPECT_THAT(c.ledger.entries[0].reason, HasSubstr("memory.alloc_tensor_dyn"));
+  EXPECT_THAT(c.text, HasSubstr("memory.alloc_tensor_dyn(%i_count_cpu) : i64[?, 2] @sim"));
+}
+
+// Tests a reshape target from shape arithmetic: known symbolically, so no shape function and no
+// copy; and the ops TVM over-declared, with run-time host values: shape functions run, but no
+// data tensor crosses.
+TEST(ManifestAlloc, ShapeFunctionsNeverCopyData) {
+  Compiled reshape = Compile(R"(
+def @main(%x: f32[n, 1024]) {
+  %w = constant<elided> : f32[512, 1024]
+  %h = nn.dense(%x, %w)
+  %s = shape_of(%h)
+  %i = constant<[0]> : i64[1]
+  %b = take(%s, %i)
+  %k = constant<[8, 64]> : i64[2]
+  %t = concatenate(%b, %k)
+  %r = dyn.reshape(%h, %t)
+  %y = nn.softmax(%r)
+  return %y
+}
+)");
+  EXPECT_EQ(reshape.shape_functions, 0);
+  ExpectCopies(reshape.ledger, {.h2d = 1, .d2h = 1});
+
+  const std::string over = R"(
+def @main(%x: f32[n, 3, 8, 8], %size: i64[2], %pads: i64[8], %reps: i64[4], %k: i64[]) {
+  %w = constant<elided> : f32[3, 3, 1, 1]
+  %c = nn.conv2d(%x, %w) @sim
+  %r = dyn.image.resize2d(%c, %size) @sim
+  %zero = constant<0.0> : f32[]
+  %p = dyn.nn.pad(%r, %pads, %zero) @sim
+  %t = dyn.tile(%p, %reps) @sim
+  %flat = constant<[-1]> : i64[1]
+  %f = dyn.reshape(%t, %flat) @sim
+  %v, %i = dyn.topk(%f, %k) @sim
+  return %v
+}
+)";
+  const char* pipeline = "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc";
+  Compiled ours = Compile(over, pipeline);
+  // resize+pad+tile+reshape fuse (injective, values from host inputs); topk stands alone.
+  EXPECT_EQ(ours.shape_functions, 2);
+  ExpectCopies(ours.ledger, {.h2d = 1, .d2h = 0});
+  Compiled old = Compile(over, pipeline, &SingleFlag());
+  ExpectCopies(old.ledger, {.h2d = 1, .d2h = 5});
+}
+
+// Tests that a tensor whose shape and values two shape functions need (single flag: a slice's
+// data is shape+value) is copied once, shared.
+TEST(ManifestAlloc, ShapeAndValueInputCopiesOnce) {
+  Compiled c = Compile(R"(
+def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) {
+  %xs = nn.relu(%x) @sim
+  %y0 = dyn.strided_slice(%xs, %b, %e, %s) @sim
+  %y1 = dyn.strided_slice(%xs, %e, %b, %s) @sim
+  return %y0, %y1
+}
+)",
+                       "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc",
+                       &SingleFlag());
+  EXPECT_EQ(c.shape_functions, 2);
+  ExpectCopies(c.ledger, {.h2d = 0, .d2h = 1});
+}
+
+// Tests idempotence and the errors for IR that is not ready.
+TEST(ManifestAlloc, IdempotentAndErrors) {
+  ExpectIdempotent(SliceChain(), "infer-types,plan-devices,fuse-ops,manifest-alloc");
+  auto unfused = testing::Parse("def @main(%x: f32[4]) {\n  %y = exp(%x)\n  return %y\n}\n");
+  auto r = RunPipeline(*unfused, "infer-types,plan-devices,manifest-alloc");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("2:3: exp %y: manifest-alloc expects every computation inside a primitive function: run fuse-ops first"));
+  auto unplanned = testing::Parse("def @main(%x: f32[4]) {\n  %y = exp(%x)\n  return %y\n}\n");
+  r = RunPipeline(*unplanned, "infer-types,fuse-ops,manifest-alloc");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("manifest-alloc needs devices: run plan-devices first"));
+  auto broken = testing::Parse(R"(
+def @main(%x: f32[4] @sim) {
+  %y = invoke @f(%x) : f32[4] @sim
+  return %y
+}
+
+def @f(%a: f32[4] @sim) -> f32[4] attributes {primitive = true} {
+  %b = exp(%a) : f32[4] @sim
+  return %b
+}
+)");
+  absl::Status s = VerifyExplicitAllocation(*broken);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("kernel @f has no explicit outputs"));
+}
+
+}  // namespace
+}  // namespace hetpass
