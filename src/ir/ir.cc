@@ -113,10 +113,29 @@ Function* Module::AddFunction(std::string name) {
 }
 
 Function* Module::FindFunction(absl::string_view name) const {
-  for (const auto& f : functions_) {
-    if (f->name() == name) return f.get();
+  auto valid = [&](size_t i) { return i < functions_.size() && functions_[i]->name() == name; };
+  if (index_.size() == functions_.size()) {
+    auto it = index_.find(name);
+    if (it == index_.end()) return nullptr;  // consistent index: the name is absent
+    if (valid(it->second)) return functions_[it->second].get();
   }
-  return nullptr;
+  // Stale: rebuild (the first function of a name wins, as a scan would; duplicate names make
+  // the sizes differ, so such modules fall back to a scan).
+  index_.clear();
+  for (size_t i = 0; i < functions_.size(); ++i) index_.emplace(functions_[i]->name(), i);
+  if (index_.size() != functions_.size()) {
+    for (const auto& f : functions_) {
+      if (f->name() == name) return f.get();
+    }
+    return nullptr;
+  }
+  auto it = index_.find(name);
+  return it != index_.end() && valid(it->second) ? functions_[it->second].get() : nullptr;
+}
+
+void Function::set_name(std::string n) {
+  name_ = std::move(n);
+  if (module_ != nullptr) module_->index_.clear();
 }
 
 std::string FormatLocation(const Module* module, const Location& loc) {

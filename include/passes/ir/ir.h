@@ -216,7 +216,7 @@ class Function {
   Function& operator=(const Function&) = delete;
 
   const std::string& name() const { return name_; }
-  void set_name(std::string n) { name_ = std::move(n); }
+  void set_name(std::string n);
   // The module this function belongs to (set by Module::AddFunction).
   Module* module() const { return module_; }
   Block& body() { return body_; }
@@ -264,6 +264,12 @@ class Module {
  private:
   std::vector<std::unique_ptr<Function>> functions_;
   std::string source_name_;
+  friend class Function;
+  // Name -> position in functions_, for O(1) lookups in modules with tens of thousands of
+  // primitive functions. Rebuilt when its size disagrees with functions_ (functions added or
+  // erased through mutable_functions()) or a hit points at another name (reordered); renames
+  // clear it (Function::set_name).
+  mutable absl::flat_hash_map<std::string, size_t> index_;
 };
 
 // "model.hir:3:7" / "node 'Reshape_12'" / "model.hir:3:7 (node 'Reshape_12')" / "<unknown>".
