@@ -502,6 +502,9 @@ class PlanDevicesPass : public Pass {
     }
     return Planner(options_, module, *f).Run();
   }
+  absl::Status VerifyPostconditions(const Module& module) const override {
+    return VerifyDevicePlacement(module, options_.function, options_.outputs_on_host);
+  }
 
  private:
   PlanDevicesOptions options_;

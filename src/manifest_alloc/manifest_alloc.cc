@@ -297,6 +297,9 @@ class ManifestAllocPass : public Pass {
     }
     return Manifester(options_, module, *f).Run();
   }
+  absl::Status VerifyPostconditions(const Module& module) const override {
+    return VerifyExplicitAllocation(module, options_.function);
+  }
 
  private:
   ManifestAllocOptions options_;

@@ -38,6 +38,7 @@ absl::StatusOr<bool> PassManager::Run(Module& module) {
     any_changed |= *changed;
     if (options_.verify_each) {
       absl::Status v = Verify(module);
+      if (v.ok()) v = pass->VerifyPostconditions(module);
       if (!v.ok()) {
         return absl::InternalError(absl::StrCat("verifier failed after pass '", pass->name(),
                                                 "' (a bug in that pass): ", v.message()));

@@ -126,3 +126,35 @@ TEST(PassRegistry, DescribesEveryPass) {
 
 }  // namespace
 }  // namespace hetpass
+
+namespace hetpass {
+namespace {
+
+// A pass that claims a postcondition it does not establish.
+class BrokenPromisePass : public Pass {
+ public:
+  absl::string_view name() const override { return "broken-promise"; }
+  absl::StatusOr<bool> Run(Module&) override { return false; }
+  absl::Status VerifyPostconditions(const Module&) const override {
+    return absl::InvalidArgumentError("every value has a device: %x has none");
+  }
+};
+
+// Tests that pass-specific postconditions are checked after the pass and blame it.
+TEST(PassManager, PostconditionsAreCheckedAfterThePass) {
+  auto m = testing::Parse("def @main(%x: f32[4]) {\n  return %x\n}\n");
+  PassManagerOptions o;
+  o.verify_each = true;
+  PassManager pm(o);
+  pm.AddPass(std::make_unique<BrokenPromisePass>());
+  auto r = pm.Run(*m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("verifier failed after pass 'broken-promise' (a bug in that pass): every value has a device"));
+  o.verify_each = false;
+  PassManager unchecked(o);
+  unchecked.AddPass(std::make_unique<BrokenPromisePass>());
+  EXPECT_TRUE(unchecked.Run(*m).ok());
+}
+
+}  // namespace
+}  // namespace hetpass

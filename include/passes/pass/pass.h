@@ -16,6 +16,12 @@ class Pass {
   virtual ~Pass() = default;
   virtual absl::string_view name() const = 0;
   virtual absl::StatusOr<bool> Run(Module& module) = 0;
+  // What this pass guarantees on top of the IR verifier (plan-devices: every value placed and
+  // every cross-device use copied; manifest-alloc: every kernel has explicit outputs). The pass
+  // manager checks it after the pass when verify_each is on.
+  virtual absl::Status VerifyPostconditions(const Module& module) const {
+    return absl::OkStatus();
+  }
 };
 
 }  // namespace hetpass
