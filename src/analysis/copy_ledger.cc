@@ -78,6 +78,10 @@ class LedgerBuilder {
       }
       case NodeKind::kInvoke: {
         const std::string results = ResultNames(n);
+        if (n.attrs().Has("shape_func")) {
+          return absl::StrFormat("argument %d of the shape function of @%s %s is value",
+                                 u.index, n.callee(), results);
+        }
         return absl::StrFormat("argument %d of @%s%s runs on %s", u.index, n.callee(),
                                results.empty() ? "" : absl::StrCat(" ", results),
                                DeviceName(n.device()));

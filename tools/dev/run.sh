@@ -54,11 +54,20 @@ configure_and_build() {
 
 run_demo() {
   configure_and_build "$build" hetpass-opt
+  local pipeline="infer-types,fold-constants,cse,dce,plan-devices{target=sim},fuse-ops,manifest-alloc"
+  local opt=("$build/hetpass-opt" examples/dynamic_mlp.hir --allow-elided-constants
+             "--passes=$pipeline")
   echo
-  echo "== hetpass demo: dynamic-batch MLP (examples/dynamic_mlp.hir)"
-  echo "== pipeline: infer-types,fold-constants,cse,dce"
-  "$build/hetpass-opt" examples/dynamic_mlp.hir --passes=infer-types,fold-constants,cse,dce \
-    --elide-constants --timing
+  echo "== hetpass demo: dynamic-batch MLP + run-time slice (examples/dynamic_mlp.hir)"
+  echo "== pipeline: $pipeline"
+  echo "== @main after the pipeline (the primitive functions follow it in the full output):"
+  "${opt[@]}" --elide-constants --timing | sed -n '1,/^}/p'
+  echo
+  echo "== copy ledger (per inference, bytes in terms of the batch n):"
+  "${opt[@]}" --copy-ledger=text
+  echo
+  echo "== the same program with the single per-op 'data_dependent' flag of older systems:"
+  "${opt[@]}" --copy-ledger=text --single-flag-masks
 }
 
 run_tests() {

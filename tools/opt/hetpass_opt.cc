@@ -39,6 +39,8 @@ ABSL_FLAG(std::string, o, "-", "output file ('-' for stdout)");
 ABSL_FLAG(std::string, copy_ledger, "",
           "print the copy ledger (text or json) of --ledger-function instead of the IR");
 ABSL_FLAG(std::string, ledger_function, "main", "function whose copy ledger is printed");
+ABSL_FLAG(bool, allow_elided_constants, false,
+          "accept `constant<elided>` (zero-filled) for examples whose weights do not matter");
 ABSL_FLAG(bool, single_flag_masks, false,
           "test-only: parse with every input of value-reading ops marked `value` (the per-op "
           "data_dependent flag of older systems), to compare copy ledgers");
@@ -103,6 +105,7 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
   static const std::unique_ptr<hetpass::OpRegistry> single_flag =
       hetpass::OpRegistry::Global().SingleFlagOverride();
   if (absl::GetFlag(FLAGS_single_flag_masks)) parse_options.registry = single_flag.get();
+  parse_options.allow_elided_constants = absl::GetFlag(FLAGS_allow_elided_constants);
   auto module = hetpass::ParseModule(text, parse_options);
   if (!module.ok()) return module.status();
   if (absl::Status s = hetpass::Verify(**module); !s.ok()) return s;
