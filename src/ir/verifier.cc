@@ -7,6 +7,8 @@
 // value involved; the first problem found is returned.
 #include "passes/ir/verifier.h"
 
+#include "passes/transforms/primitive_function.h"
+
 #include <string>
 #include <vector>
 
@@ -314,8 +316,18 @@ class FunctionVerifier {
                                              "one entry per parameter (%d)",
                                              node.callee(), params));
     }
-    for (int64_t m : std::get<std::vector<int64_t>>(*mask)) {
+    const std::vector<int64_t>& entries = std::get<std::vector<int64_t>>(*mask);
+    for (int64_t m : entries) {
       if (m < 0 || m > 3) return NodeError(node, absl::StrFormat("mask entry %d is not an input dependence (0..3)", m));
+    }
+    // The mask is derived from the callee's ops, never written by hand: it must match.
+    const std::vector<InputDep> derived = DeriveInputMask(callee);
+    for (int i = 0; i < params; ++i) {
+      if (static_cast<InputDep>(entries[i]) != derived[i]) {
+        return NodeError(node, absl::StrFormat("mask entry %d is '%s' but @%s derives '%s'", i,
+                                               InputDepName(static_cast<InputDep>(entries[i])),
+                                               node.callee(), InputDepName(derived[i])));
+      }
     }
     if (node.num_operands() != params || node.num_results() != results) {
       return NodeError(node, absl::StrFormat("a shape-function invoke of '@%s' takes %d operands "

@@ -236,3 +236,29 @@ def @f(%a: f32[4] @sim) -> f32[4] attributes {primitive = true} {
 
 }  // namespace
 }  // namespace hetpass
+
+namespace hetpass {
+namespace {
+
+// Tests that a shape-function mask that differs from the callee's derived mask is rejected.
+TEST(ManifestAlloc, VerifierChecksRecordedMask) {
+  const std::string text = R"(
+def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) {
+  %y_shape = invoke @f(%x, %b, %e, %s) {mask = [3, 2, 2, 2], shape_func = true} : i64[2] @cpu
+  return %y_shape
+}
+
+def @f(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) -> f32[?, ?] attributes {primitive = true} {
+  %y = dyn.strided_slice(%x, %b, %e, %s) : f32[?, ?] @sim
+  return %y
+}
+)";
+  auto m = ParseModule(text);
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::Status s = Verify(**m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("mask entry 0 is 'shape+value' but @f derives 'shape'"));
+}
+
+}  // namespace
+}  // namespace hetpass
