@@ -81,7 +81,9 @@ TEST(RegistryTest, CloneWithEmulatesTheSingleFlag) {
   });
   ASSERT_EQ(all_value->ops().size(), OpRegistry::Global().ops().size());
   for (const auto& def : all_value->ops()) {
-    if (!def->inputs().empty()) EXPECT_TRUE(def->needs_values()) << def->name();
+    if (!def->inputs().empty()) {
+      EXPECT_TRUE(def->needs_values()) << def->name();
+    }
   }
   EXPECT_EQ(all_value->Find("dyn.strided_slice")->dep(0), InputDep::kShapeAndValue);
   // The global table is untouched.

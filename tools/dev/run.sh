@@ -18,7 +18,7 @@ start=$(date +%s)
 
 # Debian packages this project builds and tests with (see shared/DEPENDENCIES.md).
 packages=(cmake ninja-build g++ ccache python3 libabsl-dev libgtest-dev libgmock-dev
-          libbenchmark-dev llvm-16-tools)
+          libbenchmark-dev llvm-16-tools pkg-config libgraphviz-dev graphviz chromium)
 
 install_missing() {
   local missing=()

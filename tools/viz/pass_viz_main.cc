@@ -1,0 +1,174 @@
+// pass-viz: a picture of every pipeline stage, and an index.html to read them in order.
+//
+//   pass-viz INPUT --passes=PIPELINE [--dump-after=all|name,...] --out DIR
+//            [--format=svg,png,dot] [--stats] [--engine=auto|dot|sfdp|...]
+//            [--max-cluster-ops=N] [--large-graph-nodes=N] [--verify-each=true]
+//
+// INPUT is text IR ('-' for stdin). Stage 0 is the input module; then one stage after each
+// pass selected by --dump-after. Errors (unreadable input, bad IR, bad pipeline, unwritable
+// output directory, a failing pass) print `error: ...` and exit 1; usage errors exit 2.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "passes/ir/parser.h"
+#include "passes/ir/verifier.h"
+#include "passes/pass/pass_registry.h"
+#include "viz/stages.h"
+
+ABSL_FLAG(std::string, passes, "", "comma-separated pass pipeline, e.g. infer-types,cse,dce");
+ABSL_FLAG(std::vector<std::string>, dump_after, {"all"},
+          "dump a stage after these passes ('all' for every pass)");
+ABSL_FLAG(std::string, out, "", "output directory (created if missing)");
+ABSL_FLAG(std::vector<std::string>, format, {"svg"}, "picture formats: svg, png, dot");
+ABSL_FLAG(bool, stats, false, "print per-stage graph size and layout/render times to stderr");
+ABSL_FLAG(std::string, engine, "auto",
+          "Graphviz layout engine: auto (dot; sfdp for large graphs), dot, sfdp, neato, ...");
+ABSL_FLAG(int, max_cluster_ops, 24, "fused groups with more ops are drawn as one node");
+ABSL_FLAG(int, large_graph_nodes, 1500,
+          "above this many graph nodes: collapse groups, hide constants, use sfdp (0: never)");
+ABSL_FLAG(bool, verify_each, true, "run the verifier after every pass");
+ABSL_FLAG(bool, legend, true, "draw the legend on every picture");
+
+namespace {
+
+int Fail(absl::string_view message) {
+  std::cerr << "error: " << message << "\n";
+  return 1;
+}
+
+absl::StatusOr<std::string> ReadInput(const std::string& path) {
+  std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  text << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
+  return text.str();
+}
+
+void PrintStats(const hetpass::viz::StageSummary& s) {
+  const hetpass::viz::PictureStats& p = s.stats;
+  std::cerr << absl::StrFormat(
+      "pass-viz: %s: %d IR bindings, %d graph nodes, %d edges, %d clusters%s; build %.3f s, "
+      "layout (%s) %.3f s, render %.3f s\n",
+      s.Title(), p.ir_nodes, p.graph_nodes, p.graph_edges, p.clusters,
+      p.large_graph ? " (large-graph mode)" : "", p.build_seconds, p.engine, p.layout_seconds,
+      p.render_seconds);
+}
+
+int Run(const std::string& input) {
+  const std::string out_dir = absl::GetFlag(FLAGS_out);
+  if (out_dir.empty()) {
+    std::cerr << "error: --out DIR is required; see --help\n";
+    return 2;
+  }
+  const std::string source = input == "-" ? "<stdin>" : input;
+  absl::StatusOr<std::string> text = ReadInput(input);
+  if (!text.ok()) return Fail(text.status().message());
+
+  hetpass::ParseOptions parse_options;
+  parse_options.source_name = source;
+  parse_options.allow_elided_constants = true;  // a picture needs no weights
+  auto module = hetpass::ParseModule(*text, parse_options);
+  if (!module.ok()) return Fail(module.status().message());
+  if (absl::Status s = hetpass::Verify(**module); !s.ok()) return Fail(s.message());
+
+  const std::string pipeline = absl::GetFlag(FLAGS_passes);
+  hetpass::PassManagerOptions pm_options;
+  pm_options.verify_each = absl::GetFlag(FLAGS_verify_each);
+  auto pm = hetpass::ParsePipeline(pipeline, pm_options);
+  if (!pm.ok()) return Fail(absl::StrCat("bad pipeline: ", pm.status().message()));
+
+  std::vector<std::string> dump_after = absl::GetFlag(FLAGS_dump_after);
+  std::vector<std::string> pass_names;
+  for (const auto& p : (*pm)->passes()) pass_names.push_back(std::string(p->name()));
+  for (const std::string& name : dump_after) {
+    if (name != "all" &&
+        std::find(pass_names.begin(), pass_names.end(), name) == pass_names.end()) {
+      return Fail(absl::StrCat("--dump-after names '", name, "', which is not in the pipeline (",
+                               pass_names.empty() ? "no passes" : absl::StrJoin(pass_names, ", "),
+                               ")"));
+    }
+  }
+
+  hetpass::viz::DumpOptions options;
+  options.out_dir = out_dir;
+  options.formats = absl::GetFlag(FLAGS_format);
+  options.dump_after = dump_after;
+  options.source_name = source;
+  options.pipeline = pipeline;
+  options.dot.engine = absl::GetFlag(FLAGS_engine);
+  options.dot.max_cluster_ops = absl::GetFlag(FLAGS_max_cluster_ops);
+  options.dot.large_graph_nodes = absl::GetFlag(FLAGS_large_graph_nodes);
+  options.dot.legend = absl::GetFlag(FLAGS_legend);
+  auto dumper = hetpass::viz::StageDumper::Create(options);
+  if (!dumper.ok()) return Fail(dumper.status().message());
+
+  if (absl::Status s = (*dumper)->DumpStage(**module, "", 0, false); !s.ok()) {
+    return Fail(s.message());
+  }
+  (*pm)->AddAfterPassHook(hetpass::viz::MakeDumpAfterPassHook(dumper->get()));
+  absl::StatusOr<bool> ran = (*pm)->Run(**module);
+  const std::string error = ran.ok() ? "" : std::string(ran.status().message());
+  if (absl::GetFlag(FLAGS_stats)) {
+    for (const auto& s : (*dumper)->stages()) PrintStats(s);
+  }
+  if (absl::Status s = (*dumper)->WriteIndex(error); !s.ok()) return Fail(s.message());
+  if (!ran.ok()) {
+    std::cerr << "pass-viz: wrote " << (*dumper)->stages().size() << " stage(s) up to the failure"
+              << " to " << out_dir << "/index.html\n";
+    return Fail(error);
+  }
+  std::cerr << "pass-viz: wrote " << (*dumper)->stages().size() << " stage(s) to " << out_dir
+            << "/index.html\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "pass-viz INPUT --passes=PIPELINE [--dump-after=all|name,...] --out DIR "
+      "[--format=svg,png,dot] [--stats]\n"
+      "Draws the module after each selected pass (devices coloured, copies explained) and "
+      "writes DIR/index.html. Open index.html first.");
+  // --help lists the flags of this file (absl expects a file named after the binary).
+  absl::FlagsUsageConfig usage;
+  usage.contains_helpshort_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "pass_viz_main");
+  };
+  usage.contains_help_flags = usage.contains_helpshort_flags;
+  absl::SetFlagsUsageConfig(usage);
+  // Accept the dashed spellings of the docs (--dump-after) for absl's underscore flag names.
+  std::vector<std::string> storage(argv, argv + argc);
+  for (std::string& a : storage) {
+    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
+      const size_t end = std::min(a.find('='), a.size());
+      std::replace(a.begin() + 2, a.begin() + end, '-', '_');
+    }
+  }
+  std::vector<char*> argv2;
+  for (std::string& a : storage) argv2.push_back(a.data());
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv2.data());
+  if (args.size() != 2) {
+    std::cerr << "error: expected exactly one input file (or '-'); see --help\n";
+    return 2;
+  }
+  return Run(args[1]);
+}
