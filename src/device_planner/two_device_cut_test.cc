@@ -52,7 +52,9 @@ TEST(TwoDeviceCut, MatchesBruteForce) {
     auto solved = SolveTwoDeviceCut(p);
     ASSERT_TRUE(solved.ok()) << solved.status();
     for (int i = 0; i < n; ++i) {
-      if (p.fixed[i] != CutProblem::kFree) ASSERT_EQ(solved->side[i], p.fixed[i]);
+      if (p.fixed[i] != CutProblem::kFree) {
+        ASSERT_EQ(solved->side[i], p.fixed[i]);
+      }
     }
     std::vector<int> free;
     for (int i = 0; i < n; ++i) {
