@@ -16,6 +16,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
@@ -142,6 +144,13 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "hetpass-opt FILE|- [--passes=PIPELINE] [--print-ir-after=...] [--timing] [-o OUT]\n"
       "Parses text IR, runs a pass pipeline and prints the resulting IR.");
+  // --help lists the flags of this file (absl expects a file named after the binary).
+  absl::FlagsUsageConfig usage;
+  usage.contains_helpshort_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "hetpass_opt");
+  };
+  usage.contains_help_flags = usage.contains_helpshort_flags;
+  absl::SetFlagsUsageConfig(usage);
   // Accept the dashed spellings of the docs (--list-ops) for absl's underscore flag names.
   std::vector<std::string> storage(argv, argv + argc);
   for (std::string& a : storage) {
