@@ -22,6 +22,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/command_line.h"
 #include "passes/analysis/copy_ledger.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
@@ -141,27 +142,11 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  const std::vector<std::string> args = hetpass::tools::ParseToolCommandLine(
+      argc, argv,
       "hetpass-opt FILE|- [--passes=PIPELINE] [--print-ir-after=...] [--timing] [-o OUT]\n"
-      "Parses text IR, runs a pass pipeline and prints the resulting IR.");
-  // --help lists the flags of this file (absl expects a file named after the binary).
-  absl::FlagsUsageConfig usage;
-  usage.contains_helpshort_flags = [](absl::string_view file) {
-    return absl::StrContains(file, "hetpass_opt");
-  };
-  usage.contains_help_flags = usage.contains_helpshort_flags;
-  absl::SetFlagsUsageConfig(usage);
-  // Accept the dashed spellings of the docs (--list-ops) for absl's underscore flag names.
-  std::vector<std::string> storage(argv, argv + argc);
-  for (std::string& a : storage) {
-    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
-      const size_t end = std::min(a.find('='), a.size());
-      std::replace(a.begin() + 2, a.begin() + end, '-', '_');
-    }
-  }
-  std::vector<char*> argv2;
-  for (std::string& a : storage) argv2.push_back(a.data());
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv2.data());
+      "Parses text IR, runs a pass pipeline and prints the resulting IR.",
+      "hetpass_opt");
 
   if (absl::GetFlag(FLAGS_list_ops)) {
     std::cout << hetpass::OpRegistry::Global().Describe();

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/command_line.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -143,29 +144,13 @@ int Run(const std::string& input) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  const std::vector<std::string> args = hetpass::tools::ParseToolCommandLine(
+      argc, argv,
       "pass-viz INPUT --passes=PIPELINE [--dump-after=all|name,...] --out DIR "
       "[--format=svg,png,dot] [--stats]\n"
       "Draws the module after each selected pass (devices coloured, copies explained) and "
-      "writes DIR/index.html. Open index.html first.");
-  // --help lists the flags of this file (absl expects a file named after the binary).
-  absl::FlagsUsageConfig usage;
-  usage.contains_helpshort_flags = [](absl::string_view file) {
-    return absl::StrContains(file, "pass_viz_main");
-  };
-  usage.contains_help_flags = usage.contains_helpshort_flags;
-  absl::SetFlagsUsageConfig(usage);
-  // Accept the dashed spellings of the docs (--dump-after) for absl's underscore flag names.
-  std::vector<std::string> storage(argv, argv + argc);
-  for (std::string& a : storage) {
-    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
-      const size_t end = std::min(a.find('='), a.size());
-      std::replace(a.begin() + 2, a.begin() + end, '-', '_');
-    }
-  }
-  std::vector<char*> argv2;
-  for (std::string& a : storage) argv2.push_back(a.data());
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv2.data());
+      "writes DIR/index.html. Open index.html first.",
+      "pass_viz_main");
   if (args.size() != 2) {
     std::cerr << "error: expected exactly one input file (or '-'); see --help\n";
     return 2;
