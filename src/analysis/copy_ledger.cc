@@ -78,7 +78,7 @@ class LedgerBuilder {
       }
       case NodeKind::kInvoke: {
         const std::string results = ResultNames(n);
-        if (n.attrs().Has("shape_func")) {
+        if (IsShapeFunctionInvoke(n)) {
           return absl::StrFormat("argument %d of the shape function of @%s %s is value",
                                  u.index, n.callee(), results);
         }
@@ -104,7 +104,7 @@ class LedgerBuilder {
         ledger.entries.push_back(Entry(*n, in_loop));
       } else if (n->kind() == NodeKind::kCall) {
         AddImplied(*n, in_loop, ledger);
-      } else if (n->kind() == NodeKind::kInvoke && n->attrs().empty()) {
+      } else if (IsPlainInvoke(*n)) {
         AddImpliedForPrimitive(*n, in_loop, ledger);
       }
       for (int r = 0; r < n->num_regions(); ++r) {
@@ -152,8 +152,7 @@ class LedgerBuilder {
   // the accelerator implies the copy of its 8-byte count.
   void AddImpliedForPrimitive(const Node& n, bool in_loop, CopyLedger& ledger) {
     const Function* callee = module_.FindFunction(n.callee());
-    const AttrValue* primitive = callee ? callee->attrs().Find("primitive") : nullptr;
-    if (primitive == nullptr || !IsAccelerator(n.device())) return;
+    if (callee == nullptr || !IsPrimitive(*callee) || !IsAccelerator(n.device())) return;
     if (callee->body().nodes().size() == 1) {
       const Node& only = *callee->body().nodes()[0];
       if (only.kind() == NodeKind::kCall && !only.op()->shape_counter().empty()) {

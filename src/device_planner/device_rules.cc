@@ -66,8 +66,8 @@ UseNeeds OperandNeeds(const Node& user, int i) {
     }
     case NodeKind::kInvoke: {
       // A shape function reads `value` parameters on the host and only metadata otherwise.
-      const AttrValue* mask = user.attrs().Find("mask");
-      if (user.attrs().Has("shape_func") && mask != nullptr && TypeOf(*mask) == AttrType::kIntList) {
+      const AttrValue* mask = user.attrs().Find(kShapeFuncMaskAttr);
+      if (IsShapeFunctionInvoke(user) && mask != nullptr && TypeOf(*mask) == AttrType::kIntList) {
         const auto& m = std::get<std::vector<int64_t>>(*mask);
         const bool value = i < static_cast<int>(m.size()) && NeedsValue(static_cast<InputDep>(m[i]));
         return UseNeeds{value, false};

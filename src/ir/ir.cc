@@ -138,6 +138,26 @@ void Function::set_name(std::string n) {
   if (module_ != nullptr) module_->index_.clear();
 }
 
+bool IsPrimitive(const Function& f) {
+  const AttrValue* v = f.attrs().Find(kPrimitiveAttr);
+  return v != nullptr && TypeOf(*v) == AttrType::kBool && std::get<bool>(*v);
+}
+
+bool IsKernelInvoke(const Node& n) {
+  return n.kind() == NodeKind::kInvoke && n.attrs().Has(kKernelOutputsAttr);
+}
+
+bool IsShapeFunctionInvoke(const Node& n) {
+  const AttrValue* v = n.attrs().Find(kShapeFuncAttr);
+  return n.kind() == NodeKind::kInvoke && v != nullptr && TypeOf(*v) == AttrType::kBool &&
+         std::get<bool>(*v);
+}
+
+bool IsPlainInvoke(const Node& n) {
+  return n.kind() == NodeKind::kInvoke && !n.attrs().Has(kKernelOutputsAttr) &&
+         !n.attrs().Has(kShapeFuncAttr);
+}
+
 std::string FormatLocation(const Module* module, const Location& loc) {
   std::string out;
   if (loc.line > 0) {

@@ -254,10 +254,10 @@ class FunctionVerifier {
       return NodeError(node, absl::StrCat("invoke of undefined function '@", node.callee(), "'"));
     }
     const int params = callee->body().num_params();
-    const AttrValue* outputs = node.attrs().Find("outputs");
-    const AttrValue* shape_func = node.attrs().Find("shape_func");
+    const AttrValue* outputs = node.attrs().Find(kKernelOutputsAttr);
+    const AttrValue* shape_func = node.attrs().Find(kShapeFuncAttr);
     for (const auto& [name, value] : node.attrs().entries()) {
-      if (name != "outputs" && name != "shape_func" && name != "mask") {
+      if (name != kKernelOutputsAttr && name != kShapeFuncAttr && name != kShapeFuncMaskAttr) {
         return NodeError(node, absl::StrFormat("invoke takes only the attributes outputs, "
                                                "shape_func and mask, found '%s'", name));
       }
@@ -309,7 +309,7 @@ class FunctionVerifier {
   absl::Status VerifyShapeFuncInvoke(const Node& node, const Function& callee) {
     const int params = callee.body().num_params();
     const int results = static_cast<int>(callee.body().results().size());
-    const AttrValue* mask = node.attrs().Find("mask");
+    const AttrValue* mask = node.attrs().Find(kShapeFuncMaskAttr);
     if (mask == nullptr || TypeOf(*mask) != AttrType::kIntList ||
         static_cast<int>(std::get<std::vector<int64_t>>(*mask).size()) != params) {
       return NodeError(node, absl::StrFormat("a shape-function invoke of '@%s' needs a mask with "

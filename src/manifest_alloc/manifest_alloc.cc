@@ -47,14 +47,7 @@
 namespace hetpass {
 namespace {
 
-bool IsPrimitive(const Function* f) {
-  const AttrValue* p = f ? f->attrs().Find("primitive") : nullptr;
-  return p != nullptr && TypeOf(*p) == AttrType::kBool && std::get<bool>(*p);
-}
-
-bool IsPlainInvoke(const Node& n) {
-  return n.kind() == NodeKind::kInvoke && !n.attrs().Has("outputs") && !n.attrs().Has("shape_func");
-}
+bool IsPrimitive(const Function* f) { return f != nullptr && hetpass::IsPrimitive(*f); }
 
 class Manifester {
  public:
@@ -147,7 +140,7 @@ class Manifester {
     k->set_callee(callee);
     for (Value* a : args) k->AddOperand(a);
     for (Value* o : outs) k->AddOperand(o);
-    k->mutable_attrs().Set("outputs", static_cast<int64_t>(outs.size()));
+    k->mutable_attrs().Set(kKernelOutputsAttr, static_cast<int64_t>(outs.size()));
     Emit(std::move(k), d, loc);
   }
 
@@ -170,7 +163,7 @@ class Manifester {
       if (module_.FindFunction(name) == nullptr) break;
     }
     Function* fn = module_.AddFunction(name);
-    fn->mutable_attrs().Set("primitive", true);
+    fn->mutable_attrs().Set(kPrimitiveAttr, true);
     Value* p = fn->body().AddParam(input, "data");
     auto call = std::make_unique<Node>(NodeKind::kCall);
     call->set_op(registry_.Find(counted.shape_counter()));
@@ -226,8 +219,8 @@ class Manifester {
       mask_attr.push_back(static_cast<int64_t>(mask[i]));
       sf->AddOperand(NeedsValue(mask[i]) ? OnHost(args[i], n.loc()) : args[i]);
     }
-    sf->mutable_attrs().Set("shape_func", true);
-    sf->mutable_attrs().Set("mask", mask_attr);
+    sf->mutable_attrs().Set(kShapeFuncAttr, true);
+    sf->mutable_attrs().Set(kShapeFuncMaskAttr, mask_attr);
     std::vector<Value*> shapes;
     for (int i = 0; i < n.num_results(); ++i) {
       const std::string& name = n.result(i)->name();

@@ -239,8 +239,8 @@ class InferTypesPass : public Pass {
     const Function* callee = module_->FindFunction(n.callee());
     if (callee == nullptr) return NodeError(n, "unknown function @" + n.callee());
     const Block& body = callee->body();
-    if (n.attrs().Has("outputs")) return absl::OkStatus();  // a kernel: binds nothing
-    if (n.attrs().Has("shape_func")) {
+    if (IsKernelInvoke(n)) return absl::OkStatus();  // a kernel: binds nothing
+    if (IsShapeFunctionInvoke(n)) {
       // One i64[rank] shape per callee result.
       if (callee->result_types().size() != static_cast<size_t>(n.num_results())) {
         return NodeError(n, absl::StrFormat("@%s returns %d values but %d shapes are bound",

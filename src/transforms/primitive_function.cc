@@ -284,10 +284,6 @@ class Composer {
 
 }  // namespace
 
-bool IsPrimitive(const Function& f) {
-  const AttrValue* v = f.attrs().Find(kPrimitiveAttr);
-  return v != nullptr && TypeOf(*v) == AttrType::kBool && std::get<bool>(*v);
-}
 
 std::vector<InputDep> DeriveInputMask(const Function& primitive) {
   const NeedMap need = DeriveNeeds(primitive);

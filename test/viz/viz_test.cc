@@ -68,11 +68,6 @@ class ParsedDot {
   Agraph_t* graph_ = nullptr;
 };
 
-bool IsPrimitive(const Function& f) {
-  const AttrValue* v = f.attrs().Find("primitive");
-  return v != nullptr && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
-}
-
 // The drawing's size by its specification: every parameter, binding and returned value of a
 // top-level function is a node, every operand and block result an edge; an invoke of a
 // primitive function is replaced by the callee's parameters and bindings (its results become

@@ -114,22 +114,12 @@ std::string Wrap(absl::string_view s, int width) {
   return out;
 }
 
-bool IsPrimitive(const Function& f) {
-  const AttrValue* v = f.attrs().Find("primitive");
-  return v != nullptr && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
-}
 
 // The invoke forms of ir.h after manifest-alloc: `{shape_func = true}` calls a primitive's host
 // shape function, `{outputs = k}` a kernel writing into k explicit outputs. Neither is drawn as
 // the callee's body.
-bool IsShapeFuncInvoke(const Node& n) {
-  const AttrValue* v = n.attrs().Find("shape_func");
-  return n.kind() == NodeKind::kInvoke && v != nullptr && std::holds_alternative<bool>(*v) &&
-         std::get<bool>(*v);
-}
-bool IsDestinationPassingInvoke(const Node& n) {
-  return n.kind() == NodeKind::kInvoke && n.attrs().Has("outputs");
-}
+bool IsShapeFuncInvoke(const Node& n) { return IsShapeFunctionInvoke(n); }
+bool IsDestinationPassingInvoke(const Node& n) { return IsKernelInvoke(n); }
 
 bool IsShapeQuery(const Node& n) {
   return n.kind() == NodeKind::kCall && n.op() != nullptr && n.op()->role() == OpRole::kShapeQuery;
@@ -592,7 +582,7 @@ class GraphBuilder {
           Set(node, "style", kShapeArithStyle);
           Set(node, "class", absl::StrCat("shape_func device_", DeviceLabel(device)));
         } else if (IsDestinationPassingInvoke(n)) {
-          const AttrValue* outputs = n.attrs().Find("outputs");
+          const AttrValue* outputs = n.attrs().Find(kKernelOutputsAttr);
           if (std::holds_alternative<int64_t>(*outputs)) {
             absl::StrAppend(&label, "\\n(writes ", std::get<int64_t>(*outputs), " outputs)");
           }

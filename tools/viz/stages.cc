@@ -44,10 +44,7 @@ bool RegistryHasAllocations() {
   return false;
 }
 
-bool IsPrimitiveFunction(const Function& f) {
-  const AttrValue* v = f.attrs().Find("primitive");
-  return v != nullptr && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
-}
+bool IsPrimitiveFunction(const Function& f) { return IsPrimitive(f); }
 
 std::string FileStem(absl::string_view pass) {
   std::string out;

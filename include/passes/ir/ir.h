@@ -272,6 +272,20 @@ class Module {
   mutable absl::flat_hash_map<std::string, size_t> index_;
 };
 
+// The attributes that mark primitive functions and the invoke forms (see "Invoke forms").
+inline constexpr absl::string_view kPrimitiveAttr = "primitive";
+inline constexpr absl::string_view kKernelOutputsAttr = "outputs";
+inline constexpr absl::string_view kShapeFuncAttr = "shape_func";
+inline constexpr absl::string_view kShapeFuncMaskAttr = "mask";
+// True if `f` carries `primitive = true` (a fused kernel group made by fuse-ops).
+bool IsPrimitive(const Function& f);
+// `invoke @p(%ins..., %outs...) {outputs = k}`: a kernel writing into explicit outputs.
+bool IsKernelInvoke(const Node& n);
+// `invoke @p(...) {mask = [...], shape_func = true}`: a primitive's host shape function.
+bool IsShapeFunctionInvoke(const Node& n);
+// An invoke of neither special form: a call binding the callee's results.
+bool IsPlainInvoke(const Node& n);
+
 // "model.hir:3:7" / "node 'Reshape_12'" / "model.hir:3:7 (node 'Reshape_12')" / "<unknown>".
 std::string FormatLocation(const Module* module, const Location& loc);
 // Error text prefix for a node: "<loc>: <op> %<name>: ".

@@ -39,11 +39,7 @@
 
 namespace hetpass {
 
-// The function attribute that marks a primitive function (a bool, true).
-inline constexpr absl::string_view kPrimitiveAttr = "primitive";
-
-// True if `f` carries `primitive = true`.
-bool IsPrimitive(const Function& f);
+// kPrimitiveAttr and IsPrimitive() live in passes/ir/ir.h.
 
 // One mask per parameter of `primitive` (see the derivation above).
 std::vector<InputDep> DeriveInputMask(const Function& primitive);
