@@ -7,18 +7,16 @@
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/testing/copy_budget.h"
 #include "support/ir_test_util.h"
+#include "support/seed_models.h"
 
 namespace hetpass {
 namespace {
 
 using ::hetpass::testing::ExpectIdempotent;
 using ::hetpass::testing::RunPipeline;
+using ::hetpass::testing::SeedMlp;
+using ::hetpass::testing::SingleFlag;
 using ::testing::HasSubstr;
-
-const OpRegistry& SingleFlag() {
-  static const OpRegistry* r = OpRegistry::Global().SingleFlagOverride().release();
-  return *r;
-}
 
 std::unique_ptr<Module> ParseWith(const std::string& text, const OpRegistry* registry) {
   ParseOptions o;
@@ -89,28 +87,6 @@ TEST(PlanDevices, SeedSliceChain) {
   EXPECT_EQ(old->entries[0].bytes.ToString(), "n*256");
 }
 
-std::string Mlp(const std::string& batch) {
-  return absl::StrCat(R"(
-def @main(%x: f32[)", batch, R"(, 1024]) {
-  %w1 = constant<elided> : f32[512, 1024]
-  %b1 = constant<elided> : f32[512]
-  %w2 = constant<elided> : f32[256, 512]
-  %b2 = constant<elided> : f32[256]
-  %w3 = constant<elided> : f32[128, 256]
-  %b3 = constant<elided> : f32[128]
-  %0 = nn.dense(%x, %w1)
-  %1 = nn.bias_add(%0, %b1) {axis = -1}
-  %2 = nn.relu(%1)
-  %3 = nn.dense(%2, %w2)
-  %4 = nn.bias_add(%3, %b2) {axis = -1}
-  %5 = nn.relu(%4)
-  %6 = nn.dense(%5, %w3)
-  %7 = nn.bias_add(%6, %b3) {axis = -1}
-  return %7
-}
-)");
-}
-
 std::unique_ptr<Module> ParseElided(const std::string& text) {
   ParseOptions o;
   o.allow_elided_constants = true;
@@ -123,7 +99,7 @@ std::unique_ptr<Module> ParseElided(const std::string& text) {
 // the result download, with exact bytes; every op runs on the accelerator.
 TEST(PlanDevices, MlpCopiesOnlyInputAndResult) {
   for (const std::string batch : {"16", "n"}) {
-    auto m = ParseElided(Mlp(batch));
+    auto m = ParseElided(SeedMlp(batch));
     ASSERT_TRUE(RunPipeline(*m, "infer-types,plan-devices").ok());
     ASSERT_TRUE(VerifyDevicePlacement(*m).ok());
     auto ledger = ComputeCopyLedger(*m);
@@ -262,7 +238,7 @@ def @main(%x: f32[n, 2]) {
 
 // Tests that target=cpu puts everything on the host with no copies.
 TEST(PlanDevices, CpuTargetHasNoCopies) {
-  auto m = ParseElided(Mlp("n"));
+  auto m = ParseElided(SeedMlp("n"));
   ASSERT_TRUE(RunPipeline(*m, "infer-types,plan-devices{target=cpu}").ok());
   ExpectCopies(*ComputeCopyLedger(*m), {});
 }

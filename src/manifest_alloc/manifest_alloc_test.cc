@@ -8,12 +8,15 @@
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/testing/copy_budget.h"
 #include "support/ir_test_util.h"
+#include "support/seed_models.h"
 
 namespace hetpass {
 namespace {
 
 using ::hetpass::testing::ExpectIdempotent;
 using ::hetpass::testing::RunPipeline;
+using ::hetpass::testing::SeedMlp;
+using ::hetpass::testing::SingleFlag;
 using ::testing::HasSubstr;
 
 constexpr char kPipeline[] = "infer-types,plan-devices,fuse-ops,manifest-alloc";
@@ -53,37 +56,11 @@ Compiled Compile(const std::string& text, const std::string& pipeline = kPipelin
   return c;
 }
 
-const OpRegistry& SingleFlag() {
-  static const OpRegistry* r = OpRegistry::Global().SingleFlagOverride().release();
-  return *r;
-}
-
-std::string Mlp(const std::string& batch) {
-  return absl::StrCat("def @main(%x: f32[", batch, R"(, 1024]) {
-  %w1 = constant<elided> : f32[512, 1024]
-  %b1 = constant<elided> : f32[512]
-  %w2 = constant<elided> : f32[256, 512]
-  %b2 = constant<elided> : f32[256]
-  %w3 = constant<elided> : f32[128, 256]
-  %b3 = constant<elided> : f32[128]
-  %0 = nn.dense(%x, %w1)
-  %1 = nn.bias_add(%0, %b1) {axis = -1}
-  %2 = nn.relu(%1)
-  %3 = nn.dense(%2, %w2)
-  %4 = nn.bias_add(%3, %b2) {axis = -1}
-  %5 = nn.relu(%4)
-  %6 = nn.dense(%5, %w3)
-  %7 = nn.bias_add(%6, %b3) {axis = -1}
-  return %7
-}
-)");
-}
-
 // Tests the 3-layer MLP, static and dynamic batch: 3 kernels, 0 shape functions (sizes are
 // host expressions of the batch symbol), and only the input upload and result download.
 TEST(ManifestAlloc, MlpNeedsNoShapeFunction) {
   for (const std::string batch : {"16", "n"}) {
-    Compiled c = Compile(Mlp(batch));
+    Compiled c = Compile(SeedMlp(batch));
     EXPECT_EQ(c.kernels, 3) << batch;
     EXPECT_EQ(c.shape_functions, 0) << batch;
     ExpectCopies(c.ledger, {.h2d = 1, .d2h = 1});
@@ -91,8 +68,8 @@ TEST(ManifestAlloc, MlpNeedsNoShapeFunction) {
     EXPECT_EQ(LedgerBytes(c.ledger, CopyDirection::kHostToDevice, n16), 16 * 1024 * 4);
     EXPECT_EQ(LedgerBytes(c.ledger, CopyDirection::kDeviceToHost, n16), 16 * 128 * 4);
   }
-  EXPECT_THAT(Compile(Mlp("n")).text, HasSubstr("memory.alloc_storage() : storage[n*2048] @sim"));
-  EXPECT_THAT(Compile(Mlp("16")).text, HasSubstr("memory.alloc_storage() : storage[32768] @sim"));
+  EXPECT_THAT(Compile(SeedMlp("n")).text, HasSubstr("memory.alloc_storage() : storage[n*2048] @sim"));
+  EXPECT_THAT(Compile(SeedMlp("16")).text, HasSubstr("memory.alloc_storage() : storage[32768] @sim"));
 }
 
 // The seed case: ten dyn.strided_slice with run-time begin/end/strides. Per-input masks: the
