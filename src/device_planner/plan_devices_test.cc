@@ -118,20 +118,7 @@ TEST(PlanDevices, MlpCopiesOnlyInputAndResult) {
 // Tests that a reshape target computed by shape arithmetic stays on the host: no device to
 // host copy except the result.
 TEST(PlanDevices, ReshapeTargetFromShapeArithmeticStaysOnHost) {
-  const std::string text = R"(
-def @main(%x: f32[n, 1024]) {
-  %w = constant<elided> : f32[512, 1024]
-  %h = nn.dense(%x, %w)
-  %s = shape_of(%h)
-  %i = constant<[0]> : i64[1]
-  %b = take(%s, %i)
-  %k = constant<[8, 64]> : i64[2]
-  %t = concatenate(%b, %k)
-  %r = dyn.reshape(%h, %t)
-  %y = nn.softmax(%r)
-  return %y
-}
-)";
+  const std::string text = ::hetpass::testing::kReshapeFromShapeArithmetic;
   auto m = ParseElided(text);
   ASSERT_TRUE(RunPipeline(*m, "infer-types,plan-devices").ok());
   auto ledger = ComputeCopyLedger(*m);

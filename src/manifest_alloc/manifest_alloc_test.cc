@@ -17,6 +17,7 @@ using ::hetpass::testing::ExpectIdempotent;
 using ::hetpass::testing::RunPipeline;
 using ::hetpass::testing::SeedMlp;
 using ::hetpass::testing::SingleFlag;
+using ::hetpass::testing::SliceChain;
 using ::testing::HasSubstr;
 
 constexpr char kPipeline[] = "infer-types,plan-devices,fuse-ops,manifest-alloc";
@@ -77,18 +78,6 @@ TEST(ManifestAlloc, MlpNeedsNoShapeFunction) {
 // begin/end/strides on the host and the input's shape only: no copy. Single flag: every slice
 // reads its input's values, so nothing fuses, ten shape functions each need the whole sliced
 // tensor: ten copies, the same ten the ledger implied before manifest-alloc, now explicit.
-std::string SliceChain() {
-  std::string s =
-      "def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) {\n"
-      "  %xs = nn.relu(%x) @sim\n";
-  std::string prev = "%xs";
-  for (int i = 0; i < 10; ++i) {
-    absl::StrAppend(&s, "  %y", i, " = dyn.strided_slice(", prev, ", %b, %e, %s) @sim\n");
-    prev = absl::StrCat("%y", i);
-  }
-  return absl::StrCat(s, "  return ", prev, "\n}\n");
-}
-
 TEST(ManifestAlloc, SeedSliceChainUnderBothMasks) {
   const char* pipeline = "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc";
   Compiled ours = Compile(SliceChain(), pipeline);
@@ -108,14 +97,7 @@ TEST(ManifestAlloc, SeedSliceChainUnderBothMasks) {
 
 // Tests argwhere on the accelerator: its count is computed there and only those 8 bytes cross.
 TEST(ManifestAlloc, ArgwhereCopiesOnlyTheCount) {
-  Compiled c = Compile(R"(
-def @main(%x: f32[n, 4] @sim) {
-  %e = exp(%x)
-  %i = argwhere(%e)
-  %f = cast(%i) {dtype = f32}
-  return %f
-}
-)",
+  Compiled c = Compile(::hetpass::testing::kArgwhereCount,
                        "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc");
   ExpectCopies(c.ledger, {.h2d = 0, .d2h = 1});
   EXPECT_EQ(c.ledger.entries[0].bytes, DimExpr(8));
@@ -127,37 +109,11 @@ def @main(%x: f32[n, 4] @sim) {
 // copy; and the ops TVM over-declared, with run-time host values: shape functions run, but no
 // data tensor crosses.
 TEST(ManifestAlloc, ShapeFunctionsNeverCopyData) {
-  Compiled reshape = Compile(R"(
-def @main(%x: f32[n, 1024]) {
-  %w = constant<elided> : f32[512, 1024]
-  %h = nn.dense(%x, %w)
-  %s = shape_of(%h)
-  %i = constant<[0]> : i64[1]
-  %b = take(%s, %i)
-  %k = constant<[8, 64]> : i64[2]
-  %t = concatenate(%b, %k)
-  %r = dyn.reshape(%h, %t)
-  %y = nn.softmax(%r)
-  return %y
-}
-)");
+  Compiled reshape = Compile(::hetpass::testing::kReshapeFromShapeArithmetic);
   EXPECT_EQ(reshape.shape_functions, 0);
   ExpectCopies(reshape.ledger, {.h2d = 1, .d2h = 1});
 
-  const std::string over = R"(
-def @main(%x: f32[n, 3, 8, 8], %size: i64[2], %pads: i64[8], %reps: i64[4], %k: i64[]) {
-  %w = constant<elided> : f32[3, 3, 1, 1]
-  %c = nn.conv2d(%x, %w) @sim
-  %r = dyn.image.resize2d(%c, %size) @sim
-  %zero = constant<0.0> : f32[]
-  %p = dyn.nn.pad(%r, %pads, %zero) @sim
-  %t = dyn.tile(%p, %reps) @sim
-  %flat = constant<[-1]> : i64[1]
-  %f = dyn.reshape(%t, %flat) @sim
-  %v, %i = dyn.topk(%f, %k) @sim
-  return %v
-}
-)";
+  const std::string over = ::hetpass::testing::kOverDeclaredOps;
   const char* pipeline = "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc";
   Compiled ours = Compile(over, pipeline);
   // resize+pad+tile+reshape fuse (injective, values from host inputs); topk stands alone.
@@ -170,14 +126,7 @@ def @main(%x: f32[n, 3, 8, 8], %size: i64[2], %pads: i64[8], %reps: i64[4], %k: 
 // Tests that a tensor whose shape and values two shape functions need (single flag: a slice's
 // data is shape+value) is copied once, shared.
 TEST(ManifestAlloc, ShapeAndValueInputCopiesOnce) {
-  Compiled c = Compile(R"(
-def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) {
-  %xs = nn.relu(%x) @sim
-  %y0 = dyn.strided_slice(%xs, %b, %e, %s) @sim
-  %y1 = dyn.strided_slice(%xs, %e, %b, %s) @sim
-  return %y0, %y1
-}
-)",
+  Compiled c = Compile(::hetpass::testing::kShapeAndValueCopiedOnce,
                        "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc",
                        &SingleFlag());
   EXPECT_EQ(c.shape_functions, 2);

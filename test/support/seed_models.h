@@ -32,6 +32,74 @@ inline std::string SeedMlp(const std::string& batch) {
 )");
 }
 
+// The exact-count programs of the planner tests (5a, 5c-5f). The ledger tests assert their
+// copy counts, the VM tests run them and compare the device counters with those ledgers.
+
+// 5a, the seed case: ten dyn.strided_slice with run-time begin/end/strides on a sim tensor.
+inline std::string SliceChain() {
+  std::string s =
+      "def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) {\n"
+      "  %xs = nn.relu(%x) @sim\n";
+  std::string prev = "%xs";
+  for (int i = 0; i < 10; ++i) {
+    absl::StrAppend(&s, "  %y", i, " = dyn.strided_slice(", prev, ", %b, %e, %s) @sim\n");
+    prev = absl::StrCat("%y", i);
+  }
+  return absl::StrCat(s, "  return ", prev, "\n}\n");
+}
+
+// 5c: a reshape target from shape arithmetic (known symbolically: no shape function).
+inline constexpr char kReshapeFromShapeArithmetic[] = R"(
+def @main(%x: f32[n, 1024]) {
+  %w = constant<elided> : f32[512, 1024]
+  %h = nn.dense(%x, %w)
+  %s = shape_of(%h)
+  %i = constant<[0]> : i64[1]
+  %b = take(%s, %i)
+  %k = constant<[8, 64]> : i64[2]
+  %t = concatenate(%b, %k)
+  %r = dyn.reshape(%h, %t)
+  %y = nn.softmax(%r)
+  return %y
+}
+)";
+
+// 5d: argwhere on the accelerator (only its 8-byte count crosses).
+inline constexpr char kArgwhereCount[] = R"(
+def @main(%x: f32[n, 4] @sim) {
+  %e = exp(%x)
+  %i = argwhere(%e)
+  %f = cast(%i) {dtype = f32}
+  return %f
+}
+)";
+
+// 5e: the ops TVM over-declared, with run-time host values.
+inline constexpr char kOverDeclaredOps[] = R"(
+def @main(%x: f32[n, 3, 8, 8], %size: i64[2], %pads: i64[8], %reps: i64[4], %k: i64[]) {
+  %w = constant<elided> : f32[3, 3, 1, 1]
+  %c = nn.conv2d(%x, %w) @sim
+  %r = dyn.image.resize2d(%c, %size) @sim
+  %zero = constant<0.0> : f32[]
+  %p = dyn.nn.pad(%r, %pads, %zero) @sim
+  %t = dyn.tile(%p, %reps) @sim
+  %flat = constant<[-1]> : i64[1]
+  %f = dyn.reshape(%t, %flat) @sim
+  %v, %i = dyn.topk(%f, %k) @sim
+  return %v
+}
+)";
+
+// 5f: a tensor two shape functions need (single flag: shape+value) is copied once.
+inline constexpr char kShapeAndValueCopiedOnce[] = R"(
+def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) {
+  %xs = nn.relu(%x) @sim
+  %y0 = dyn.strided_slice(%xs, %b, %e, %s) @sim
+  %y1 = dyn.strided_slice(%xs, %e, %b, %s) @sim
+  return %y0, %y1
+}
+)";
+
 // The registry with the single per-op flag of older systems (OpRegistry::SingleFlagOverride).
 inline const OpRegistry& SingleFlag() {
   static const OpRegistry* r = OpRegistry::Global().SingleFlagOverride().release();

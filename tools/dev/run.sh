@@ -18,7 +18,8 @@ start=$(date +%s)
 
 # Debian packages this project builds and tests with (see shared/DEPENDENCIES.md).
 packages=(cmake ninja-build g++ ccache python3 libabsl-dev libgtest-dev libgmock-dev
-          libbenchmark-dev llvm-16-tools pkg-config libgraphviz-dev graphviz chromium)
+          libbenchmark-dev llvm-16-dev llvm-16-tools libzstd-dev pkg-config libgraphviz-dev graphviz
+          chromium libopenblas-dev libblis-dev libdnnl-dev libxsmm-dev)
 
 install_missing() {
   local missing=()
@@ -53,7 +54,7 @@ configure_and_build() {
 }
 
 run_demo() {
-  configure_and_build "$build" hetpass-opt
+  configure_and_build "$build" hetpass-opt hetpass-cli
   local pipeline="infer-types,fold-constants,cse,dce,plan-devices{target=sim},fuse-ops,manifest-alloc"
   local opt=("$build/hetpass-opt" examples/dynamic_mlp.hir --allow-elided-constants
              "--passes=$pipeline")
@@ -68,6 +69,11 @@ run_demo() {
   echo
   echo "== the same program with the single per-op 'data_dependent' flag of older systems:"
   "${opt[@]}" --copy-ledger=text --single-flag-masks
+  echo
+  echo "== compiled and run on the sim device (batch 16; weights random): the ledger's promise"
+  echo "== next to the counters the device measured"
+  "$build/hetpass" run examples/dynamic_mlp.hir --device=sim --random-weights --repeat 5 \
+    --input x=16x32x32 --input 'begin=[0,0]' --input 'end=[15,126]' --input 'strides=[1,1]'
 }
 
 run_tests() {

@@ -1,0 +1,136 @@
+// Devices of the runtime: where buffers live and kernels run.
+//
+// A Device owns raw memory (Allocate/Free), moves bytes in each direction, synchronises, and
+// runs kernels (Launch). Every transfer, synchronisation, launch and raw allocation is counted,
+// so tests can assert that the copies the IR promises (the copy ledger) are the copies made.
+//
+//   cpu  host memory; copies never involve it as a "device" (a cpu->cpu copy is a plain memcpy
+//        and is not a transfer).
+//   sim  an accelerator simulated in host memory: its own arena (mmap), which only this API may
+//        touch. With guard pages on (the default in tests), the arena is mprotect'ed PROT_NONE
+//        whenever the host runs, and opened only inside Copy* and Launch: a host read of sim
+//        memory outside the API faults immediately (SIGSEGV) instead of silently working.
+//
+// Synchronisation model (the copy ledger's): a device-to-host copy blocks the host until the
+// device has produced the value, so CopyDeviceToHost counts one sync; host-to-device and
+// device-to-device copies are queued (no sync). Synchronize() counts one sync too.
+#ifndef HETPASS_RUNTIME_DEVICE_H_
+#define HETPASS_RUNTIME_DEVICE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "passes/ir/ir.h"
+
+namespace hetpass::runtime {
+
+struct DeviceCounters {
+  int64_t h2d_calls = 0;
+  int64_t h2d_bytes = 0;
+  int64_t d2h_calls = 0;
+  int64_t d2h_bytes = 0;
+  int64_t d2d_calls = 0;
+  int64_t d2d_bytes = 0;
+  int64_t syncs = 0;
+  int64_t allocs = 0;  // raw device allocations (a pooling allocator's misses)
+  int64_t alloc_bytes = 0;
+  int64_t frees = 0;
+  int64_t launches = 0;
+  // Free() of a pointer the device did not hand out, or freed twice: ignored (Free cannot fail),
+  // but counted so tests can assert there were none. ToString shows it only when non-zero.
+  int64_t bad_frees = 0;
+
+  DeviceCounters& operator+=(const DeviceCounters& o);
+  // "h2d 1 (4096 B), d2h 0 (0 B), d2d 0 (0 B), syncs 0, allocs 0, launches 3"
+  std::string ToString() const;
+};
+
+// Thread safety: every method may be called from several threads at once (each device guards
+// its allocator and counters with a mutex). counters() returns the live struct: read it when no
+// other thread is using the device.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual DeviceKind kind() const = 0;
+  std::string name() const;  // "cpu", "sim"
+
+  // Raw device memory, 64-byte aligned; bytes == 0 gives a valid unique pointer. Errors on
+  // exhaustion (the sim arena has a fixed capacity) name the device and the size.
+  virtual absl::StatusOr<void*> Allocate(size_t bytes) = 0;
+  virtual void Free(void* ptr) = 0;
+
+  virtual absl::Status CopyHostToDevice(void* device_dst, const void* host_src,
+                                        size_t bytes) = 0;
+  virtual absl::Status CopyDeviceToHost(void* host_dst, const void* device_src,
+                                        size_t bytes) = 0;
+  virtual absl::Status CopyDeviceToDevice(void* device_dst, const void* device_src,
+                                          size_t bytes) = 0;
+  virtual absl::Status Synchronize() = 0;
+
+  // Runs `kernel` on the device. For sim the device arena is accessible only while it runs.
+  // Kernels may also read host memory handed to them (small host arguments such as slice
+  // bounds: kernel parameters, not transfers).
+  virtual absl::Status Launch(absl::FunctionRef<absl::Status()> kernel) = 0;
+
+  // True when `ptr` points into this device's memory (sim: inside the arena).
+  virtual bool Owns(const void* ptr) const = 0;
+
+  const DeviceCounters& counters() const { return counters_; }
+  void ResetCounters() { counters_ = DeviceCounters(); }
+
+ protected:
+  DeviceCounters counters_;
+};
+
+struct SimDeviceOptions {
+  size_t arena_bytes = size_t{1} << 30;  // reserved address space (committed lazily)
+  // mprotect the arena while the host runs. On by default; benchmarks may turn it off.
+  bool guard = true;
+};
+
+std::unique_ptr<Device> MakeCpuDevice();
+absl::StatusOr<std::unique_ptr<Device>> MakeSimDevice(SimDeviceOptions options = {});
+// The device for an IR device kind: cpu or sim (cuda: Unimplemented until the CUDA runtime).
+absl::StatusOr<std::unique_ptr<Device>> MakeDevice(DeviceKind kind);
+
+// Caches freed device blocks and hands them out again (best fit among free blocks of at least
+// the requested size), so an inference whose shapes are the same as or smaller than an earlier
+// one makes zero raw device allocations.
+class PoolingAllocator {
+ public:
+  explicit PoolingAllocator(Device* device);
+  ~PoolingAllocator();  // returns every cached block to the device
+  PoolingAllocator(const PoolingAllocator&) = delete;
+  PoolingAllocator& operator=(const PoolingAllocator&) = delete;
+
+  struct Block {
+    void* ptr = nullptr;
+    size_t capacity = 0;
+  };
+  absl::StatusOr<Block> Allocate(size_t bytes);
+  void Release(Block block);
+  // Frees every cached (not in-use) block.
+  void Trim();
+
+  Device* device() const { return device_; }
+  int64_t blocks_in_use() const { return in_use_; }
+  size_t cached_bytes() const;
+
+ private:
+  struct State;
+  Device* device_;
+  std::unique_ptr<State> state_;
+  // Atomic so blocks_in_use() may be read while other threads allocate (it is updated under
+  // the State's mutex).
+  std::atomic<int64_t> in_use_{0};
+};
+
+}  // namespace hetpass::runtime
+
+#endif  // HETPASS_RUNTIME_DEVICE_H_

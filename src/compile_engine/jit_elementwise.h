@@ -1,0 +1,52 @@
+// CPU JIT for fused elementwise / broadcast groups: a whole primitive function becomes one loop
+// nest (no intermediate buffers) compiled by the process LLVM JIT (llvm_jit.h).
+//
+// Handles primitive functions with one result whose every binding is a call of:
+//   unary      nn.relu, negative, abs (f32, f64, i8, i32, i64, u8)
+//              exp, log, sqrt, tanh, sigmoid (f32, f64)
+//   binary     add, subtract, multiply, divide, maximum, minimum (f32, f64, i8, i32, i64, u8)
+//              power (f32, f64)
+//   compare    equal, less, greater (f32, f64, i8, i32, i64, u8, bool) -> bool
+//   other      nn.bias_add (numeric dtypes), where (any supported dtypes), cast (between any
+//              two of f32, f64, i8, i32, i64, u8, bool)
+// with NumPy broadcasting (right-aligned, computed at run time from the argument shapes; a
+// bias_add bias follows its `axis`). Anything else (other ops, f16/bf16, several results) is
+// Unimplemented, naming the op and dtype, so the caller can fall back to another kernel.
+//
+// Kernel calling convention (kernel.h): args = parameters then the result, concrete shapes.
+// The output may be the very same buffer as an input of the same shape (in-place epilogues);
+// any other overlap between an input and the output is InvalidArgument.
+#ifndef HETPASS_COMPILE_ENGINE_JIT_ELEMENTWISE_H_
+#define HETPASS_COMPILE_ENGINE_JIT_ELEMENTWISE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "passes/compile_engine/kernel.h"
+#include "passes/ir/ir.h"
+
+namespace hetpass {
+
+struct JitElementwiseOptions {
+  // Print the optimised LLVM IR to stderr (the environment variable HETPASS_DUMP_LLVM=1 does the
+  // same for every JIT module).
+  bool dump_llvm_ir = false;
+};
+
+// Whether every binding of `primitive`'s body is a call the JIT handles, with supported dtypes
+// and one result: exactly when CompileJitElementwise cannot answer Unimplemented.
+bool IsJitElementwise(const Function& primitive);
+
+// Compiles the whole body into ONE loop nest. Unimplemented (naming the op / dtype) for anything
+// unsupported; Internal if LLVM fails.
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitElementwise(
+    const Function& primitive, const JitElementwiseOptions& options = {});
+
+// The optimised LLVM IR of the kernel module CompileJitElementwise would build (not added to
+// the JIT). For tests (vectorisation checks) and debugging.
+absl::StatusOr<std::string> JitElementwiseOptimizedIr(const Function& primitive);
+
+}  // namespace hetpass
+
+#endif  // HETPASS_COMPILE_ENGINE_JIT_ELEMENTWISE_H_

@@ -1,0 +1,730 @@
+// Tests of the CPU JIT for elementwise / broadcast groups: every supported op against the op
+// registry's reference kernels (interpreted binding by binding on hetpass::Tensor) on random
+// data, static and symbolic shapes, every broadcasting form, in-place outputs, run-time shape
+// errors, Unimplemented fallbacks and vectorised code.
+#include "compile_engine/jit_elementwise.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "passes/shape_funcs/op_registry.h"
+#include "passes/support/status_macros.h"
+#include "support/ir_test_util.h"
+
+namespace hetpass {
+namespace {
+
+using ::hetpass::testing::Parse;
+using ::testing::HasSubstr;
+
+// ---- helpers --------------------------------------------------------------------------------
+
+// A random tensor: floats uniform in [lo, hi]; integers uniform in [lo, hi] (u8 clamped to
+// [0, 255]); bools 0/1.
+Tensor Random(DType dtype, std::vector<int64_t> shape, std::mt19937& rng, double lo = -4,
+              double hi = 4) {
+  Tensor t = Tensor::Zeros(dtype, std::move(shape));
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    if (IsFloat(dtype)) {
+      t.SetDouble(i, std::uniform_real_distribution<double>(lo, hi)(rng));
+    } else if (dtype == DType::kBool) {
+      t.SetInt64(i, std::uniform_int_distribution<int>(0, 1)(rng));
+    } else {
+      int64_t l = static_cast<int64_t>(lo), h = static_cast<int64_t>(hi);
+      if (dtype == DType::kU8) l = std::max<int64_t>(l, 0), h = std::min<int64_t>(h, 255);
+      t.SetInt64(i, std::uniform_int_distribution<int64_t>(l, h)(rng));
+    }
+  }
+  return t;
+}
+
+// Runs the body of `f` with the registry's reference kernels.
+absl::StatusOr<Tensor> Reference(const Function& f, const std::vector<Tensor>& inputs) {
+  std::map<const Value*, Tensor> env;
+  for (int i = 0; i < f.body().num_params(); ++i) env[f.body().param(i)] = inputs[i];
+  for (const auto& node : f.body().nodes()) {
+    const OpDef& op = *node->op();
+    std::vector<Tensor> ins;
+    std::vector<ShapeInput> shape_inputs;
+    for (const Value* v : node->operands()) ins.push_back(env.at(v));
+    for (const Tensor& t : ins) shape_inputs.push_back(ShapeInput{t.type(), &t});
+    ASSIGN_OR_RETURN(std::vector<Type> types, op.InferTypes(node->attrs(), shape_inputs));
+    ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.reference()(ins, node->attrs(), types));
+    env[node->result(0)] = outs[0];
+  }
+  return env.at(f.body().results()[0]);
+}
+
+TensorArg Arg(const Tensor& t) {
+  return TensorArg{const_cast<uint8_t*>(t.data()), t.dtype(), t.shape()};
+}
+
+// Instantiates `kernel` and runs it on `inputs` into `out`.
+absl::Status RunKernel(const CompiledKernel& kernel, const std::vector<Tensor>& inputs,
+                       Tensor& out) {
+  std::vector<const Tensor*> constants(inputs.size(), nullptr);
+  ASSIGN_OR_RETURN(std::unique_ptr<KernelInstance> instance, kernel.Instantiate(constants));
+  std::vector<TensorArg> args;
+  for (const Tensor& t : inputs) args.push_back(Arg(t));
+  args.push_back(TensorArg{out.mutable_data(), out.dtype(), out.shape()});
+  return instance->Run(args);
+}
+
+// Element-wise comparison: integers and bools exactly, floats within atol + rtol * |want|
+// (NaN matches NaN, infinities must be equal). Reports the first few mismatches.
+void ExpectClose(const Tensor& got, const Tensor& want, double rtol, double atol,
+                 const std::string& what) {
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < want.num_elements() && reported < 5; ++i) {
+    bool ok;
+    if (IsFloat(want.dtype())) {
+      const double g = got.GetDouble(i), w = want.GetDouble(i);
+      ok = (std::isnan(g) && std::isnan(w)) || g == w ||
+           (std::isfinite(w) && std::fabs(g - w) <= atol + rtol * std::fabs(w));
+    } else {
+      ok = got.GetInt64(i) == want.GetInt64(i);
+    }
+    if (!ok) {
+      ADD_FAILURE() << what << ": element " << i << ": got " << got.GetDouble(i) << ", want "
+                    << want.GetDouble(i);
+      ++reported;
+    }
+  }
+}
+
+const Function& OnlyFunction(const Module& m) { return *m.functions().front(); }
+
+// Compiles the single function of `text`, runs it on `inputs` and compares with the reference.
+void CheckAgainstReference(const std::string& text, const std::vector<Tensor>& inputs,
+                           double rtol = 1e-6, double atol = 0) {
+  SCOPED_TRACE(text);
+  std::unique_ptr<Module> m = Parse(text);
+  ASSERT_NE(m, nullptr);
+  const Function& f = OnlyFunction(*m);
+  EXPECT_TRUE(IsJitElementwise(f));
+  absl::StatusOr<std::unique_ptr<CompiledKernel>> kernel = CompileJitElementwise(f);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  absl::StatusOr<Tensor> want = Reference(f, inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  Tensor got = Tensor::Zeros(want->dtype(), want->shape());
+  // Poison the output so unwritten elements show.
+  if (got.nbytes() > 0) std::memset(got.mutable_data(), 0x7f, got.nbytes());
+  absl::Status run = RunKernel(**kernel, inputs, got);
+  ASSERT_TRUE(run.ok()) << run;
+  ExpectClose(got, *want, rtol, atol, text);
+}
+
+std::string Func(const std::string& params, const std::string& result_type,
+                 const std::string& body) {
+  return absl::StrCat("def @f(", params, ") -> ", result_type, " attributes {primitive = true} {\n",
+                      body, "}\n");
+}
+
+std::string UnaryFunc(const std::string& op, const std::string& type) {
+  return Func(absl::StrCat("%a: ", type), type,
+              absl::StrCat("  %r = ", op, "(%a) : ", type, "\n  return %r\n"));
+}
+
+std::string BinaryFunc(const std::string& op, const std::string& ta, const std::string& tb,
+                       const std::string& tr) {
+  return Func(absl::StrCat("%a: ", ta, ", %b: ", tb), tr,
+              absl::StrCat("  %r = ", op, "(%a, %b) : ", tr, "\n  return %r\n"));
+}
+
+bool Transcendental(absl::string_view op) {
+  return op == "exp" || op == "log" || op == "sqrt" || op == "tanh" || op == "sigmoid" ||
+         op == "power";
+}
+
+// ---- unary ops ------------------------------------------------------------------------------
+
+// Tests that every unary f32 op matches its reference kernel on static and symbolic shapes,
+// including sizes that leave vector remainders.
+TEST(JitElementwiseTest, UnaryF32OpsMatchReference) {
+  std::mt19937 rng(1);
+  for (const char* op : {"nn.relu", "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid"}) {
+    const bool positive = std::string(op) == "log" || std::string(op) == "sqrt";
+    const double lo = positive ? 0.01 : -6, hi = positive ? 20 : 6;
+    const double rtol = Transcendental(op) ? 1e-5 : 1e-6;
+    SCOPED_TRACE(op);
+    CheckAgainstReference(UnaryFunc(op, "f32[7, 33]"), {Random(DType::kF32, {7, 33}, rng, lo, hi)},
+                          rtol);
+    for (int64_t n : {1, 5, 1031}) {
+      CheckAgainstReference(UnaryFunc(op, "f32[n, 3]"), {Random(DType::kF32, {n, 3}, rng, lo, hi)},
+                            rtol);
+      CheckAgainstReference(UnaryFunc(op, "f32[n]"), {Random(DType::kF32, {n}, rng, lo, hi)}, rtol);
+    }
+  }
+}
+
+// Tests the vectorisable f32 expansions of exp, tanh and sigmoid over their whole range and at
+// special values (zeros, infinities, NaN, overflow and underflow boundaries, subnormals): within
+// 1e-6 relative of the reference (double precision rounded to f32), or 1e-44 absolute where the
+// result is subnormal.
+TEST(JitElementwiseTest, F32TranscendentalsSweep) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct Range {
+    const char* op;
+    double lo, hi;
+  };
+  for (const Range& range :
+       {Range{"exp", -110, 95}, Range{"tanh", -12, 12}, Range{"sigmoid", -110, 110}}) {
+    SCOPED_TRACE(range.op);
+    std::vector<double> values = {0.0,    -0.0,  inf,       -inf,  nan,    1e-30,  -1e-30, 1e-40,
+                                  -1e-40, 88.72, 88.7228,   88.73, -87.33, -87.34, -103.9, -104.5,
+                                  0.55,   -0.55, 0.5499999, 9.0,   -9.0,   1e-4,   0.125};
+    const int n = 200000;
+    for (int i = 0; i <= n; ++i) values.push_back(range.lo + (range.hi - range.lo) * i / n);
+    const int64_t count = static_cast<int64_t>(values.size());
+    Tensor in = Tensor::FromDoubles(DType::kF32, {count}, values);
+    std::unique_ptr<Module> m = Parse(UnaryFunc(range.op, "f32[n]"));
+    ASSERT_NE(m, nullptr);
+    auto kernel = CompileJitElementwise(OnlyFunction(*m));
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    absl::StatusOr<Tensor> want = Reference(OnlyFunction(*m), {in});
+    ASSERT_TRUE(want.ok());
+    Tensor got = Tensor::Zeros(DType::kF32, {count});
+    ASSERT_TRUE(RunKernel(**kernel, {in}, got).ok());
+    double worst = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      const double w = want->GetDouble(i), g = got.GetDouble(i);
+      if (std::isfinite(w) && std::fabs(w) >= 1.2e-38 && w != 0) {
+        worst = std::max(worst, std::fabs(g - w) / std::fabs(w));
+      }
+    }
+    ExpectClose(got, *want, 1e-6, 1e-44, range.op);
+    std::printf("%s: worst relative error %.3g over %lld values\n", range.op, worst,
+                static_cast<long long>(count));
+  }
+}
+
+// Tests that unary ops on f64 and integer dtypes match the reference.
+TEST(JitElementwiseTest, UnaryOtherDTypesMatchReference) {
+  std::mt19937 rng(2);
+  for (const char* op : {"nn.relu", "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid"}) {
+    const bool positive = std::string(op) == "log" || std::string(op) == "sqrt";
+    CheckAgainstReference(UnaryFunc(op, "f64[n, 9]"),
+                          {Random(DType::kF64, {4, 9}, rng, positive ? 0.01 : -6, 6)}, 1e-12);
+  }
+  for (const char* type : {"i8", "i32", "i64", "u8"}) {
+    for (const char* op : {"nn.relu", "negative", "abs"}) {
+      const DType dt = *ParseDType(type);
+      CheckAgainstReference(UnaryFunc(op, absl::StrCat(type, "[n, 17]")),
+                            {Random(dt, {5, 17}, rng, -100, 100)});
+    }
+  }
+}
+
+// Tests that relu, maximum and minimum treat NaN as the C++ comparisons of the reference do.
+TEST(JitElementwiseTest, NaNSemanticsMatchReference) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor a = Tensor::FromDoubles(DType::kF32, {8}, {nan, 1, nan, -2, 3, nan, 0, -0.0});
+  Tensor b = Tensor::FromDoubles(DType::kF32, {8}, {1, nan, nan, 5, -1, 0, nan, 0});
+  CheckAgainstReference(UnaryFunc("nn.relu", "f32[8]"), {a});
+  for (const char* op : {"maximum", "minimum"}) {
+    CheckAgainstReference(BinaryFunc(op, "f32[8]", "f32[8]", "f32[8]"), {a, b});
+  }
+  for (const char* op : {"equal", "less", "greater"}) {
+    CheckAgainstReference(BinaryFunc(op, "f32[8]", "f32[8]", "bool[8]"), {a, b});
+  }
+}
+
+// ---- binary ops and broadcasting ------------------------------------------------------------
+
+struct BroadcastCase {
+  const char* name;
+  const char* ta;
+  const char* tb;
+  const char* tr;
+  std::vector<int64_t> sa;
+  std::vector<int64_t> sb;
+};
+
+std::vector<BroadcastCase> BroadcastCases() {
+  // clang-format off
+  return {
+      {"same_static", "f32[6, 35]", "f32[6, 35]", "f32[6, 35]", {6, 35}, {6, 35}},
+      {"same_dynamic", "f32[n, 35]", "f32[n, 35]", "f32[n, 35]", {9, 35}, {9, 35}},
+      {"scalar_rhs", "f32[n, 35]", "f32[]", "f32[n, 35]", {9, 35}, {}},
+      {"scalar_lhs", "f32[]", "f32[n, 35]", "f32[n, 35]", {}, {9, 35}},
+      {"row", "f32[n, 35]", "f32[35]", "f32[n, 35]", {9, 35}, {35}},
+      {"row_first", "f32[35]", "f32[n, 35]", "f32[n, 35]", {35}, {9, 35}},
+      {"column", "f32[n, 1]", "f32[n, 35]", "f32[n, 35]", {9, 1}, {9, 35}},
+      {"outer", "f32[n, 1]", "f32[1, m]", "f32[n, m]", {9, 1}, {1, 35}},
+      {"rank_mismatch", "f32[3, 1, 5]", "f32[4, 1]", "f32[3, 4, 5]", {3, 1, 5}, {4, 1}},
+      {"middle", "f32[2, n, 7]", "f32[2, 1, 7]", "f32[2, n, 7]", {2, 6, 7}, {2, 1, 7}},
+      // The static guess of the inner strides is wrong at run time: the generic entry runs.
+      {"size_one_at_run_time", "f32[n, k]", "f32[n, 1]", "f32[n, k]", {9, 1}, {9, 1}},
+      {"broadcast_at_run_time", "f32[n, k]", "f32[n, m]", "f32[n, m]", {9, 1}, {9, 35}},
+      {"broadcast_at_run_time_3d", "f32[n, k, j]", "f32[n, m, 5]", "f32[n, m, 5]", {2, 1, 1},
+       {2, 3, 5}},
+      {"vector_sized", "f32[n]", "f32[n]", "f32[n]", {1000}, {1000}},
+  };
+  // clang-format on
+}
+
+// Tests every f32 binary op with each broadcasting form against the reference.
+TEST(JitElementwiseTest, BinaryF32OpsWithBroadcastingMatchReference) {
+  std::mt19937 rng(3);
+  for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"}) {
+    for (const BroadcastCase& c : BroadcastCases()) {
+      SCOPED_TRACE(absl::StrCat(op, " ", c.name));
+      const bool power = std::string(op) == "power";
+      Tensor a = Random(DType::kF32, c.sa, rng, power ? 0.1 : -4, 4);
+      Tensor b = Random(DType::kF32, c.sb, rng, power ? -2 : 0.5, power ? 2 : 4);
+      CheckAgainstReference(BinaryFunc(op, c.ta, c.tb, c.tr), {a, b},
+                            Transcendental(op) ? 1e-5 : 1e-6);
+    }
+  }
+}
+
+// Tests arithmetic on f64 and the integer dtypes (wrapping like the reference's truncation).
+TEST(JitElementwiseTest, BinaryOtherDTypesMatchReference) {
+  std::mt19937 rng(4);
+  for (const char* type : {"f64", "i8", "i32", "i64", "u8"}) {
+    const DType dt = *ParseDType(type);
+    for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"}) {
+      SCOPED_TRACE(absl::StrCat(op, " ", type));
+      Tensor a = Random(dt, {5, 19}, rng, -100, 100);
+      Tensor b = Random(dt, {19}, rng, 1, 9);  // no zero divisors
+      CheckAgainstReference(BinaryFunc(op, absl::StrCat(type, "[n, 19]"),
+                                       absl::StrCat(type, "[19]"), absl::StrCat(type, "[n, 19]")),
+                            {a, b}, 1e-12);
+    }
+    if (IsFloat(dt)) {
+      CheckAgainstReference(BinaryFunc("power", "f64[n]", "f64[]", "f64[n]"),
+                            {Random(dt, {50}, rng, 0.1, 3), Random(dt, {}, rng, -2, 2)}, 1e-12);
+    }
+  }
+}
+
+// Tests that integer division truncates toward zero with negative operands, and that
+// INT_MIN / -1 wraps as the reference's int64 computation truncated to i32 does.
+TEST(JitElementwiseTest, IntegerDivisionEdgeCases) {
+  Tensor a = Tensor::FromInt64s(DType::kI32, {6}, {7, -7, 7, -7, INT32_MIN, INT32_MIN});
+  Tensor b = Tensor::FromInt64s(DType::kI32, {6}, {2, 2, -2, -2, -1, 1});
+  CheckAgainstReference(BinaryFunc("divide", "i32[6]", "i32[6]", "i32[6]"), {a, b});
+}
+
+// Tests that an integer division by zero is reported instead of trapping.
+TEST(JitElementwiseTest, IntegerDivisionByZeroIsAnError) {
+  std::unique_ptr<Module> m = Parse(BinaryFunc("divide", "i64[n]", "i64[n]", "i64[n]"));
+  ASSERT_NE(m, nullptr);
+  auto kernel = CompileJitElementwise(OnlyFunction(*m));
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  Tensor a = Tensor::FromInt64s(DType::kI64, {40}, std::vector<int64_t>(40, 5));
+  std::vector<int64_t> divisors(40, 1);
+  divisors[33] = 0;
+  Tensor b = Tensor::FromInt64s(DType::kI64, {40}, divisors);
+  Tensor out = Tensor::Zeros(DType::kI64, {40});
+  absl::Status s = RunKernel(**kernel, {a, b}, out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("@f: integer division by zero"));
+}
+
+// ---- comparisons, where, cast ---------------------------------------------------------------
+
+// Tests comparisons on every dtype (results are bool) with broadcasting.
+TEST(JitElementwiseTest, ComparisonsMatchReference) {
+  std::mt19937 rng(5);
+  for (const char* type : {"f32", "f64", "i8", "i32", "i64", "u8", "bool"}) {
+    const DType dt = *ParseDType(type);
+    for (const char* op : {"equal", "less", "greater"}) {
+      SCOPED_TRACE(absl::StrCat(op, " ", type));
+      // Small ranges so equal elements occur.
+      Tensor a = Random(dt, {4, 23}, rng, 0, 3);
+      Tensor b = Random(dt, {4, 1}, rng, 0, 3);
+      if (IsFloat(dt)) {
+        for (int64_t i = 0; i < a.num_elements(); ++i) a.SetDouble(i, std::round(a.GetDouble(i)));
+        for (int64_t i = 0; i < b.num_elements(); ++i) b.SetDouble(i, std::round(b.GetDouble(i)));
+      }
+      CheckAgainstReference(BinaryFunc(op, absl::StrCat(type, "[n, 23]"),
+                                       absl::StrCat(type, "[n, 1]"), "bool[n, 23]"),
+                            {a, b});
+    }
+  }
+}
+
+// Tests where with a broadcast bool condition, a non-bool condition and broadcast branches.
+TEST(JitElementwiseTest, WhereMatchesReference) {
+  std::mt19937 rng(6);
+  CheckAgainstReference(Func("%c: bool[n, 1], %x: f32[n, 13], %y: f32[]", "f32[n, 13]",
+                             "  %r = where(%c, %x, %y) : f32[n, 13]\n  return %r\n"),
+                        {Random(DType::kBool, {6, 1}, rng), Random(DType::kF32, {6, 13}, rng),
+                         Random(DType::kF32, {}, rng)});
+  CheckAgainstReference(
+      Func("%c: f32[13], %x: i64[n, 13], %y: i64[n, 1]", "i64[n, 13]",
+           "  %r = where(%c, %x, %y) : i64[n, 13]\n  return %r\n"),
+      {Random(DType::kF32, {13}, rng, -1, 1), Random(DType::kI64, {3, 13}, rng, -9, 9),
+       Random(DType::kI64, {3, 1}, rng, -9, 9)});
+  // Condition computed in the group, branches of bool dtype.
+  CheckAgainstReference(Func("%a: f32[n], %b: f32[n], %x: bool[n], %y: bool[n]", "bool[n]",
+                             "  %c = less(%a, %b) : bool[n]\n"
+                             "  %r = where(%c, %x, %y) : bool[n]\n  return %r\n"),
+                        {Random(DType::kF32, {77}, rng), Random(DType::kF32, {77}, rng),
+                         Random(DType::kBool, {77}, rng), Random(DType::kBool, {77}, rng)});
+}
+
+// Tests cast between every pair of supported dtypes, including saturation of out-of-range and
+// NaN floats and truncation of wide integers.
+TEST(JitElementwiseTest, CastMatchesReference) {
+  const std::vector<const char*> types = {"f32", "f64", "i8", "i32", "i64", "u8", "bool"};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const char* from : types) {
+    const DType fd = *ParseDType(from);
+    Tensor in =
+        IsFloat(fd)
+            ? Tensor::FromDoubles(fd, {10},
+                                  {0.0, -0.0, 1.7, -1.7, 300.5, -129.2, 3e9, -5e18, 1e30, nan})
+            : Tensor::FromInt64s(fd, {10}, {0, 1, -1, 127, -128, 255, 256, 70000, -70000, 1});
+    if (fd == DType::kI64) in.SetInt64(9, (int64_t{1} << 40) + 12345);
+    for (const char* to : types) {
+      SCOPED_TRACE(absl::StrCat(from, " -> ", to));
+      const std::string t_in = absl::StrCat(from, "[n]"), t_out = absl::StrCat(to, "[n]");
+      CheckAgainstReference(
+          Func(absl::StrCat("%a: ", t_in), t_out,
+               absl::StrCat("  %r = cast(%a) {dtype = ", to, "} : ", t_out, "\n  return %r\n")),
+          {in});
+    }
+  }
+}
+
+// ---- nn.bias_add ----------------------------------------------------------------------------
+
+// Tests bias_add along axis 1 (the default) and -1, on 2-D and NCHW data.
+TEST(JitElementwiseTest, BiasAddMatchesReference) {
+  std::mt19937 rng(7);
+  CheckAgainstReference(Func("%x: f32[n, 64], %b: f32[64]", "f32[n, 64]",
+                             "  %r = nn.bias_add(%x, %b) : f32[n, 64]\n  return %r\n"),
+                        {Random(DType::kF32, {5, 64}, rng), Random(DType::kF32, {64}, rng)});
+  CheckAgainstReference(
+      Func("%x: f32[n, 3, 4, 5], %b: f32[3]", "f32[n, 3, 4, 5]",
+           "  %r = nn.bias_add(%x, %b) {axis = 1} : f32[n, 3, 4, 5]\n  return %r\n"),
+      {Random(DType::kF32, {2, 3, 4, 5}, rng), Random(DType::kF32, {3}, rng)});
+  CheckAgainstReference(
+      Func("%x: f32[n, 3, 4, 5], %b: f32[5]", "f32[n, 3, 4, 5]",
+           "  %r = nn.bias_add(%x, %b) {axis = -1} : f32[n, 3, 4, 5]\n  return %r\n"),
+      {Random(DType::kF32, {2, 3, 4, 5}, rng), Random(DType::kF32, {5}, rng)});
+  CheckAgainstReference(
+      Func("%x: i32[n, 7], %b: i32[n]", "i32[n, 7]",
+           "  %r = nn.bias_add(%x, %b) {axis = 0} : i32[n, 7]\n  return %r\n"),
+      {Random(DType::kI32, {4, 7}, rng, -50, 50), Random(DType::kI32, {4}, rng, -50, 50)});
+}
+
+// Tests that a bias whose length differs from the data axis is an error naming the op.
+TEST(JitElementwiseTest, BiasLengthMismatchIsAnError) {
+  std::unique_ptr<Module> m = Parse(Func("%x: f32[n, k], %b: f32[m]", "f32[n, k]",
+                                         "  %r = nn.bias_add(%x, %b) : f32[n, k]\n  return %r\n"));
+  ASSERT_NE(m, nullptr);
+  auto kernel = CompileJitElementwise(OnlyFunction(*m));
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  std::mt19937 rng(8);
+  Tensor out = Tensor::Zeros(DType::kF32, {2, 4});
+  absl::Status s =
+      RunKernel(**kernel, {Random(DType::kF32, {2, 4}, rng), Random(DType::kF32, {3}, rng)}, out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("nn.bias_add %r: bias has 3 elements but data axis 1 has 4"));
+}
+
+// ---- chains ---------------------------------------------------------------------------------
+
+// Tests groups of 2-5 ops, including intermediates of a smaller rank than the output, a bias
+// used both by bias_add and as a plain row (two accesses of one parameter), a value used twice
+// (swish) and a cast in the middle.
+TEST(JitElementwiseTest, ChainsMatchReference) {
+  std::mt19937 rng(9);
+  CheckAgainstReference(Func("%a: f32[n, 512], %b: f32[512]", "f32[n, 512]",
+                             "  %c = add(%a, %b) : f32[n, 512]\n"
+                             "  %d = nn.relu(%c) : f32[n, 512]\n"
+                             "  return %d\n"),
+                        {Random(DType::kF32, {3, 512}, rng), Random(DType::kF32, {512}, rng)});
+  CheckAgainstReference(Func("%x: f32[n, 64], %w: f32[64], %s: f32[]", "f32[n, 64]",
+                             "  %a = multiply(%x, %w) : f32[n, 64]\n"
+                             "  %b = add(%a, %s) : f32[n, 64]\n"
+                             "  %c = tanh(%b) : f32[n, 64]\n"
+                             "  %d = multiply(%c, %x) : f32[n, 64]\n"
+                             "  return %d\n"),
+                        {Random(DType::kF32, {7, 64}, rng), Random(DType::kF32, {64}, rng),
+                         Random(DType::kF32, {}, rng)},
+                        1e-5);
+  CheckAgainstReference(Func("%x: f32[n, 64], %r1: f32[64], %r2: f32[64], %s: f32[]", "f32[n, 64]",
+                             "  %c = add(%r1, %r2) : f32[64]\n"
+                             "  %d = multiply(%x, %c) : f32[n, 64]\n"
+                             "  %e = sigmoid(%d) : f32[n, 64]\n"
+                             "  %f = subtract(%e, %s) : f32[n, 64]\n"
+                             "  %g = maximum(%f, %x) : f32[n, 64]\n"
+                             "  return %g\n"),
+                        {Random(DType::kF32, {5, 64}, rng), Random(DType::kF32, {64}, rng),
+                         Random(DType::kF32, {64}, rng), Random(DType::kF32, {}, rng)},
+                        1e-5);
+  CheckAgainstReference(Func("%x: f32[2, 3, 3], %b: f32[3]", "f32[2, 3, 3]",
+                             "  %c = nn.bias_add(%x, %b) : f32[2, 3, 3]\n"
+                             "  %d = add(%c, %b) : f32[2, 3, 3]\n"
+                             "  return %d\n"),
+                        {Random(DType::kF32, {2, 3, 3}, rng), Random(DType::kF32, {3}, rng)});
+  CheckAgainstReference(Func("%x: f32[n, 100]", "f32[n, 100]",
+                             "  %s = sigmoid(%x) : f32[n, 100]\n"
+                             "  %r = multiply(%x, %s) : f32[n, 100]\n"
+                             "  return %r\n"),
+                        {Random(DType::kF32, {3, 100}, rng)}, 1e-5);
+  CheckAgainstReference(
+      Func("%x: f32[n, 10], %y: i32[10]", "i32[n, 10]",
+           "  %c = cast(%x) {dtype = i32} : i32[n, 10]\n"
+           "  %d = multiply(%c, %y) : i32[n, 10]\n"
+           "  %e = greater(%d, %y) : bool[n, 10]\n"
+           "  %f = where(%e, %d, %y) : i32[n, 10]\n"
+           "  return %f\n"),
+      {Random(DType::kF32, {4, 10}, rng, -20, 20), Random(DType::kI32, {10}, rng, -5, 5)});
+}
+
+// Tests a rank-0 group (a single element) and a group returning its parameter unchanged.
+TEST(JitElementwiseTest, ScalarAndIdentityGroups) {
+  std::mt19937 rng(10);
+  CheckAgainstReference(BinaryFunc("add", "f32[]", "f32[]", "f32[]"),
+                        {Random(DType::kF32, {}, rng), Random(DType::kF32, {}, rng)});
+  CheckAgainstReference(BinaryFunc("multiply", "f32[1, 1]", "f32[1]", "f32[1, 1]"),
+                        {Random(DType::kF32, {1, 1}, rng), Random(DType::kF32, {1}, rng)});
+  CheckAgainstReference(Func("%a: f32[n, 4]", "f32[n, 4]", "  return %a\n"),
+                        {Random(DType::kF32, {3, 4}, rng)});
+}
+
+// Tests that an empty output is accepted and nothing is written.
+TEST(JitElementwiseTest, EmptyOutput) {
+  std::mt19937 rng(11);
+  CheckAgainstReference(BinaryFunc("add", "f32[n, 8]", "f32[8]", "f32[n, 8]"),
+                        {Random(DType::kF32, {0, 8}, rng), Random(DType::kF32, {8}, rng)});
+}
+
+// ---- aliasing -------------------------------------------------------------------------------
+
+// Tests the compile engine's in-place epilogue: bias_add + relu writing over its own input,
+// for sizes with and without vector remainders.
+TEST(JitElementwiseTest, InPlaceOutputAliasingAnInput) {
+  std::unique_ptr<Module> m = Parse(Func("%x: f32[n, k], %b: f32[k]", "f32[n, k]",
+                                         "  %c = nn.bias_add(%x, %b) : f32[n, k]\n"
+                                         "  %d = nn.relu(%c) : f32[n, k]\n"
+                                         "  return %d\n"));
+  ASSERT_NE(m, nullptr);
+  auto kernel = CompileJitElementwise(OnlyFunction(*m));
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  auto instance = (*kernel)->Instantiate({nullptr, nullptr});
+  ASSERT_TRUE(instance.ok());
+  std::mt19937 rng(12);
+  for (std::vector<int64_t> shape :
+       std::vector<std::vector<int64_t>>{{4, 512}, {3, 1001}, {1, 7}, {17, 1}}) {
+    Tensor x = Random(DType::kF32, shape, rng);
+    Tensor b = Random(DType::kF32, {shape[1]}, rng);
+    absl::StatusOr<Tensor> want = Reference(OnlyFunction(*m), {x, b});
+    ASSERT_TRUE(want.ok()) << want.status();
+    Tensor buffer = x;
+    uint8_t* data = buffer.mutable_data();  // unshared from x
+    std::vector<TensorArg> args = {
+        {data, DType::kF32, buffer.shape()}, Arg(b), {data, DType::kF32, buffer.shape()}};
+    ASSERT_TRUE((*instance)->Run(args).ok());
+    ExpectClose(buffer, *want, 1e-6, 0, "in place");
+  }
+}
+
+// Tests that an in-place output over an input that is also broadcast elsewhere (the same buffer
+// read through a second, broadcasting access) is still exact.
+TEST(JitElementwiseTest, InPlaceWithSecondUseOfTheInput) {
+  std::mt19937 rng(13);
+  std::unique_ptr<Module> m = Parse(Func("%x: f32[n, 300], %y: f32[n, 300]", "f32[n, 300]",
+                                         "  %c = multiply(%x, %y) : f32[n, 300]\n"
+                                         "  %d = add(%c, %x) : f32[n, 300]\n"
+                                         "  return %d\n"));
+  ASSERT_NE(m, nullptr);
+  auto kernel = CompileJitElementwise(OnlyFunction(*m));
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  Tensor x = Random(DType::kF32, {6, 300}, rng);
+  Tensor y = Random(DType::kF32, {6, 300}, rng);
+  absl::StatusOr<Tensor> want = Reference(OnlyFunction(*m), {x, y});
+  ASSERT_TRUE(want.ok());
+  Tensor buffer = y;
+  uint8_t* data = buffer.mutable_data();
+  auto instance = (*kernel)->Instantiate({nullptr, nullptr});
+  ASSERT_TRUE(instance.ok());
+  ASSERT_TRUE(
+      (*instance)
+          ->Run({Arg(x), {data, DType::kF32, buffer.shape()}, {data, DType::kF32, buffer.shape()}})
+          .ok());
+  ExpectClose(buffer, *want, 1e-6, 0, "in place over the second input");
+}
+
+// Tests that a partial overlap between an input and the output is refused.
+TEST(JitElementwiseTest, PartialOverlapIsAnError) {
+  std::unique_ptr<Module> m = Parse(UnaryFunc("exp", "f32[n]"));
+  ASSERT_NE(m, nullptr);
+  auto kernel = CompileJitElementwise(OnlyFunction(*m));
+  ASSERT_TRUE(kernel.ok());
+  std::vector<float> storage(101, 1.0f);
+  std::vector<int64_t> shape = {100};
+  auto instance = (*kernel)->Instantiate({nullptr});
+  ASSERT_TRUE(instance.ok());
+  absl::Status s = (*instance)->Run(
+      {{storage.data(), DType::kF32, shape}, {storage.data() + 1, DType::kF32, shape}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("argument 0 (%a) overlaps the output"));
+}
+
+// ---- run-time shape errors ------------------------------------------------------------------
+
+// Tests that an output whose shape is not the broadcast shape is refused, naming the function
+// and the argument.
+TEST(JitElementwiseTest, OutputShapeMismatchIsAnError) {
+  std::unique_ptr<Module> m =
+      Parse(absl::StrCat("def @fused_add_relu(%a: f32[n, 512], %b: f32[512]) -> f32[n, 512] "
+                         "attributes {primitive = true} {\n"
+                         "  %c = add(%a, %b) : f32[n, 512]\n"
+                         "  %d = nn.relu(%c) : f32[n, 512]\n"
+                         "  return %d\n}\n"));
+  ASSERT_NE(m, nullptr);
+  auto kernel = CompileJitElementwise(OnlyFunction(*m));
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  std::mt19937 rng(14);
+  Tensor a = Random(DType::kF32, {3, 512}, rng), b = Random(DType::kF32, {512}, rng);
+  Tensor out = Tensor::Zeros(DType::kF32, {4, 512});
+  absl::Status s = RunKernel(**kernel, {a, b}, out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("@fused_add_relu: argument 2 (result 0) has shape [4, 512], expected the "
+                        "broadcast shape [3, 512]"));
+  // Wrong dtype, wrong rank and a static dim that does not fit the declared type.
+  Tensor wrong_dtype = Tensor::Zeros(DType::kF64, {3, 512});
+  s = RunKernel(**kernel, {a, b}, wrong_dtype);
+  EXPECT_THAT(s.message(), HasSubstr("argument 2 (result 0) has dtype f64, expected f32"));
+  Tensor out_ok = Tensor::Zeros(DType::kF32, {3, 512});
+  s = RunKernel(**kernel, {a, Random(DType::kF32, {511}, rng)}, out_ok);
+  EXPECT_THAT(s.message(),
+              HasSubstr("argument 1 (%b) has shape [511], which does not fit its type f32[512]"));
+  s = RunKernel(**kernel, {a}, out_ok);
+  EXPECT_THAT(s.message(), HasSubstr("kernel expects 3 arguments"));
+}
+
+// Tests that inputs that do not broadcast together are refused, naming the op.
+TEST(JitElementwiseTest, IncompatibleInputShapesAreAnError) {
+  std::unique_ptr<Module> m = Parse(BinaryFunc("add", "f32[n, k]", "f32[m]", "f32[n, k]"));
+  ASSERT_NE(m, nullptr);
+  auto kernel = CompileJitElementwise(OnlyFunction(*m));
+  ASSERT_TRUE(kernel.ok());
+  std::mt19937 rng(15);
+  Tensor out = Tensor::Zeros(DType::kF32, {3, 4});
+  absl::Status s =
+      RunKernel(**kernel, {Random(DType::kF32, {3, 4}, rng), Random(DType::kF32, {5}, rng)}, out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("@f: add %r: operand shapes [3, 4], [5] do not broadcast"));
+}
+
+// ---- what the JIT refuses -------------------------------------------------------------------
+
+// Tests that groups with ops or dtypes outside the lowering table are Unimplemented, naming the
+// op / dtype, and that IsJitElementwise agrees.
+TEST(JitElementwiseTest, UnsupportedGroupsAreUnimplemented) {
+  struct Case {
+    std::string text;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {Func("%x: f32[n, 10]", "f32[n, 10]", "  %r = nn.softmax(%x) : f32[n, 10]\n  return %r\n"),
+       "op nn.softmax is not supported by the CPU JIT"},
+      {Func("%x: f32[n, 10], %w: f32[4, 10]", "f32[n, 4]",
+            "  %d = nn.dense(%x, %w) : f32[n, 4]\n  %r = nn.relu(%d) : f32[n, 4]\n  return %r\n"),
+       "op nn.dense is not supported by the CPU JIT"},
+      {BinaryFunc("add", "f16[4]", "f16[4]", "f16[4]"),
+       "%a has dtype f16, which the CPU JIT does not support"},
+      {BinaryFunc("power", "i32[4]", "i32[4]", "i32[4]"), "power on i32 is not supported"},
+      {UnaryFunc("exp", "i64[4]"), "exp on i64 is not supported"},
+      {BinaryFunc("add", "bool[4]", "bool[4]", "bool[4]"), "add on bool is not supported"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    std::unique_ptr<Module> m = Parse(c.text);
+    ASSERT_NE(m, nullptr);
+    EXPECT_FALSE(IsJitElementwise(OnlyFunction(*m)));
+    auto kernel = CompileJitElementwise(OnlyFunction(*m));
+    EXPECT_EQ(kernel.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(kernel.status().message(), HasSubstr(c.message));
+  }
+}
+
+// ---- generated code -------------------------------------------------------------------------
+
+// Tests that the inner loop of an f32 add + relu is vectorised (vector types in the optimised
+// IR) although the output may alias an input, and that the kernel describes itself.
+TEST(JitElementwiseTest, AddReluIsVectorised) {
+  std::unique_ptr<Module> m = Parse(Func("%a: f32[n, 512], %b: f32[512]", "f32[n, 512]",
+                                         "  %c = add(%a, %b) : f32[n, 512]\n"
+                                         "  %d = nn.relu(%c) : f32[n, 512]\n"
+                                         "  return %d\n"));
+  ASSERT_NE(m, nullptr);
+  absl::StatusOr<std::string> ir = JitElementwiseOptimizedIr(OnlyFunction(*m));
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("x float>"));
+  EXPECT_THAT(*ir, HasSubstr("llvm.loop.parallel_accesses"));
+  EXPECT_THAT(*ir, ::testing::Not(HasSubstr("noalias %")));  // no data pointer is noalias
+  auto kernel = CompileJitElementwise(OnlyFunction(*m));
+  ASSERT_TRUE(kernel.ok());
+  EXPECT_EQ((*kernel)->Describe(), "jit[add,relu]");
+}
+
+// Tests that the dump option prints the optimised IR.
+TEST(JitElementwiseTest, DumpOptionPrintsOptimisedIr) {
+  std::unique_ptr<Module> m = Parse(UnaryFunc("nn.relu", "f32[n]"));
+  ASSERT_NE(m, nullptr);
+  JitElementwiseOptions options;
+  options.dump_llvm_ir = true;
+  ::testing::internal::CaptureStderr();
+  auto kernel = CompileJitElementwise(OnlyFunction(*m), options);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(kernel.ok());
+  EXPECT_THAT(err, HasSubstr("optimised LLVM IR of hetpass_jit_f_"));
+  EXPECT_THAT(err, HasSubstr("define"));
+}
+
+// Tests that kernels compiled and run from several threads at once are all correct (one JIT
+// for the process, unique symbols).
+TEST(JitElementwiseTest, ConcurrentCompilation) {
+  const std::vector<std::string> ops = {"add", "subtract", "multiply", "maximum"};
+  std::vector<std::string> failures(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(100 + t);
+      const std::string& op = ops[t % ops.size()];
+      std::unique_ptr<Module> m =
+          ParseModule(BinaryFunc(op, "f32[n, 64]", "f32[64]", "f32[n, 64]")).value_or(nullptr);
+      if (m == nullptr) {
+        failures[t] = "parse";
+        return;
+      }
+      auto kernel = CompileJitElementwise(OnlyFunction(*m));
+      if (!kernel.ok()) {
+        failures[t] = kernel.status().ToString();
+        return;
+      }
+      Tensor a = Random(DType::kF32, {9, 64}, rng), b = Random(DType::kF32, {64}, rng);
+      auto want = Reference(OnlyFunction(*m), {a, b});
+      Tensor out = Tensor::Zeros(DType::kF32, {9, 64});
+      absl::Status s = RunKernel(**kernel, {a, b}, out);
+      if (!s.ok() || !want.ok() || !(out == *want)) failures[t] = "wrong result for " + op;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+}
+
+}  // namespace
+}  // namespace hetpass

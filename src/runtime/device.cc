@@ -1,0 +1,57 @@
+// Device layer: the parts shared by every device (counter arithmetic and printing, names) and
+// the one factory that maps an IR device kind to a runtime device.
+//
+// Why a single MakeDevice(kind): the VM builds its devices from the kinds the device planner
+// wrote into the IR, so the mapping "kind -> implementation" must live in one place and fail
+// with a Status (not a crash) for kinds this build cannot run: cuda is a real IR target whose
+// runtime is not built yet (Unimplemented), kUnset is a caller bug (InvalidArgument).
+#include "passes/runtime/device.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace hetpass::runtime {
+
+DeviceCounters& DeviceCounters::operator+=(const DeviceCounters& o) {
+  h2d_calls += o.h2d_calls;
+  h2d_bytes += o.h2d_bytes;
+  d2h_calls += o.d2h_calls;
+  d2h_bytes += o.d2h_bytes;
+  d2d_calls += o.d2d_calls;
+  d2d_bytes += o.d2d_bytes;
+  syncs += o.syncs;
+  allocs += o.allocs;
+  alloc_bytes += o.alloc_bytes;
+  frees += o.frees;
+  launches += o.launches;
+  bad_frees += o.bad_frees;
+  return *this;
+}
+
+std::string DeviceCounters::ToString() const {
+  std::string s = absl::StrFormat(
+      "h2d %d (%d B), d2h %d (%d B), d2d %d (%d B), syncs %d, allocs %d, launches %d", h2d_calls,
+      h2d_bytes, d2h_calls, d2h_bytes, d2d_calls, d2d_bytes, syncs, allocs, launches);
+  if (bad_frees != 0) absl::StrAppend(&s, ", bad frees ", bad_frees);
+  return s;
+}
+
+std::string Device::name() const { return std::string(DeviceName(kind())); }
+
+absl::StatusOr<std::unique_ptr<Device>> MakeDevice(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return MakeCpuDevice();
+    case DeviceKind::kSim:
+      return MakeSimDevice();
+    case DeviceKind::kCuda:
+      return absl::UnimplementedError(
+          "cuda runtime is not built yet: plan for target=sim, or run on cpu");
+    case DeviceKind::kUnset:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no runtime device for device kind '", DeviceName(kind), "' (", static_cast<int>(kind), ")"));
+}
+
+}  // namespace hetpass::runtime

@@ -1,0 +1,708 @@
+// The VM interpreter (see vm.h).
+//
+// Load: verify the executable once, parse its primitive functions, compile one kernel per site
+// through the compile engine (structurally equal primitives share the compiled kernel; each site
+// gets its own instance, which receives the site's constants for prepacking), and place the
+// constants on their devices. Counters are reset after loading: constant uploads are load-time
+// work, not part of an inference.
+//
+// Run: a switch over a flat instruction array and a register vector per call frame. Operands
+// were range-checked by Verify(), so the loop only checks what depends on run-time data (shapes,
+// dtypes, devices of arguments, sizes against storage capacities).
+#include "passes/vm/vm.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "passes/ir/parser.h"
+#include "passes/support/status_macros.h"
+
+namespace hetpass::vm {
+namespace {
+
+using runtime::Device;
+using runtime::NDArray;
+using runtime::PoolingAllocator;
+
+constexpr int kNumDevices = 4;
+
+absl::StatusOr<int64_t> ReadInt(const NDArray& a, int64_t i) {
+  const void* p = static_cast<const char*>(a.data()) + i * DTypeSize(a.dtype);
+  switch (a.dtype) {
+    case DType::kI64: { int64_t v; std::memcpy(&v, p, 8); return v; }
+    case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::kI8: { int8_t v; std::memcpy(&v, p, 1); return v; }
+    case DType::kU8:
+    case DType::kBool: { uint8_t v; std::memcpy(&v, p, 1); return v; }
+    case DType::kF32: { float v; std::memcpy(&v, p, 4); return static_cast<int64_t>(v); }
+    case DType::kF64: { double v; std::memcpy(&v, p, 8); return static_cast<int64_t>(v); }
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("cannot read ", DTypeName(a.dtype), " as an integer"));
+}
+
+absl::Status ExpectTensor(const Object& o, absl::string_view what) {
+  if (o.kind != Object::Kind::kTensor) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is not a tensor"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExpectHost(const NDArray& a, absl::string_view what) {
+  if (a.device()->kind() != DeviceKind::kCpu) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must be on the host (cpu) but lives on ", a.device()->name(),
+        ": plan-devices/manifest-alloc should have copied it"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct VirtualMachine::Impl {
+  Executable exe;
+  VmOptions options;
+  std::unique_ptr<Module> primitives;
+  CompileEngine engine;
+  // Declaration order is destruction order reversed: devices outlive pools, pools outlive every
+  // storage (constants, instances' scratch).
+  std::unique_ptr<Device> devices[kNumDevices];
+  std::unique_ptr<PoolingAllocator> pools[kNumDevices];
+  std::vector<Object> constants;
+  std::vector<std::shared_ptr<const CompiledKernel>> kernels;
+  std::vector<std::unique_ptr<KernelInstance>> instances;
+  std::vector<std::shared_ptr<const ShapeFunction>> shape_funcs;
+  std::vector<TensorArg> arg_scratch;
+  struct FrameCache {
+    std::vector<Object> regs;
+    bool active = false;
+  };
+  std::vector<FrameCache> frames;  // per function
+  struct Acc {
+    int64_t calls = 0;
+    double us = 0;
+  };
+  std::vector<std::vector<Acc>> profile;
+
+  explicit Impl(Executable e, VmOptions o) : exe(std::move(e)), options(o), engine(o.engine) {}
+
+  absl::Status EnsureDevice(DeviceKind k) {
+    const int i = static_cast<int>(k);
+    if (k == DeviceKind::kUnset) return absl::InvalidArgumentError("instruction without a device");
+    if (devices[i]) return absl::OkStatus();
+    if (k == DeviceKind::kSim) {
+      ASSIGN_OR_RETURN(devices[i], runtime::MakeSimDevice(options.sim));
+    } else {
+      ASSIGN_OR_RETURN(devices[i], runtime::MakeDevice(k));
+    }
+    pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
+    return absl::OkStatus();
+  }
+  Device* dev(DeviceKind k) const { return devices[static_cast<int>(k)].get(); }
+  PoolingAllocator* pool(DeviceKind k) const { return pools[static_cast<int>(k)].get(); }
+
+  absl::Status Load() {
+    RETURN_IF_ERROR(exe.Verify());
+    RETURN_IF_ERROR(EnsureDevice(DeviceKind::kCpu));
+    for (const VmFunction& f : exe.functions) {
+      for (const ArgSpec& a : f.params) RETURN_IF_ERROR(EnsureDevice(a.device));
+      for (const Instruction& in : f.code) {
+        if (in.device != DeviceKind::kUnset) RETURN_IF_ERROR(EnsureDevice(in.device));
+      }
+    }
+    ParseOptions po;
+    po.source_name = "<executable primitives>";
+    ASSIGN_OR_RETURN(primitives, ParseModule(exe.primitives, po));
+    for (const ConstantEntry& c : exe.constants) {
+      RETURN_IF_ERROR(EnsureDevice(c.device));
+      ASSIGN_OR_RETURN(NDArray a, runtime::FromHost(c.value, pool(c.device)));
+      constants.push_back(Object::FromTensor(std::move(a)));
+    }
+    for (const KernelSite& site : exe.kernels) {
+      const Function* f = primitives->FindFunction(site.primitive);
+      if (f == nullptr) {
+        return absl::DataLossError(absl::StrCat("kernel site names @", site.primitive,
+                                                ", which the executable does not contain"));
+      }
+      std::shared_ptr<const CompiledKernel> kernel;
+      if (options.kernel_factory) {
+        ASSIGN_OR_RETURN(kernel, options.kernel_factory(*f, site.device));
+      } else {
+        ASSIGN_OR_RETURN(kernel, engine.Lower(*f, site.device));
+      }
+      std::vector<const Tensor*> consts(f->body().num_params(), nullptr);
+      for (size_t i = 0; i < site.constants.size() && i < consts.size(); ++i) {
+        if (site.constants[i] >= 0) consts[i] = &exe.constants[site.constants[i]].value;
+      }
+      ASSIGN_OR_RETURN(auto instance, kernel->Instantiate(consts));
+      kernels.push_back(std::move(kernel));
+      instances.push_back(std::move(instance));
+    }
+    for (const ShapeFuncSite& site : exe.shape_funcs) {
+      const Function* f = primitives->FindFunction(site.primitive);
+      if (f == nullptr) {
+        return absl::DataLossError(absl::StrCat("shape function site names @", site.primitive,
+                                                ", which the executable does not contain"));
+      }
+      ASSIGN_OR_RETURN(auto sf, engine.LowerShapeFunction(*f, site.mask));
+      shape_funcs.push_back(std::move(sf));
+    }
+    // Kernel arities are checked once here, so Invoke need not.
+    for (const VmFunction& f : exe.functions) {
+      for (const Instruction& in : f.code) {
+        if (in.op != Opcode::kInvokeKernel) continue;
+        const Function* p = primitives->FindFunction(exe.kernels[in.a].primitive);
+        const int want = p->body().num_params() + static_cast<int>(p->body().results().size());
+        if (in.count != want) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "@", f.name, ": kernel @", p->name(), " takes ", want, " arguments, the call passes ",
+              in.count));
+        }
+      }
+    }
+    frames.resize(exe.functions.size());
+    profile.resize(exe.functions.size());
+    for (size_t i = 0; i < exe.functions.size(); ++i) profile[i].resize(exe.functions[i].code.size());
+    for (auto& d : devices) {
+      if (d) d->ResetCounters();
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Where(const VmFunction& f, size_t pc) const {
+    return absl::StrCat("@", f.name, " pc ", pc, " (", OpcodeName(f.code[pc].op), " ",
+                        pc < f.comments.size() ? f.comments[pc] : "", "): ");
+  }
+
+  absl::Status CheckArg(const VmFunction& f, int param, const Object& o, int64_t* syms) {
+    const ArgSpec& spec = f.params[param];
+    const std::string what = absl::StrCat("argument ", param, " (%", spec.name, ") of @", f.name);
+    if (o.kind != Object::Kind::kTensor) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": expected a tensor ", spec.type_text));
+    }
+    const NDArray& a = o.tensor;
+    auto mismatch = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": expected ", spec.type_text, ", got ",
+                                                     a.TypeString(), " (", why, ")"));
+    };
+    if (a.dtype != spec.dtype) return mismatch("dtype");
+    if (a.device()->kind() != spec.device) return mismatch("device");
+    if (a.shape.size() != spec.dims.size()) return mismatch("rank");
+    for (size_t i = 0; i < spec.dims.size(); ++i) {
+      const ArgDim& d = spec.dims[i];
+      const int64_t got = a.shape[i];
+      switch (d.kind) {
+        case ArgDim::kAny: break;
+        case ArgDim::kStatic:
+          if (got != d.value) return mismatch(absl::StrCat("dim ", i, " is ", got, ", expected ", d.value));
+          break;
+        case ArgDim::kBind:
+          syms[d.value] = got;
+          break;
+        case ArgDim::kCheck: {
+          ASSIGN_OR_RETURN(int64_t want, EvalDim(exe.dims[d.value], {syms, exe.symbols.size()}));
+          if (got != want) {
+            return mismatch(absl::StrCat("dim ", i, " is ", got, ", the other arguments make it ", want));
+          }
+          break;
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<runtime::Shape> EvalShape(const TypeSpec& t, const int64_t* syms) {
+    runtime::Shape s;
+    for (int32_t d : t.dims) {
+      ASSIGN_OR_RETURN(int64_t v, EvalDim(exe.dims[d], {syms, exe.symbols.size()}));
+      if (v < 0) return absl::InvalidArgumentError(absl::StrCat("negative dim ", v));
+      s.push_back(v);
+    }
+    return s;
+  }
+
+  absl::StatusOr<NDArray> HostI64(absl::Span<const int64_t> values, DType dtype) {
+    ASSIGN_OR_RETURN(NDArray a, runtime::AllocateTensor(pool(DeviceKind::kCpu), dtype,
+                                                        {static_cast<int64_t>(values.size())}));
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == DType::kI32) {
+        static_cast<int32_t*>(a.data())[i] = static_cast<int32_t>(values[i]);
+      } else {
+        static_cast<int64_t*>(a.data())[i] = values[i];
+      }
+    }
+    return a;
+  }
+
+  absl::StatusOr<NDArray> Copy(const NDArray& src, DeviceKind to) {
+    ASSIGN_OR_RETURN(NDArray dst, runtime::AllocateTensor(pool(to), src.dtype, src.shape));
+    const size_t n = src.nbytes();
+    const DeviceKind from = src.device()->kind();
+    if (from == DeviceKind::kCpu && to == DeviceKind::kCpu) {
+      if (n) std::memcpy(dst.data(), src.data(), n);
+    } else if (from == DeviceKind::kCpu) {
+      RETURN_IF_ERROR(dst.device()->CopyHostToDevice(dst.data(), src.data(), n));
+    } else if (to == DeviceKind::kCpu) {
+      RETURN_IF_ERROR(src.device()->CopyDeviceToHost(dst.data(), src.data(), n));
+    } else if (from == to) {
+      RETURN_IF_ERROR(dst.device()->CopyDeviceToDevice(dst.data(), src.data(), n));
+    } else {
+      return absl::UnimplementedError(absl::StrCat("copy from ", DeviceName(from), " to ",
+                                                   DeviceName(to), " (two accelerators)"));
+    }
+    return dst;
+  }
+
+  absl::StatusOr<std::vector<Object>> Call(int32_t fi, std::vector<Object> args, int64_t* syms);
+  absl::Status Step(const VmFunction& f, int32_t fi, size_t pc, std::vector<Object>& regs,
+                    int64_t* syms, std::vector<Object>* results);
+  absl::Status Loop(const VmFunction& f, const Instruction& in, std::vector<Object>& regs,
+                    int64_t* syms);
+};
+
+absl::StatusOr<std::vector<Object>> VirtualMachine::Impl::Call(int32_t fi, std::vector<Object> args,
+                                                               int64_t* syms) {
+  const VmFunction& f = exe.functions[fi];
+  if (static_cast<int32_t>(args.size()) != f.num_params) {
+    return absl::InvalidArgumentError(absl::StrCat("@", f.name, " takes ", f.num_params,
+                                                   " arguments, got ", args.size()));
+  }
+  // Register files are reused between calls (resizing a vector of 1,000 objects per call cost
+  // more than the instructions); a function already active (recursion) gets a fresh one.
+  std::vector<Object> fresh;
+  std::vector<Object>* frame = &fresh;
+  FrameCache& cache = frames[fi];
+  if (!cache.active) {
+    cache.active = true;
+    frame = &cache.regs;
+  }
+  struct Release {
+    FrameCache* cache;
+    std::vector<Object>* frame;
+    ~Release() {
+      // Drop every reference so storage returns to the pool now, keep the vector's memory.
+      for (Object& o : *frame) {
+        if (o.kind != Object::Kind::kNone) o = Object();
+      }
+      if (frame == &cache->regs) cache->active = false;
+    }
+  } release{&cache, frame};
+  std::vector<Object>& regs = *frame;
+  if (static_cast<int32_t>(regs.size()) != f.num_registers) regs.resize(f.num_registers);
+  for (size_t i = 0; i < args.size(); ++i) regs[i] = std::move(args[i]);
+  std::vector<Object> results;
+  const bool prof = options.profile;
+  for (size_t pc = 0; pc < f.code.size(); ++pc) {
+    absl::Status st;
+    if (prof) {
+      const auto t0 = std::chrono::steady_clock::now();
+      st = Step(f, fi, pc, regs, syms, &results);
+      const auto t1 = std::chrono::steady_clock::now();
+      Acc& acc = profile[fi][pc];
+      ++acc.calls;
+      acc.us += std::chrono::duration<double, std::micro>(t1 - t0).count();
+    } else {
+      st = Step(f, fi, pc, regs, syms, &results);
+    }
+    if (!st.ok()) {
+      // Errors from nested calls already carry their own location.
+      if (absl::StartsWith(st.message(), "@")) return st;
+      return absl::Status(st.code(), absl::StrCat(Where(f, pc), st.message()));
+    }
+    if (f.code[pc].op == Opcode::kRet) break;
+  }
+  return results;
+}
+
+absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t pc,
+                                        std::vector<Object>& regs, int64_t* syms,
+                                        std::vector<Object>* results) {
+  const Instruction& in = f.code[pc];
+  const int32_t* list = f.operands.data() + in.list;
+  switch (in.op) {
+    case Opcode::kArg:
+      return CheckArg(f, in.a, regs[in.a], syms);
+    case Opcode::kConst:
+      regs[in.dst] = constants[in.a];
+      return absl::OkStatus();
+    case Opcode::kAllocStorage: {
+      ASSIGN_OR_RETURN(int64_t bytes, EvalDim(exe.dims[in.a], {syms, exe.symbols.size()}));
+      if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
+      ASSIGN_OR_RETURN(PoolingAllocator::Block block, pool(in.device)->Allocate(static_cast<size_t>(bytes)));
+      Object& o = regs[in.dst];
+      o.kind = Object::Kind::kStorage;
+      o.storage = std::make_shared<runtime::Storage>(pool(in.device), block);
+      return absl::OkStatus();
+    }
+    case Opcode::kAllocTensor: {
+      const Object& st = regs[in.a];
+      if (st.kind != Object::Kind::kStorage) return absl::InvalidArgumentError("operand is not storage");
+      // Built in place in its register: no temporary tensor, no shape vector copy.
+      Object& o = regs[in.dst];
+      o.kind = Object::Kind::kTensor;
+      NDArray& a = o.tensor;
+      a.storage = st.storage;
+      a.offset = static_cast<size_t>(in.c);
+      a.dtype = exe.types[in.b].dtype;
+      a.shape.clear();
+      for (int32_t d : exe.types[in.b].dims) {
+        ASSIGN_OR_RETURN(int64_t v, EvalDim(exe.dims[d], {syms, exe.symbols.size()}));
+        if (v < 0) return absl::InvalidArgumentError(absl::StrCat("negative dim ", v));
+        a.shape.push_back(v);
+      }
+      if (a.offset + a.nbytes() > st.storage->capacity()) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor ", a.TypeString(), " at offset ", a.offset,
+                                                       " exceeds its storage of ", st.storage->capacity(),
+                                                       " bytes"));
+      }
+      return absl::OkStatus();
+    }
+    case Opcode::kAllocTensorDyn: {
+      RETURN_IF_ERROR(ExpectTensor(regs[in.a], "dims"));
+      const NDArray& dims = regs[in.a].tensor;
+      RETURN_IF_ERROR(ExpectHost(dims, "dims"));
+      const TypeSpec& t = exe.types[in.b];
+      const int64_t n = dims.num_elements();
+      int unknown = 0;
+      for (int32_t d : t.dims) unknown += d < 0;
+      runtime::Shape shape;
+      if (n == static_cast<int64_t>(t.dims.size())) {
+        for (int64_t i = 0; i < n; ++i) {
+          ASSIGN_OR_RETURN(int64_t v, ReadInt(dims, i));
+          if (t.dims[i] >= 0) {
+            ASSIGN_OR_RETURN(int64_t want, EvalDim(exe.dims[t.dims[i]], {syms, exe.symbols.size()}));
+            if (v != want) {
+              return absl::InvalidArgumentError(absl::StrCat("dim ", i, " computed at run time is ", v,
+                                                             " but the type says ", want));
+            }
+          }
+          shape.push_back(v);
+        }
+      } else if (n == unknown) {
+        int64_t k = 0;
+        for (int32_t d : t.dims) {
+          if (d < 0) {
+            ASSIGN_OR_RETURN(int64_t v, ReadInt(dims, k++));
+            shape.push_back(v);
+          } else {
+            ASSIGN_OR_RETURN(int64_t v, EvalDim(exe.dims[d], {syms, exe.symbols.size()}));
+            shape.push_back(v);
+          }
+        }
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("dims holds ", n, " values; the type has rank ",
+                                                       t.dims.size(), " with ", unknown, " unknown dims"));
+      }
+      for (int64_t d : shape) {
+        if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dim ", d));
+      }
+      ASSIGN_OR_RETURN(NDArray a, runtime::AllocateTensor(pool(in.device), t.dtype, std::move(shape)));
+      regs[in.dst] = Object::FromTensor(std::move(a));
+      return absl::OkStatus();
+    }
+    case Opcode::kInvokeKernel: {
+      arg_scratch.clear();
+      for (int32_t i = 0; i < in.count; ++i) {
+        const Object& o = regs[list[i]];
+        if (o.kind != Object::Kind::kTensor) {
+          return absl::InvalidArgumentError(absl::StrCat("kernel argument ", i, " is not a tensor"));
+        }
+        arg_scratch.push_back(o.tensor.AsArg());
+      }
+      KernelInstance* k = instances[in.a].get();
+      std::vector<TensorArg>* args = &arg_scratch;
+      return dev(in.device)->Launch([k, args]() { return k->Run(*args); });
+    }
+    case Opcode::kShapeFunc: {
+      const ShapeFunction& sf = *shape_funcs[in.a];
+      std::vector<ShapeFunctionArg> args(in.count);
+      std::vector<Tensor> values(in.count);
+      for (int32_t i = 0; i < in.count; ++i) {
+        const Object& o = regs[list[i]];
+        RETURN_IF_ERROR(ExpectTensor(o, absl::StrCat("shape function argument ", i)));
+        args[i].shape = o.tensor.shape;
+        if (NeedsValue(sf.mask()[i])) {
+          RETURN_IF_ERROR(ExpectHost(o.tensor, absl::StrCat("shape function argument ", i, " (read as a value)")));
+          ASSIGN_OR_RETURN(values[i], Tensor::FromBytes(o.tensor.dtype, {o.tensor.shape.begin(), o.tensor.shape.end()},
+                                                        absl::string_view(static_cast<const char*>(o.tensor.data()),
+                                                                          o.tensor.nbytes())));
+          args[i].value = &values[i];
+        }
+      }
+      ASSIGN_OR_RETURN(auto shapes, sf.Run(args));
+      if (static_cast<int32_t>(shapes.size()) != in.count2) {
+        return absl::InternalError("shape function returned the wrong number of shapes");
+      }
+      for (int32_t r = 0; r < in.count2; ++r) {
+        ASSIGN_OR_RETURN(NDArray a, HostI64(shapes[r], DType::kI64));
+        regs[list[in.count + r]] = Object::FromTensor(std::move(a));
+      }
+      return absl::OkStatus();
+    }
+    case Opcode::kDeviceCopy: {
+      RETURN_IF_ERROR(ExpectTensor(regs[in.a], "copy source"));
+      ASSIGN_OR_RETURN(NDArray a, Copy(regs[in.a].tensor, in.device));
+      regs[in.dst] = Object::FromTensor(std::move(a));
+      return absl::OkStatus();
+    }
+    case Opcode::kShapeOf: {
+      RETURN_IF_ERROR(ExpectTensor(regs[in.a], "shape_of operand"));
+      const runtime::Shape& s = regs[in.a].tensor.shape;
+      ASSIGN_OR_RETURN(NDArray a, HostI64({s.data(), s.size()}, static_cast<DType>(in.b)));
+      regs[in.dst] = Object::FromTensor(std::move(a));
+      return absl::OkStatus();
+    }
+    case Opcode::kCall: {
+      std::vector<Object> args;
+      for (int32_t i = 0; i < in.count; ++i) args.push_back(regs[list[i]]);
+      std::vector<int64_t> callee_syms(exe.symbols.size(), 0);
+      ASSIGN_OR_RETURN(auto out, Call(in.a, std::move(args), callee_syms.data()));
+      if (static_cast<int32_t>(out.size()) != in.count2) {
+        return absl::InvalidArgumentError("callee returned the wrong number of values");
+      }
+      for (int32_t r = 0; r < in.count2; ++r) regs[list[in.count + r]] = std::move(out[r]);
+      return absl::OkStatus();
+    }
+    case Opcode::kTuple: {
+      Object o;
+      o.kind = Object::Kind::kTuple;
+      o.fields = std::make_shared<std::vector<Object>>();
+      for (int32_t i = 0; i < in.count; ++i) o.fields->push_back(regs[list[i]]);
+      regs[in.dst] = std::move(o);
+      return absl::OkStatus();
+    }
+    case Opcode::kGetItem: {
+      const Object& t = regs[in.a];
+      if (t.kind != Object::Kind::kTuple || in.b >= static_cast<int32_t>(t.fields->size())) {
+        return absl::InvalidArgumentError(absl::StrCat("get_item ", in.b, " of a non-tuple or out of range"));
+      }
+      regs[in.dst] = (*t.fields)[in.b];
+      return absl::OkStatus();
+    }
+    case Opcode::kMove:
+      regs[in.dst] = regs[in.a];
+      return absl::OkStatus();
+    case Opcode::kIf: {
+      RETURN_IF_ERROR(ExpectTensor(regs[in.c], "if condition"));
+      const NDArray& c = regs[in.c].tensor;
+      RETURN_IF_ERROR(ExpectHost(c, "if condition"));
+      if (c.num_elements() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat("if condition has ", c.num_elements(), " elements"));
+      }
+      ASSIGN_OR_RETURN(int64_t v, ReadInt(c, 0));
+      const bool take_then = v != 0;
+      const int32_t off = take_then ? 0 : in.count;
+      const int32_t n = take_then ? in.count : in.dst;
+      std::vector<Object> args;
+      for (int32_t i = 0; i < n; ++i) args.push_back(regs[list[off + i]]);
+      ASSIGN_OR_RETURN(auto out, Call(take_then ? in.a : in.b, std::move(args), syms));
+      if (static_cast<int32_t>(out.size()) != in.count2) {
+        return absl::InvalidArgumentError("branch returned the wrong number of values");
+      }
+      const int32_t* dsts = list + in.count + in.dst;
+      for (int32_t r = 0; r < in.count2; ++r) regs[dsts[r]] = std::move(out[r]);
+      return absl::OkStatus();
+    }
+    case Opcode::kLoop:
+      return Loop(f, in, regs, syms);
+    case Opcode::kRet:
+      results->clear();
+      for (int32_t i = 0; i < in.count; ++i) results->push_back(regs[list[i]]);
+      return absl::OkStatus();
+  }
+  return absl::InternalError("bad opcode");
+}
+
+// ONNX Loop: operands (max_trips, cond, carried..., captures...), results (carried..., scans...).
+// The body gets (iter, cond, carried..., captures...) and returns (cond, carried..., scans...).
+absl::Status VirtualMachine::Impl::Loop(const VmFunction& f, const Instruction& in,
+                                        std::vector<Object>& regs, int64_t* syms) {
+  const int32_t* list = f.operands.data() + in.list;
+  const int32_t carried = in.b;
+  const int32_t captures = in.count - 2 - carried;
+  const int32_t scans = in.count2 - carried;
+  if (scans < 0) return absl::InvalidArgumentError("loop has fewer results than carried values");
+  auto host_int = [&](int32_t reg, absl::string_view what) -> absl::StatusOr<int64_t> {
+    RETURN_IF_ERROR(ExpectTensor(regs[reg], what));
+    RETURN_IF_ERROR(ExpectHost(regs[reg].tensor, what));
+    if (regs[reg].tensor.num_elements() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " is not a scalar"));
+    }
+    return ReadInt(regs[reg].tensor, 0);
+  };
+  ASSIGN_OR_RETURN(int64_t max_trips, host_int(list[0], "loop max_trips"));
+  ASSIGN_OR_RETURN(int64_t cond, host_int(list[1], "loop condition"));
+  std::vector<Object> state;
+  for (int32_t i = 0; i < carried; ++i) state.push_back(regs[list[2 + i]]);
+  std::vector<std::vector<NDArray>> scan_values(scans);
+  Object cond_obj = regs[list[1]];
+  int64_t iter = 0;
+  for (; iter < max_trips && cond != 0; ++iter) {
+    std::vector<Object> args;
+    ASSIGN_OR_RETURN(NDArray it, HostI64({&iter, 1}, DType::kI64));
+    it.shape.clear();  // a scalar
+    args.push_back(Object::FromTensor(std::move(it)));
+    args.push_back(cond_obj);
+    for (Object& s : state) args.push_back(s);
+    for (int32_t i = 0; i < captures; ++i) args.push_back(regs[list[2 + carried + i]]);
+    ASSIGN_OR_RETURN(auto out, Call(in.a, std::move(args), syms));
+    if (static_cast<int32_t>(out.size()) != 1 + carried + scans) {
+      return absl::InvalidArgumentError("loop body returned the wrong number of values");
+    }
+    RETURN_IF_ERROR(ExpectTensor(out[0], "loop body condition"));
+    RETURN_IF_ERROR(ExpectHost(out[0].tensor, "loop body condition"));
+    ASSIGN_OR_RETURN(cond, ReadInt(out[0].tensor, 0));
+    cond_obj = out[0];
+    for (int32_t i = 0; i < carried; ++i) state[i] = std::move(out[1 + i]);
+    for (int32_t i = 0; i < scans; ++i) {
+      RETURN_IF_ERROR(ExpectTensor(out[1 + carried + i], "scan output"));
+      scan_values[i].push_back(out[1 + carried + i].tensor);
+    }
+  }
+  const int32_t* dsts = list + in.count;
+  for (int32_t i = 0; i < carried; ++i) regs[dsts[i]] = std::move(state[i]);
+  for (int32_t i = 0; i < scans; ++i) {
+    // Stack along a new axis 0 on the device of the parts (a kernel there, not a transfer).
+    const std::vector<NDArray>& parts = scan_values[i];
+    const DeviceKind where = parts.empty() ? (in.device == DeviceKind::kUnset ? DeviceKind::kCpu : in.device)
+                                           : parts[0].device()->kind();
+    runtime::Shape shape = {static_cast<int64_t>(parts.size())};
+    DType dtype = DType::kF32;
+    if (!parts.empty()) {
+      dtype = parts[0].dtype;
+      shape.insert(shape.end(), parts[0].shape.begin(), parts[0].shape.end());
+      for (const NDArray& p : parts) {
+        if (p.shape != parts[0].shape || p.dtype != dtype) {
+          return absl::InvalidArgumentError(absl::StrCat("scan output ", i, " changes shape between iterations: ",
+                                                         parts[0].TypeString(), " vs ", p.TypeString()));
+        }
+      }
+    }
+    ASSIGN_OR_RETURN(NDArray stacked, runtime::AllocateTensor(pool(where), dtype, std::move(shape)));
+    RETURN_IF_ERROR(dev(where)->Launch([&]() {
+      size_t off = 0;
+      for (const NDArray& p : parts) {
+        std::memcpy(static_cast<char*>(stacked.data()) + off, p.data(), p.nbytes());
+        off += p.nbytes();
+      }
+      return absl::OkStatus();
+    }));
+    regs[dsts[carried + i]] = Object::FromTensor(std::move(stacked));
+  }
+  return absl::OkStatus();
+}
+
+VirtualMachine::VirtualMachine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), exe_(impl_->exe) {}
+VirtualMachine::~VirtualMachine() = default;
+
+absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Load(Executable exe, VmOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(exe), options);
+  RETURN_IF_ERROR(impl->Load());
+  return std::unique_ptr<VirtualMachine>(new VirtualMachine(std::move(impl)));
+}
+
+absl::StatusOr<std::vector<Object>> VirtualMachine::Run(absl::string_view function, std::vector<Object> args) {
+  const int fi = impl_->exe.FindFunction(function);
+  if (fi < 0) return absl::NotFoundError(absl::StrCat("no function @", function, " in the executable"));
+  std::vector<int64_t> syms(impl_->exe.symbols.size(), 0);
+  return impl_->Call(fi, std::move(args), syms.data());
+}
+
+absl::StatusOr<std::vector<Tensor>> VirtualMachine::RunWithHostTensors(absl::string_view function,
+                                                                      const std::vector<Tensor>& inputs) {
+  const int fi = impl_->exe.FindFunction(function);
+  if (fi < 0) return absl::NotFoundError(absl::StrCat("no function @", function, " in the executable"));
+  const VmFunction& f = impl_->exe.functions[fi];
+  if (inputs.size() != f.params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("@", function, " takes ", f.params.size(),
+                                                   " inputs, got ", inputs.size()));
+  }
+  std::vector<Object> args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ASSIGN_OR_RETURN(NDArray a, runtime::FromHost(inputs[i], impl_->pool(f.params[i].device)));
+    args.push_back(Object::FromTensor(std::move(a)));
+  }
+  ResetCounters();
+  auto out = Run(function, std::move(args));
+  last_run_ = Counters();
+  if (!out.ok()) return out.status();
+  std::vector<Tensor> host;
+  for (size_t i = 0; i < out->size(); ++i) {
+    const Object& o = (*out)[i];
+    if (o.kind != Object::Kind::kTensor) {
+      return absl::UnimplementedError(absl::StrCat("result ", i, " is not a tensor"));
+    }
+    ASSIGN_OR_RETURN(Tensor t, runtime::ToHost(o.tensor));
+    host.push_back(std::move(t));
+  }
+  return host;
+}
+
+runtime::DeviceCounters VirtualMachine::Counters() const {
+  runtime::DeviceCounters sum;
+  for (const auto& d : impl_->devices) {
+    if (d) sum += d->counters();
+  }
+  return sum;
+}
+
+runtime::DeviceCounters VirtualMachine::CountersOf(DeviceKind kind) const {
+  Device* d = impl_->dev(kind);
+  return d ? d->counters() : runtime::DeviceCounters();
+}
+
+void VirtualMachine::ResetCounters() {
+  for (auto& d : impl_->devices) {
+    if (d) d->ResetCounters();
+  }
+}
+
+runtime::Device* VirtualMachine::device(DeviceKind kind) const { return impl_->dev(kind); }
+runtime::PoolingAllocator* VirtualMachine::pool(DeviceKind kind) const { return impl_->pool(kind); }
+
+std::vector<std::string> VirtualMachine::KernelDescriptions() const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < impl_->kernels.size(); ++i) {
+    out.push_back(absl::StrCat("k", i, " @", impl_->exe.kernels[i].primitive, " @",
+                               DeviceName(impl_->exe.kernels[i].device), ": ",
+                               impl_->kernels[i]->Describe()));
+  }
+  return out;
+}
+
+std::vector<ProfileEntry> VirtualMachine::Profile() const {
+  std::vector<ProfileEntry> out;
+  for (size_t fi = 0; fi < impl_->profile.size(); ++fi) {
+    const VmFunction& f = impl_->exe.functions[fi];
+    for (size_t pc = 0; pc < impl_->profile[fi].size(); ++pc) {
+      const Impl::Acc& a = impl_->profile[fi][pc];
+      if (a.calls == 0) continue;
+      ProfileEntry e;
+      e.function = f.name;
+      e.pc = static_cast<int>(pc);
+      e.opcode = std::string(OpcodeName(f.code[pc].op));
+      e.what = pc < f.comments.size() ? f.comments[pc] : "";
+      if (f.code[pc].op == Opcode::kInvokeKernel) {
+        absl::StrAppend(&e.what, "  [", impl_->kernels[f.code[pc].a]->Describe(), "]");
+      }
+      e.calls = a.calls;
+      e.total_us = a.us;
+      out.push_back(std::move(e));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ProfileEntry& a, const ProfileEntry& b) { return a.total_us > b.total_us; });
+  return out;
+}
+
+void VirtualMachine::ResetProfile() {
+  for (auto& f : impl_->profile) {
+    for (auto& a : f) a = Impl::Acc();
+  }
+}
+
+}  // namespace hetpass::vm

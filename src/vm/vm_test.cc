@@ -1,0 +1,230 @@
+#include "passes/vm/vm.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "support/runtime_test_util.h"
+#include "support/seed_models.h"
+
+namespace hetpass::vm {
+namespace {
+
+using ::hetpass::testing::CompileForVm;
+using ::hetpass::testing::RandomTensor;
+using ::hetpass::testing::ReferenceRun;
+using ::hetpass::testing::SeedMlp;
+using ::hetpass::testing::TensorsNear;
+using ::hetpass::testing::VmProgram;
+using ::testing::HasSubstr;
+
+VmProgram MustCompile(const std::string& text, DeviceKind target) {
+  auto p = CompileForVm(text, DefaultPipeline(target));
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *std::move(p) : VmProgram();
+}
+
+std::unique_ptr<VirtualMachine> MustLoad(const Executable& exe) {
+  auto vm = VirtualMachine::Load(exe);
+  EXPECT_TRUE(vm.ok()) << vm.status();
+  return vm.ok() ? *std::move(vm) : nullptr;
+}
+
+// Tests the seed MLP, static and dynamic batch, on cpu and sim: outputs equal the unfused
+// reference evaluation, and on sim the run-time counters equal the ledger with n bound.
+TEST(Vm, MlpMatchesReferenceAndLedger) {
+  for (DeviceKind target : {DeviceKind::kCpu, DeviceKind::kSim}) {
+    for (const std::string batch : {"16", "n"}) {
+      SCOPED_TRACE(absl::StrCat(DeviceName(target), " batch ", batch));
+      VmProgram p = MustCompile(SeedMlp(batch), target);
+      auto vm = MustLoad(p.executable);
+      ASSERT_NE(vm, nullptr);
+      const std::vector<int64_t> sizes = batch == "n" ? std::vector<int64_t>{16, 3, 1, 64}
+                                                      : std::vector<int64_t>{16};
+      for (int64_t n : sizes) {
+        const Tensor x = RandomTensor(DType::kF32, {n, 1024}, static_cast<uint32_t>(n));
+        auto out = vm->RunWithHostTensors("main", {x});
+        ASSERT_TRUE(out.ok()) << out.status();
+        auto ref = ReferenceRun(*p.source, {x});
+        ASSERT_TRUE(ref.ok()) << ref.status();
+        ASSERT_EQ(out->size(), 1u);
+        EXPECT_TRUE(TensorsNear((*out)[0], (*ref)[0]));
+        const absl::Status agree = CompareWithLedger(p.ledger, vm->LastRunCounters(), {{"n", n}});
+        EXPECT_TRUE(agree.ok()) << agree;
+        if (target == DeviceKind::kSim) {
+          EXPECT_EQ(vm->LastRunCounters().h2d_calls, 1);
+          EXPECT_EQ(vm->LastRunCounters().h2d_bytes, n * 1024 * 4);
+          EXPECT_EQ(vm->LastRunCounters().d2h_calls, 1);
+          EXPECT_EQ(vm->LastRunCounters().d2h_bytes, n * 128 * 4);
+          EXPECT_EQ(vm->LastRunCounters().syncs, 1);
+          EXPECT_EQ(vm->LastRunCounters().launches, 3);
+        } else {
+          EXPECT_EQ(vm->LastRunCounters().h2d_calls + vm->LastRunCounters().d2h_calls, 0);
+        }
+      }
+    }
+  }
+}
+
+// Tests the pooling allocator through the VM: after a first inference, the same or smaller
+// shapes make zero raw device allocations; a larger batch needs new memory.
+TEST(Vm, SteadyStateMakesNoDeviceAllocations) {
+  VmProgram p = MustCompile(SeedMlp("n"), DeviceKind::kSim);
+  auto vm = MustLoad(p.executable);
+  ASSERT_NE(vm, nullptr);
+  auto run = [&](int64_t n) {
+    auto out = vm->RunWithHostTensors("main", {RandomTensor(DType::kF32, {n, 1024}, 3)});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return vm->LastRunCounters().allocs;
+  };
+  EXPECT_GT(run(16), 0);
+  EXPECT_EQ(run(16), 0);
+  EXPECT_EQ(run(16), 0);
+  EXPECT_EQ(run(8), 0);
+  EXPECT_EQ(run(1), 0);
+  EXPECT_GT(run(64), 0);
+  EXPECT_EQ(run(64), 0);
+  EXPECT_EQ(run(16), 0);
+}
+
+// Tests that the dynamic build costs no extra instructions: sizes are programs evaluated inside
+// the instructions, symbols are bound by `arg`.
+TEST(Vm, DynamicBuildHasStaticInstructionCount) {
+  VmProgram s = MustCompile(SeedMlp("16"), DeviceKind::kSim);
+  VmProgram d = MustCompile(SeedMlp("n"), DeviceKind::kSim);
+  EXPECT_EQ(s.executable.InstructionCount("main"), d.executable.InstructionCount("main"));
+  EXPECT_GT(s.executable.InstructionCount("main"), 10);
+}
+
+TEST(Vm, ArgumentErrorsNameTheParameter) {
+  VmProgram p = MustCompile(SeedMlp("n"), DeviceKind::kSim);
+  auto vm = MustLoad(p.executable);
+  ASSERT_NE(vm, nullptr);
+  struct Case {
+    Tensor x;
+    std::string message;
+  } cases[] = {
+      {RandomTensor(DType::kF32, {4, 1000}, 1), "dim 1 is 1000, expected 1024"},
+      {RandomTensor(DType::kF32, {4, 1024, 1}, 1), "rank"},
+      {RandomTensor(DType::kI64, {4, 1024}, 1), "dtype"},
+  };
+  for (const Case& c : cases) {
+    auto out = vm->RunWithHostTensors("main", {c.x});
+    ASSERT_FALSE(out.ok());
+    EXPECT_THAT(out.status().message(), HasSubstr("argument 0 (%x) of @main"));
+    EXPECT_THAT(out.status().message(), HasSubstr(c.message));
+  }
+  EXPECT_FALSE(vm->RunWithHostTensors("main", {}).ok());
+  EXPECT_THAT(vm->RunWithHostTensors("nope", {}).status().message(), HasSubstr("no function @nope"));
+}
+
+// Tests a symbol that two parameters share: the second must agree with the first.
+TEST(Vm, RepeatedSymbolIsChecked) {
+  VmProgram p = MustCompile(R"(
+def @main(%a: f32[n, 4], %b: f32[n, 4]) {
+  %c = add(%a, %b)
+  return %c
+}
+)",
+                            DeviceKind::kSim);
+  auto vm = MustLoad(p.executable);
+  ASSERT_NE(vm, nullptr);
+  auto ok = vm->RunWithHostTensors("main", {RandomTensor(DType::kF32, {3, 4}, 1),
+                                            RandomTensor(DType::kF32, {3, 4}, 2)});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  auto bad = vm->RunWithHostTensors("main", {RandomTensor(DType::kF32, {3, 4}, 1),
+                                             RandomTensor(DType::kF32, {5, 4}, 2)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("argument 1 (%b)"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("dim 0 is 5"));
+}
+
+TEST(Executable, ListingShowsEveryStep) {
+  VmProgram p = MustCompile(SeedMlp("n"), DeviceKind::kSim);
+  const std::string listing = p.executable.ToListing();
+  for (const char* s : {"arg", "const", "alloc_storage", "alloc_tensor", "invoke_kernel",
+                        "device_copy", "ret", "n*2048 bytes", "f32[n, 512]"}) {
+    EXPECT_THAT(listing, HasSubstr(s));
+  }
+}
+
+TEST(Executable, SaveLoadRoundTrip) {
+  VmProgram p = MustCompile(SeedMlp("n"), DeviceKind::kSim);
+  const std::string bytes = p.executable.Serialize();
+  auto back = Executable::Deserialize(bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->ToListing(), p.executable.ToListing());
+  EXPECT_EQ(back->Serialize(), bytes);
+  const std::string path = ::testing::TempDir() + "/mlp.hvm";
+  ASSERT_TRUE(p.executable.SaveToFile(path).ok());
+  auto loaded = Executable::LoadFromFile(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto vm1 = MustLoad(p.executable);
+  auto vm2 = MustLoad(*loaded);
+  const Tensor x = RandomTensor(DType::kF32, {5, 1024}, 9);
+  auto a = vm1->RunWithHostTensors("main", {x});
+  auto b = vm2->RunWithHostTensors("main", {x});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*a)[0], (*b)[0]);
+  EXPECT_FALSE(Executable::LoadFromFile(::testing::TempDir() + "/missing.hvm").ok());
+}
+
+// Tests that a truncated or corrupted file is an error, never a crash: every prefix, and a
+// flipped bit in many positions (the checksum catches those), and a structurally bad payload
+// with a valid checksum (Verify catches that).
+TEST(Executable, TruncatedOrCorruptFilesAreErrors) {
+  VmProgram p = MustCompile(SeedMlp("n"), DeviceKind::kSim);
+  // Small weights keep the file small enough to try every prefix.
+  Executable exe = p.executable;
+  for (ConstantEntry& c : exe.constants) c.value = Tensor::Zeros(c.value.dtype(), {2});
+  const std::string bytes = exe.Serialize();
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    auto r = Executable::Deserialize(absl::string_view(bytes).substr(0, len));
+    ASSERT_FALSE(r.ok()) << len;
+  }
+  for (size_t i = 0; i < bytes.size(); i += 7) {
+    std::string bad = bytes;
+    bad[i] ^= 0x20;
+    EXPECT_FALSE(Executable::Deserialize(bad).ok()) << i;
+  }
+  Executable broken = exe;
+  broken.functions[0].code[3].a = 1 << 20;  // an index far out of range
+  auto r = Executable::Deserialize(broken.Serialize());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("out of range"));
+}
+
+// Tests the seed slice chain on sim: per-input masks fuse ten slices behind one host shape
+// function (no copy); the single flag makes ten device-to-host copies of whole tensors. Both
+// compute the same result, and both runs agree with their ledgers.
+TEST(Vm, SeedSliceChainCopiesMatchLedgerUnderBothMasks) {
+  const std::string text = ::hetpass::testing::SliceChain();
+  const std::string pipeline = "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc";
+  const std::vector<Tensor> inputs = {RandomTensor(DType::kF32, {40, 64}, 1),
+                                      Tensor::FromInt64s(DType::kI64, {2}, {1, 2}),
+                                      Tensor::FromInt64s(DType::kI64, {2}, {1000, 60}),
+                                      Tensor::FromInt64s(DType::kI64, {2}, {1, 1})};
+  std::vector<Tensor> results;
+  for (const OpRegistry* registry : {&OpRegistry::Global(), &::hetpass::testing::SingleFlag()}) {
+    auto p = CompileForVm(text, pipeline, registry);
+    ASSERT_TRUE(p.ok()) << p.status();
+    auto vm = MustLoad(p->executable);
+    ASSERT_NE(vm, nullptr);
+    auto out = vm->RunWithHostTensors("main", inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const absl::Status agree = CompareWithLedger(p->ledger, vm->LastRunCounters(), {{"n", 40}});
+    EXPECT_TRUE(agree.ok()) << agree;
+    results.push_back((*out)[0]);
+    const bool single = registry != &OpRegistry::Global();
+    EXPECT_EQ(vm->LastRunCounters().d2h_calls, single ? 10 : 0);
+    EXPECT_EQ(vm->LastRunCounters().syncs, single ? 10 : 0);
+    if (single) {
+      // The first copy is the whole relu output, then each shrinking slice.
+      EXPECT_GT(vm->LastRunCounters().d2h_bytes, 40 * 64 * 4);
+    }
+  }
+  EXPECT_EQ(results[0], results[1]);
+  // 40 rows, slicing rows from 1 and columns 2..60 ten times: 40-10 rows, columns 2..60 then -2 per slice.
+  EXPECT_EQ(results[0].shape(), (std::vector<int64_t>{30, 40}));
+}
+
+}  // namespace
+}  // namespace hetpass::vm

@@ -1,0 +1,430 @@
+// Random valid inputs for every registered op: one generator per op, shared by the tests that
+// must cover the whole registry (the mask verification in src/shape_funcs, the op-by-op runtime
+// check in test/unit). A new op needs a generator here, or both tests fail.
+//
+// Values are small integers and halves (ties are likely: exercises stable ordering); shapes are
+// small (dims 1..4 by default) so trials are cheap.
+#ifndef HETPASS_TEST_SUPPORT_OP_GENERATORS_H_
+#define HETPASS_TEST_SUPPORT_OP_GENERATORS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "passes/ir/attributes.h"
+#include "passes/ir/tensor.h"
+#include "shape_funcs/test_util.h"
+
+namespace hetpass::testing {
+
+// ---- random inputs -------------------------------------------------------------------------
+
+class Gen {
+ public:
+  explicit Gen(uint64_t seed) : rng_(seed) {}
+  int64_t Int(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
+  bool Coin() { return Int(0, 1) == 1; }
+  template <typename T>
+  const T& Pick(const std::vector<T>& v) {
+    return v[Int(0, static_cast<int64_t>(v.size()) - 1)];
+  }
+  std::vector<int64_t> Shape(int rank, int64_t lo = 1, int64_t hi = 4) {
+    std::vector<int64_t> s;
+    for (int i = 0; i < rank; ++i) s.push_back(Int(lo, hi));
+    return s;
+  }
+  // Small integers (ties are likely: exercises stable ordering) and halves.
+  Tensor F(std::vector<int64_t> shape, DType dt = DType::kF32) {
+    Tensor t = Tensor::Zeros(dt, std::move(shape));
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.SetDouble(i, Int(-6, 6) * 0.5);
+    return t;
+  }
+  Tensor I(std::vector<int64_t> shape, int64_t lo, int64_t hi, DType dt = DType::kI64) {
+    Tensor t = Tensor::Zeros(dt, std::move(shape));
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.SetInt64(i, Int(lo, hi));
+    return t;
+  }
+  Tensor Vec(const std::vector<int64_t>& v) { return I64s(v); }
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+struct Trial {
+  Attrs attrs;
+  std::vector<Tensor> inputs;
+  // Squeeze without axes: the symbolic rule keeps symbolic dims (documented), so the rank may
+  // differ from the concrete one.
+  bool symbolic_rank_may_differ = false;
+};
+using Generator = std::function<Trial(Gen&)>;
+
+// Two shapes that broadcast to `out`: each operand drops leading dims or has 1s.
+inline std::vector<int64_t> BroadcastOperand(Gen& g, const std::vector<int64_t>& out) {
+  const int drop = static_cast<int>(g.Int(0, static_cast<int64_t>(out.size())));
+  std::vector<int64_t> s(out.begin() + drop, out.end());
+  for (int64_t& d : s) d = g.Int(0, 3) == 0 ? 1 : d;
+  return s;
+}
+
+inline Generator Unary() {
+  return [](Gen& g) { return Trial{{}, {g.F(g.Shape(g.Int(0, 3)))}}; };
+}
+
+inline Generator Binary() {
+  return [](Gen& g) {
+    const auto out = g.Shape(g.Int(0, 3));
+    return Trial{{}, {g.F(BroadcastOperand(g, out)), g.F(BroadcastOperand(g, out))}};
+  };
+}
+
+inline Generator Reduce(bool arg) {
+  return [arg](Gen& g) {
+    const int rank = static_cast<int>(g.Int(1, 3));
+    std::vector<int64_t> axes;
+    for (int i = 0; i < rank; ++i) {
+      if (g.Coin()) axes.push_back(g.Coin() ? i : i - rank);
+    }
+    Attrs a = {{"axis", axes}, {"keepdims", g.Coin()}, {"exclude", g.Int(0, 3) == 0}};
+    if (arg) {
+      a.Set("select_last_index", g.Coin());
+      a.Set("dtype", g.Coin() ? DType::kI32 : DType::kI64);
+    }
+    return Trial{a, {g.F(g.Shape(rank))}};
+  };
+}
+
+// A newshape for `in` using Relay's 0 and -1: the dims reversed, possibly merged.
+inline std::vector<int64_t> RandomNewShape(Gen& g, const std::vector<int64_t>& in) {
+  std::vector<int64_t> out(in.rbegin(), in.rend());
+  if (out.size() >= 2 && g.Coin()) {
+    out[0] *= out[1];
+    out.erase(out.begin() + 1);
+  }
+  if (out.empty() || g.Int(0, 4) == 0) out.push_back(1);
+  for (size_t i = 0; i < out.size() && i < in.size(); ++i) {
+    if (out[i] == in[i] && g.Coin()) out[i] = 0;
+  }
+  if (g.Coin()) out[g.Int(0, static_cast<int64_t>(out.size()) - 1)] = -1;
+  return out;
+}
+
+inline std::vector<int64_t> RandomPads(Gen& g, const std::vector<int64_t>& shape, bool reflect) {
+  std::vector<int64_t> pads;
+  for (int64_t d : shape) {
+    for (int k = 0; k < 2; ++k)
+      pads.push_back(g.Int(reflect ? 0 : -1, reflect ? std::min<int64_t>(2, d - 1) : 2));
+  }
+  // Cropping must leave a non-negative size.
+  for (size_t i = 0; i < shape.size(); ++i) {
+    while (shape[i] + pads[2 * i] + pads[2 * i + 1] < 0) ++pads[2 * i];
+  }
+  return pads;
+}
+
+struct SliceArgs {
+  std::vector<int64_t> begin, end, strides;
+};
+
+inline SliceArgs RandomSlice(Gen& g, const std::vector<int64_t>& shape) {
+  SliceArgs s;
+  const int n = static_cast<int>(g.Int(1, static_cast<int64_t>(shape.size())));
+  for (int i = 0; i < n; ++i) {
+    const int64_t d = shape[i];
+    s.begin.push_back(g.Int(-d - 1, d + 1));
+    s.end.push_back(g.Int(0, 5) == 0 ? 2147483647 : g.Int(-d - 1, d + 1));
+    s.strides.push_back(g.Pick<int64_t>({-2, -1, 1, 1, 2}));
+  }
+  return s;
+}
+
+inline Trial ConvTrial(Gen& g, bool pool) {
+  const int64_t groups = pool ? 1 : g.Int(1, 2);
+  const int64_t cin = g.Int(1, 2), cout = g.Int(1, 2) * groups;
+  const std::vector<int64_t> k = {g.Int(1, 3), g.Int(1, 3)};
+  const std::vector<int64_t> stride = {g.Int(1, 2), g.Int(1, 2)};
+  const std::vector<int64_t> dil = {g.Int(1, 2), g.Int(1, 2)};
+  std::vector<int64_t> pad = g.Shape(static_cast<int>(g.Pick<int64_t>({1, 2, 4})), 0, 1);
+  const std::vector<int64_t> x = {g.Int(1, 2), cin * groups, dil[0] * (k[0] - 1) + g.Int(1, 3),
+                                  dil[1] * (k[1] - 1) + g.Int(1, 3)};
+  Attrs a = {{"strides", stride}, {"padding", pad}, {"dilation", dil}};
+  if (pool) {
+    a.Set("pool_size", k);
+    a.Set("ceil_mode", g.Coin());
+    return Trial{a, {g.F(x)}};
+  }
+  a.Set("groups", groups);
+  return Trial{a, {g.F(x), g.F({cout, cin, k[0], k[1]})}};
+}
+
+inline Trial ResizeTrial(Gen& g, bool dyn) {
+  const bool nchw = g.Coin();
+  const std::vector<int64_t> x =
+      nchw ? std::vector<int64_t>{g.Int(1, 2), g.Int(1, 2), g.Int(1, 4), g.Int(1, 4)}
+           : std::vector<int64_t>{g.Int(1, 2), g.Int(1, 4), g.Int(1, 4), g.Int(1, 2)};
+  const std::vector<int64_t> size = {g.Int(1, 5), g.Int(1, 5)};
+  Attrs a = {{"layout", std::string(nchw ? "NCHW" : "NHWC")},
+             {"method", g.Pick<std::string>({"nearest_neighbor", "linear"})},
+             {"coordinate_transformation_mode",
+              g.Pick<std::string>({"half_pixel", "align_corners", "asymmetric",
+                                   "pytorch_half_pixel", "tf_half_pixel_for_nn"})},
+             {"rounding_method", g.Pick<std::string>({"", "round", "floor", "ceil",
+                                                      "round_prefer_floor", "round_prefer_ceil"})}};
+  if (dyn) return Trial{a, {g.F(x), g.Vec(size)}};
+  a.Set("size", size);
+  return Trial{a, {g.F(x)}};
+}
+
+inline Trial TopKTrial(Gen& g, bool dyn) {
+  const auto shape = g.Shape(static_cast<int>(g.Int(1, 3)));
+  const int64_t axis = g.Int(-static_cast<int64_t>(shape.size()), shape.size() - 1);
+  const int64_t d = shape[axis < 0 ? axis + shape.size() : axis];
+  const int64_t k = g.Int(-1, d + 1);
+  Attrs a = {
+      {"axis", axis}, {"is_ascend", g.Coin()}, {"dtype", g.Coin() ? DType::kI32 : DType::kI64}};
+  if (dyn) return Trial{a, {g.F(shape), I64Scalar(k)}};
+  a.Set("k", k);
+  return Trial{a, {g.F(shape)}};
+}
+
+inline const std::map<std::string, Generator>& Generators() {
+  static const auto* table = new std::map<std::string, Generator>{
+      {"nn.relu", Unary()},
+      {"exp", Unary()},
+      {"sigmoid", Unary()},
+      {"tanh", Unary()},
+      {"sqrt", Unary()},
+      {"log", Unary()},
+      {"negative", Unary()},
+      {"abs", Unary()},
+      {"add", Binary()},
+      {"subtract", Binary()},
+      {"multiply", Binary()},
+      {"divide", Binary()},
+      {"power", Binary()},
+      {"maximum", Binary()},
+      {"minimum", Binary()},
+      {"equal", Binary()},
+      {"greater", Binary()},
+      {"less", Binary()},
+      {"where",
+       [](Gen& g) {
+         const auto out = g.Shape(g.Int(0, 3));
+         return Trial{{},
+                      {g.I(BroadcastOperand(g, out), 0, 1, DType::kBool),
+                       g.F(BroadcastOperand(g, out)), g.F(BroadcastOperand(g, out))}};
+       }},
+      {"device_copy",
+       [](Gen& g) {
+         return Trial{{{"src", std::string("cpu")}, {"dst", std::string(g.Pick<std::string>({"sim", "cuda"}))}},
+                      {g.F(g.Shape(g.Int(0, 3)))}};
+       }},
+      {"count_nonzero", [](Gen& g) { return Trial{{}, {g.F(g.Shape(g.Int(0, 3)))}}; }},
+      {"cast",
+       [](Gen& g) {
+         return Trial{{{"dtype", g.Pick<DType>({DType::kF32, DType::kI32, DType::kI64})}},
+                      {g.F(g.Shape(g.Int(0, 3)))}};
+       }},
+      {"nn.dense",
+       [](Gen& g) {
+         std::vector<int64_t> x = g.Shape(g.Int(1, 3));
+         const int64_t n = g.Int(1, 4);
+         Attrs a;
+         if (g.Coin()) a.Set("units", n);
+         return Trial{a, {g.F(x), g.F({n, x.back()})}};
+       }},
+      {"nn.bias_add",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 4));
+         const int64_t axis = g.Int(-static_cast<int64_t>(x.size()), x.size() - 1);
+         return Trial{{{"axis", axis}}, {g.F(x), g.F({x[axis < 0 ? axis + x.size() : axis]})}};
+       }},
+      {"nn.conv2d", [](Gen& g) { return ConvTrial(g, false); }},
+      {"nn.max_pool2d", [](Gen& g) { return ConvTrial(g, true); }},
+      {"nn.softmax",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         return Trial{{{"axis", g.Int(-static_cast<int64_t>(x.size()), x.size() - 1)}}, {g.F(x)}};
+       }},
+      {"nn.pad",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const std::string mode = g.Pick<std::string>({"constant", "edge", "reflect"});
+         return Trial{{{"pad_width", RandomPads(g, x, mode == "reflect")},
+                       {"pad_mode", mode},
+                       {"pad_value", 1.5}},
+                      {g.F(x)}};
+       }},
+      {"dyn.nn.pad",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const std::string mode = g.Pick<std::string>({"constant", "edge", "reflect"});
+         const Tensor pads = g.Vec(RandomPads(g, x, mode == "reflect"));
+         return Trial{{{"pad_mode", mode}},
+                      {g.F(x), g.Coin() ? pads.Reshaped({static_cast<int64_t>(x.size()), 2}) : pads,
+                       g.F({})}};
+       }},
+      {"reshape",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(0, 3));
+         return Trial{{{"newshape", RandomNewShape(g, x)}}, {g.F(x)}};
+       }},
+      {"dyn.reshape",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(0, 3));
+         return Trial{{}, {g.F(x), g.Vec(RandomNewShape(g, x))}};
+       }},
+      {"transpose",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(0, 4));
+         std::vector<int64_t> perm;
+         if (g.Coin()) {
+           for (size_t i = 0; i < x.size(); ++i) perm.push_back(i);
+           std::shuffle(perm.begin(), perm.end(), g.rng());
+         }
+         return Trial{{{"axes", perm}}, {g.F(x)}};
+       }},
+      {"expand_dims",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(0, 3));
+         const int64_t r = x.size();
+         return Trial{{{"axis", g.Int(-r - 1, r)}, {"num_newaxis", g.Int(0, 2)}}, {g.F(x)}};
+       }},
+      {"squeeze",
+       [](Gen& g) {
+         auto x = g.Shape(g.Int(1, 4), 1, 3);
+         std::vector<int64_t> axes;
+         for (size_t i = 0; i < x.size(); ++i) {
+           if (x[i] == 1 && g.Coin()) axes.push_back(i);
+         }
+         Trial t{{{"axis", axes}}, {g.F(x)}};
+         t.symbolic_rank_may_differ = axes.empty();
+         return t;
+       }},
+      {"concatenate",
+       [](Gen& g) {
+         const auto base = g.Shape(g.Int(1, 3));
+         const int64_t axis = g.Int(0, base.size() - 1);
+         Trial t{{{"axis", g.Coin() ? axis : axis - static_cast<int64_t>(base.size())}}, {}};
+         for (int64_t n = g.Int(1, 3); n > 0; --n) {
+           auto s = base;
+           s[axis] = g.Int(0, 3);
+           t.inputs.push_back(g.F(s));
+         }
+         return t;
+       }},
+      {"broadcast_to",
+       [](Gen& g) {
+         const auto target = g.Shape(g.Int(0, 3));
+         return Trial{{{"shape", target}}, {g.F(BroadcastOperand(g, target))}};
+       }},
+      {"dyn.broadcast_to",
+       [](Gen& g) {
+         const auto target = g.Shape(g.Int(0, 3));
+         return Trial{{}, {g.F(BroadcastOperand(g, target)), g.Vec(target)}};
+       }},
+      {"tile",
+       [](Gen& g) {
+         return Trial{{{"reps", g.Shape(g.Int(0, 3), 1, 3)}}, {g.F(g.Shape(g.Int(0, 3)))}};
+       }},
+      {"dyn.tile",
+       [](Gen& g) {
+         return Trial{{}, {g.F(g.Shape(g.Int(0, 3))), g.Vec(g.Shape(g.Int(1, 3), 1, 3))}};
+       }},
+      {"strided_slice",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const SliceArgs s = RandomSlice(g, x);
+         Attrs a = {{"begin", s.begin}, {"end", s.end}};
+         if (g.Coin()) a.Set("strides", s.strides);
+         if (g.Int(0, 3) == 0) {  // explicit axes, in a shuffled order
+           std::vector<int64_t> axes(x.size());
+           for (size_t i = 0; i < x.size(); ++i) axes[i] = i;
+           std::shuffle(axes.begin(), axes.end(), g.rng());
+           axes.resize(s.begin.size());
+           std::vector<int64_t> ends;
+           for (size_t i = 0; i < axes.size(); ++i)
+             ends.push_back(g.Int(-x[axes[i]] - 1, x[axes[i]] + 1));
+           a.Set("axes", axes);
+           a.Set("end", ends);
+         } else if (g.Int(0, 3) == 0) {  // slice_mode size: end holds sizes (-1: to the end)
+           std::vector<int64_t> sizes;
+           for (size_t i = 0; i < s.begin.size(); ++i) sizes.push_back(g.Int(-1, x[i] + 1));
+           a.Set("end", sizes);
+           a.Set("slice_mode", std::string("size"));
+         }
+         return Trial{a, {g.F(x)}};
+       }},
+      {"dyn.strided_slice",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const SliceArgs s = RandomSlice(g, x);
+         return Trial{{}, {g.F(x), g.Vec(s.begin), g.Vec(s.end), g.Vec(s.strides)}};
+       }},
+      {"take",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const int64_t axis = g.Int(0, x.size() - 1);
+         const std::string mode = g.Pick<std::string>({"clip", "wrap", "fast"});
+         const int64_t d = x[axis];
+         const Tensor idx = mode == "fast" ? g.I(g.Shape(g.Int(0, 2)), -d, d - 1)
+                                           : g.I(g.Shape(g.Int(0, 2)), -d - 2, d + 2);
+         return Trial{{{"axis", axis}, {"mode", mode}}, {g.F(x), idx}};
+       }},
+      {"shape_of",
+       [](Gen& g) {
+         return Trial{{{"dtype", g.Coin() ? DType::kI32 : DType::kI64}},
+                      {g.F(g.Shape(g.Int(0, 3), 0, 3))}};
+       }},
+      {"arange",
+       [](Gen& g) {
+         if (g.Coin()) {
+           return Trial{{{"dtype", DType::kI64}},
+                        {I64Scalar(g.Int(-5, 5)), I64Scalar(g.Int(-5, 5)),
+                         I64Scalar(g.Pick<int64_t>({-2, -1, 1, 2, 3}))}};
+         }
+         return Trial{{}, {g.F({}), g.F({}), FT({}, {g.Pick<double>({-1.5, -0.5, 0.5, 0.75, 2})})}};
+       }},
+      {"dyn.full",
+       [](Gen& g) {
+         return Trial{{{"dtype", g.Coin() ? DType::kF32 : DType::kI64}},
+                      {g.F({}), g.Vec(g.Shape(g.Int(0, 3), 0, 3))}};
+       }},
+      {"dyn.zeros",
+       [](Gen& g) {
+         return Trial{{}, {g.Vec(g.Shape(g.Int(0, 3), 0, 3))}};
+       }},
+      {"dyn.ones",
+       [](Gen& g) {
+         return Trial{{}, {g.Vec(g.Shape(g.Int(0, 3), 0, 3))}};
+       }},
+      {"sum", Reduce(false)},
+      {"mean", Reduce(false)},
+      {"prod", Reduce(false)},
+      {"max", Reduce(false)},
+      {"min", Reduce(false)},
+      {"argmax", Reduce(true)},
+      {"argmin", Reduce(true)},
+      {"topk", [](Gen& g) { return TopKTrial(g, false); }},
+      {"dyn.topk", [](Gen& g) { return TopKTrial(g, true); }},
+      {"argwhere",
+       [](Gen& g) {
+         const auto s = g.Shape(g.Int(0, 3), 0, 3);
+         return Trial{{}, {g.Coin() ? g.I(s, 0, 1, DType::kBool) : g.F(s)}};
+       }},
+      {"image.resize2d", [](Gen& g) { return ResizeTrial(g, false); }},
+      {"dyn.image.resize2d", [](Gen& g) { return ResizeTrial(g, true); }},
+  };
+  return *table;
+}
+
+}  // namespace hetpass::testing
+
+#endif  // HETPASS_TEST_SUPPORT_OP_GENERATORS_H_

@@ -1,0 +1,404 @@
+// `hetpass`: the user-facing driver.
+//
+//   hetpass run FILE.hir|FILE.hvm [--device=cpu|sim] [--input NAME=SPEC]... [--repeat N]
+//               [--profile] [--flush-cache] [--json] [--output-dir DIR]
+//     Compiles a module (the default pipeline for the device, or --passes), runs it on the
+//     VM and prints each output's shape and checksums, the run-time counters next to the copy
+//     ledger, and timings. SPEC is a shape (`16x1024`: uniform random data, seeded), a literal
+//     1-D list (`[0,2,5]`) or a .npy file. Static inputs that are not given get random data.
+//     --flush-cache evicts the caches (64 MiB written and read) before every repetition, so
+//     cold and warm figures can be compared; --json prints one stable JSON object.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/command_line.h"
+#include "passes/analysis/copy_ledger.h"
+#include "passes/ir/parser.h"
+#include "passes/pass/pass_registry.h"
+#include "passes/runtime/npy.h"
+#include "passes/support/status_macros.h"
+#include "passes/vm/vm.h"
+
+ABSL_FLAG(std::string, device, "sim", "device to run on: cpu or sim");
+ABSL_FLAG(std::string, passes, "", "pass pipeline (default: the standard one for --device)");
+ABSL_FLAG(std::string, function, "main", "function to run");
+ABSL_FLAG(int, repeat, 1, "number of runs (the first is reported as cold)");
+ABSL_FLAG(bool, profile, false, "print a per-instruction time table");
+ABSL_FLAG(bool, flush_cache, false, "evict CPU caches before every repetition");
+ABSL_FLAG(bool, json, false, "print one JSON object instead of text");
+ABSL_FLAG(std::string, output_dir, "", "write every output as DIR/output_<i>.npy");
+ABSL_FLAG(uint32_t, seed, 0, "seed of random inputs");
+ABSL_FLAG(bool, random_weights, false,
+          "give elided (all-zero) floating-point constants random values");
+ABSL_FLAG(bool, listing, false, "print the VM bytecode listing");
+ABSL_FLAG(std::string, save_executable, "", "write the compiled executable to this file");
+ABSL_FLAG(bool, no_guard, false, "sim: leave the device arena readable by the host (faster)");
+
+namespace hetpass {
+namespace {
+
+constexpr char kUsage[] =
+    "hetpass run FILE.hir|FILE.hvm [--device=cpu|sim] [--input NAME=SHAPE|[v,...]|FILE.npy]...\n"
+    "            [--repeat N] [--profile] [--flush-cache] [--json] [--output-dir DIR]\n"
+    "Compiles and runs a module on the VM; prints outputs (shape, checksums), the run-time\n"
+    "copy/sync/allocation counters next to the copy ledger, and timings.";
+
+struct Checksum {
+  double sum = 0;
+  double abs_sum = 0;
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a of the bytes
+};
+
+Checksum Check(const Tensor& t) {
+  Checksum c;
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    const double v = t.GetDouble(i);
+    c.sum += v;
+    c.abs_sum += std::abs(v);
+  }
+  for (size_t i = 0; i < t.nbytes(); ++i) {
+    c.hash ^= t.data()[i];
+    c.hash *= 1099511628211ull;
+  }
+  return c;
+}
+
+void FlushCaches() {
+  static std::vector<uint8_t> buffer(64 << 20);
+  static volatile uint64_t sink = 0;
+  uint64_t s = 0;
+  for (size_t i = 0; i < buffer.size(); i += 64) {
+    buffer[i] = static_cast<uint8_t>(buffer[i] + 1);
+    s += buffer[i];
+  }
+  sink = sink + s;
+}
+
+Tensor RandomInput(DType dtype, std::vector<int64_t> shape, uint32_t seed) {
+  uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<double> v(static_cast<size_t>(n));
+  const bool is_float = IsFloat(dtype);
+  for (double& x : v) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(state >> 11) / 9007199254740992.0;
+    x = is_float ? 2 * u - 1 : std::floor(u * 10);
+  }
+  return Tensor::FromDoubles(dtype, std::move(shape), v);
+}
+
+absl::StatusOr<Tensor> ParseInput(absl::string_view spec, const vm::ArgSpec& param, uint32_t seed) {
+  if (absl::EndsWith(spec, ".npy")) {
+    ASSIGN_OR_RETURN(Tensor t, runtime::ReadNpy(std::string(spec)));
+    return t;
+  }
+  if (absl::StartsWith(spec, "[")) {
+    std::vector<double> values;
+    absl::string_view inner = absl::StripSuffix(absl::StripPrefix(spec, "["), "]");
+    for (absl::string_view part : absl::StrSplit(inner, ',', absl::SkipWhitespace())) {
+      double v;
+      if (!absl::SimpleAtod(absl::StripAsciiWhitespace(part), &v)) {
+        return absl::InvalidArgumentError(absl::StrCat("input %", param.name, ": bad value '", part, "'"));
+      }
+      values.push_back(v);
+    }
+    return Tensor::FromDoubles(param.dtype, {static_cast<int64_t>(values.size())}, values);
+  }
+  std::vector<int64_t> shape;
+  if (spec != "scalar") {
+    for (absl::string_view part : absl::StrSplit(spec, 'x')) {
+      int64_t d;
+      if (!absl::SimpleAtoi(part, &d) || d < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input %", param.name, ": '", spec,
+            "' is neither a shape (16x1024), a list ([1,2]) nor a .npy file"));
+      }
+      shape.push_back(d);
+    }
+  }
+  return RandomInput(param.dtype, std::move(shape), seed);
+}
+
+std::string CountersJson(const runtime::DeviceCounters& c) {
+  return absl::StrFormat(
+      "{\"h2d_calls\": %d, \"h2d_bytes\": %d, \"d2h_calls\": %d, \"d2h_bytes\": %d, "
+      "\"d2d_calls\": %d, \"d2d_bytes\": %d, \"syncs\": %d, \"device_allocs\": %d, "
+      "\"launches\": %d}",
+      c.h2d_calls, c.h2d_bytes, c.d2h_calls, c.d2h_bytes, c.d2d_calls, c.d2d_bytes, c.syncs,
+      c.allocs, c.launches);
+}
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "\"";
+}
+
+absl::Status Run(const std::string& path, const std::vector<std::string>& input_specs) {
+  const auto device = ParseDevice(absl::GetFlag(FLAGS_device));
+  if (!device || (*device != DeviceKind::kCpu && *device != DeviceKind::kSim)) {
+    return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or sim, got '",
+                                                   absl::GetFlag(FLAGS_device), "'"));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  vm::Executable exe;
+  CopyLedger ledger;
+  bool have_ledger = false;
+  std::string pipeline;
+  if (absl::EndsWith(path, ".hvm")) {
+    ASSIGN_OR_RETURN(exe, vm::Executable::LoadFromFile(path));
+  } else {
+    std::ifstream f(path);
+    if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    ParseOptions po;
+    po.source_name = path;
+    po.allow_elided_constants = true;
+    ASSIGN_OR_RETURN(auto module, ParseModule(ss.str(), po));
+    if (absl::GetFlag(FLAGS_random_weights)) {
+      uint32_t seed = 1000;
+      for (const auto& fn : module->functions()) {
+        WalkNodes(fn->body(), [&](Node& n) {
+          if (n.kind() != NodeKind::kConstant || !IsFloat(n.constant_value().dtype())) return;
+          const Tensor& t = n.constant_value();
+          for (int64_t i = 0; i < t.num_elements(); ++i) {
+            if (t.GetDouble(i) != 0) return;
+          }
+          Tensor r = RandomInput(t.dtype(), t.shape(), seed++);
+          for (int64_t i = 0; i < r.num_elements(); ++i) r.SetDouble(i, r.GetDouble(i) * 0.1);
+          n.set_constant_value(std::move(r));
+        });
+      }
+    }
+    pipeline = absl::GetFlag(FLAGS_passes).empty() ? vm::DefaultPipeline(*device)
+                                                   : absl::GetFlag(FLAGS_passes);
+    PassManagerOptions o;
+    ASSIGN_OR_RETURN(auto pm, ParsePipeline(pipeline, o));
+    RETURN_IF_ERROR((*pm).Run(*module).status());
+    ASSIGN_OR_RETURN(ledger, ComputeCopyLedger(*module, absl::GetFlag(FLAGS_function)));
+    have_ledger = true;
+    ASSIGN_OR_RETURN(exe, vm::CompileModule(*module));
+  }
+  if (!absl::GetFlag(FLAGS_save_executable).empty()) {
+    RETURN_IF_ERROR(exe.SaveToFile(absl::GetFlag(FLAGS_save_executable)));
+  }
+  const std::string function = absl::GetFlag(FLAGS_function);
+  const int fi = exe.FindFunction(function);
+  if (fi < 0) return absl::NotFoundError(absl::StrCat("no function @", function));
+  const vm::VmFunction& fn = exe.functions[fi];
+
+  // Inputs: NAME=SPEC, matched to parameters by name.
+  std::vector<std::optional<Tensor>> inputs(fn.params.size());
+  for (const std::string& spec : input_specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("--input '", spec, "' is not NAME=SPEC"));
+    }
+    const std::string name(absl::StripPrefix(spec.substr(0, eq), "%"));
+    auto it = std::find_if(fn.params.begin(), fn.params.end(),
+                           [&](const vm::ArgSpec& a) { return a.name == name; });
+    if (it == fn.params.end()) {
+      std::vector<std::string> names;
+      for (const auto& a : fn.params) names.push_back("%" + a.name);
+      return absl::InvalidArgumentError(absl::StrCat("--input names %", name, ", @", function,
+                                                     " has parameters ", absl::StrJoin(names, ", ")));
+    }
+    const size_t i = it - fn.params.begin();
+    ASSIGN_OR_RETURN(inputs[i], ParseInput(spec.substr(eq + 1), *it,
+                                           absl::GetFlag(FLAGS_seed) + static_cast<uint32_t>(i)));
+  }
+  std::vector<Tensor> args;
+  DimExpr::Bindings bindings;
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const vm::ArgSpec& p = fn.params[i];
+    if (!inputs[i]) {
+      std::vector<int64_t> shape;
+      for (const vm::ArgDim& d : p.dims) {
+        if (d.kind != vm::ArgDim::kStatic) {
+          return absl::InvalidArgumentError(absl::StrCat("input %", p.name, " (", p.type_text,
+                                                         ") has dynamic dims: give --input ", p.name,
+                                                         "=SHAPE|[values]|FILE.npy"));
+        }
+        shape.push_back(d.value);
+      }
+      inputs[i] = RandomInput(p.dtype, shape, absl::GetFlag(FLAGS_seed) + static_cast<uint32_t>(i));
+    }
+    for (size_t k = 0; k < p.dims.size() && k < inputs[i]->shape().size(); ++k) {
+      if (p.dims[k].kind == vm::ArgDim::kBind) bindings[exe.symbols[p.dims[k].value]] = inputs[i]->shape()[k];
+    }
+    args.push_back(*inputs[i]);
+  }
+
+  vm::VmOptions options;
+  options.profile = absl::GetFlag(FLAGS_profile);
+  options.sim.guard = !absl::GetFlag(FLAGS_no_guard);
+  const int64_t instructions = exe.InstructionCount(function);
+  const std::string listing = absl::GetFlag(FLAGS_listing) ? exe.ToListing() : "";
+  ASSIGN_OR_RETURN(auto machine, vm::VirtualMachine::Load(std::move(exe), options));
+  const auto t1 = std::chrono::steady_clock::now();
+  const double compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+
+  const int repeat = std::max(1, absl::GetFlag(FLAGS_repeat));
+  std::vector<double> times_us;
+  std::vector<Tensor> outputs;
+  std::vector<runtime::DeviceCounters> counters;
+  for (int r = 0; r < repeat; ++r) {
+    if (absl::GetFlag(FLAGS_flush_cache)) FlushCaches();
+    const auto a = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(outputs, machine->RunWithHostTensors(function, args));
+    const auto b = std::chrono::steady_clock::now();
+    times_us.push_back(std::chrono::duration<double, std::micro>(b - a).count());
+    counters.push_back(machine->LastRunCounters());
+  }
+  std::vector<double> warm(times_us.begin() + (repeat > 1 ? 1 : 0), times_us.end());
+  std::sort(warm.begin(), warm.end());
+  const double median = warm[warm.size() / 2];
+  const runtime::DeviceCounters& last = counters.back();
+  int64_t steady_allocs = 0;
+  for (size_t i = 1; i < counters.size(); ++i) steady_allocs += counters[i].allocs;
+
+  if (!absl::GetFlag(FLAGS_output_dir).empty()) {
+    std::filesystem::create_directories(absl::GetFlag(FLAGS_output_dir));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      RETURN_IF_ERROR(runtime::WriteNpy(
+          absl::StrCat(absl::GetFlag(FLAGS_output_dir), "/output_", i, ".npy"), outputs[i]));
+    }
+  }
+  const absl::Status agree = have_ledger ? vm::CompareWithLedger(ledger, last, bindings) : absl::OkStatus();
+
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string out = "{";
+    absl::StrAppend(&out, "\"module\": ", JsonString(path), ", \"device\": ",
+                    JsonString(DeviceName(*device)), ", \"function\": ", JsonString(function),
+                    ", \"instructions\": ", instructions, ", \"compile_ms\": ",
+                    absl::StrFormat("%.3f", compile_ms), ", \"outputs\": [");
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const Checksum c = Check(outputs[i]);
+      absl::StrAppend(&out, i ? ", " : "", "{\"dtype\": ", JsonString(DTypeName(outputs[i].dtype())),
+                      ", \"shape\": [", absl::StrJoin(outputs[i].shape(), ", "), "], \"sum\": ",
+                      absl::StrFormat("%.9g", c.sum), ", \"abs_sum\": ", absl::StrFormat("%.9g", c.abs_sum),
+                      ", \"fnv1a\": \"", absl::StrFormat("%016x", c.hash), "\"}");
+    }
+    absl::StrAppend(&out, "], \"counters\": ", CountersJson(last), ", \"steady_state_device_allocs\": ",
+                    steady_allocs, ", \"times_us\": {\"cold\": ", absl::StrFormat("%.3f", times_us[0]),
+                    ", \"median\": ", absl::StrFormat("%.3f", median), ", \"min\": ",
+                    absl::StrFormat("%.3f", warm.front()), ", \"runs\": ", repeat, "}");
+    if (have_ledger) {
+      absl::StrAppend(&out, ", \"ledger\": ", ledger.ToJson(), ", \"ledger_agrees\": ",
+                      agree.ok() ? "true" : "false");
+    }
+    if (options.profile) {
+      absl::StrAppend(&out, ", \"profile\": [");
+      bool first = true;
+      for (const vm::ProfileEntry& e : machine->Profile()) {
+        absl::StrAppend(&out, first ? "" : ", ", "{\"function\": ", JsonString(e.function), ", \"pc\": ", e.pc,
+                        ", \"opcode\": ", JsonString(e.opcode), ", \"what\": ", JsonString(e.what),
+                        ", \"calls\": ", e.calls, ", \"total_us\": ", absl::StrFormat("%.3f", e.total_us), "}");
+        first = false;
+      }
+      absl::StrAppend(&out, "]");
+    }
+    std::cout << out << "}\n";
+    return absl::OkStatus();
+  }
+
+  std::cout << "module   " << path << "\n";
+  std::cout << "device   " << DeviceName(*device) << "\n";
+  if (!pipeline.empty()) std::cout << "pipeline " << pipeline << "\n";
+  std::cout << absl::StrFormat("compiled in %.1f ms: %d instructions in @%s\n", compile_ms,
+                               instructions, function);
+  for (const std::string& k : machine->KernelDescriptions()) std::cout << "  " << k << "\n";
+  if (!listing.empty()) std::cout << listing;
+  std::cout << "inputs\n";
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::cout << absl::StrFormat("  %%%-10s %s\n", fn.params[i].name, args[i].type().ToString());
+  }
+  std::cout << "outputs\n";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Checksum c = Check(outputs[i]);
+    std::cout << absl::StrFormat("  %d  %-18s sum=%.6g abs_sum=%.6g fnv1a=%016x\n", i,
+                                 outputs[i].type().ToString(), c.sum, c.abs_sum, c.hash);
+  }
+  std::cout << "copies and syncs of one run (symbols: ";
+  std::vector<std::string> b;
+  for (const auto& [k, v] : bindings) b.push_back(absl::StrCat(k, "=", v));
+  std::sort(b.begin(), b.end());
+  std::cout << absl::StrJoin(b, ", ") << ")\n";
+  if (have_ledger) {
+    std::cout << vm::LedgerVersusCounters(ledger, last, bindings);
+    std::cout << (agree.ok() ? "  the run made exactly the copies the ledger promised\n"
+                             : "  MISMATCH between the ledger and the run\n");
+  } else {
+    std::cout << "  " << last.ToString() << "\n";
+  }
+  std::cout << absl::StrFormat("device allocations: first run %d, later runs %d; kernel launches %d\n",
+                               counters[0].allocs, steady_allocs, last.launches);
+  std::cout << absl::StrFormat("time     cold %.1f us, warm median %.1f us, min %.1f us (%d runs%s)\n",
+                               times_us[0], median, warm.front(), repeat,
+                               absl::GetFlag(FLAGS_flush_cache) ? ", caches flushed" : "");
+  if (options.profile) {
+    std::cout << "profile (all runs)\n";
+    std::cout << absl::StrFormat("  %-10s %4s %-16s %8s %12s %10s  %s\n", "function", "pc", "opcode",
+                                 "calls", "total us", "us/call", "binding");
+    for (const vm::ProfileEntry& e : machine->Profile()) {
+      std::cout << absl::StrFormat("  %-10s %4d %-16s %8d %12.1f %10.2f  %s\n", e.function, e.pc,
+                                   e.opcode, e.calls, e.total_us, e.total_us / e.calls, e.what);
+    }
+  }
+  return agree;
+}
+
+}  // namespace
+}  // namespace hetpass
+
+int main(int argc, char** argv) {
+  // --input may repeat and its values contain commas: take them out before absl parses the rest.
+  std::vector<std::string> input_specs;
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    const absl::string_view a = argv[i];
+    if (a == "--input" && i + 1 < argc) {
+      input_specs.push_back(argv[++i]);
+    } else if (absl::StartsWith(a, "--input=")) {
+      input_specs.emplace_back(a.substr(8));
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  const std::vector<std::string> args = hetpass::tools::ParseToolCommandLine(
+      static_cast<int>(rest.size()), rest.data(), hetpass::kUsage, "tools/hetpass/");
+  if (args.size() < 2 || args[1] != "run" || args.size() != 3) {
+    std::fprintf(stderr, "usage: %s\n(run `hetpass --help` for the flags)\n", hetpass::kUsage);
+    return 2;
+  }
+  const absl::Status st = hetpass::Run(args[2], input_specs);
+  if (!st.ok()) {
+    std::fprintf(stderr, "hetpass run: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
