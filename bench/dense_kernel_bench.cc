@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/compile_engine/dense_kernel.h"  // the bench target sees only public headers
+#include "compile_engine/dense_kernel.h"
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "passes/ir/parser.h"

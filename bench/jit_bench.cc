@@ -14,7 +14,7 @@
 #include "benchmark/benchmark.h"
 #include "passes/ir/parser.h"
 // The JIT is internal to the compile engine (src/); the bench target only sees include/.
-#include "../src/compile_engine/jit_elementwise.h"
+#include "compile_engine/jit_elementwise.h"
 
 namespace hetpass {
 namespace {

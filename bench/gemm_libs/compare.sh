@@ -6,7 +6,7 @@
 # for reference.
 #
 # usage: compare.sh [BUILD_DIR] [extra args for every binary, e.g. --seconds=2]
-#   BUILD_DIR defaults to /work/main/build-h3; CPU=<n> pins to another core (default 1).
+#   BUILD_DIR defaults to ./build; CPU=<n> pins to another core (default 1).
 #
 # Library configurations run:
 #   openblas            the environment as is (this VM exports OPENBLAS_CORETYPE=Haswell)
@@ -18,7 +18,7 @@
 # any check failed.
 set -euo pipefail
 
-build_dir=${1:-/work/main/build-h3}
+build_dir=${1:-build}
 shift || true
 bin=$build_dir/bench/gemm_libs
 cpu=${CPU:-1}

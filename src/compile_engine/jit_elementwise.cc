@@ -23,7 +23,7 @@
 //
 // Phase 1 (Analyze)  Check every binding against the lowering table below (op, operand and
 //          result dtypes, ranks) and number the values. Unsupported -> Unimplemented naming the
-//          op and dtype, so the compile engine falls back; IsJitElementwise is this phase.
+//          op and dtype, so the compile engine falls back (IsJitElementwise runs phases 1-2).
 // Phase 2 (Lower)    Build the expr DAG and the accesses. Each access is also classified
 //          statically as contiguous or broadcast in the innermost non-unit output dim (from
 //          the declared dims: f32[] or f32[n, 1] against f32[n, 512] is broadcast, the rest is
@@ -59,14 +59,16 @@
 // maximum/minimum/relu as the C++ comparisons they are defined by (NaN handling included);
 // integer division truncates, reports division by zero through the flag, and INT_MIN / -1 wraps;
 // casts from float to integer saturate (NaN -> 0) and truncate like Tensor::SetDouble; i64 ->
-// f32 rounds through f64 as the reference does. exp/log/sqrt/pow are LLVM intrinsics, tanh is a
-// libm call for f64; they resolve from the host process. f32 exp, tanh and sigmoid are expanded
-// into arithmetic (Cephes-style exp) so they vectorise: within 2 ulp of the reference over the
-// whole range (tested by a sweep).
+// f32 rounds through f64 as the reference does. sqrt is an LLVM intrinsic (an instruction); log,
+// pow and the f64 exp are LLVM intrinsics that become libm calls, f64 tanh calls libm directly;
+// those resolve from the host process. f32 exp, tanh and sigmoid are expanded into arithmetic
+// (Cephes-style exp) so they vectorise: within 2 ulp of the reference over the whole range
+// (tested by a sweep).
 //
 // Known gaps: f16/bf16, several results, injective ops (transpose, slices), reductions; the
 // generic entry is not vectorised; log, pow and every f64 transcendental are scalar libm calls
-// inside the vector loop (no vector math library).
+// inside the vector loop (no vector math library); negative/abs of INT64_MIN wrap where the
+// reference (which goes through double) saturates.
 #include "compile_engine/jit_elementwise.h"
 
 #include <algorithm>
