@@ -82,6 +82,9 @@ struct VirtualMachine::Impl {
     bool active = false;
   };
   std::vector<FrameCache> frames;  // per function
+  // Per function and pc of alloc_storage: the storage that instruction used last (see there).
+  // Declared after the pools: released to them before they are destroyed.
+  std::vector<std::vector<std::shared_ptr<runtime::Storage>>> storage_slots;
   struct Acc {
     int64_t calls = 0;
     double us = 0;
@@ -165,6 +168,8 @@ struct VirtualMachine::Impl {
       }
     }
     frames.resize(exe.functions.size());
+    storage_slots.resize(exe.functions.size());
+    for (size_t i = 0; i < exe.functions.size(); ++i) storage_slots[i].resize(exe.functions[i].code.size());
     profile.resize(exe.functions.size());
     for (size_t i = 0; i < exe.functions.size(); ++i) profile[i].resize(exe.functions[i].code.size());
     for (auto& d : devices) {
@@ -332,10 +337,19 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
     case Opcode::kAllocStorage: {
       ASSIGN_OR_RETURN(int64_t bytes, EvalDim(exe.dims[in.a], {syms, exe.symbols.size()}));
       if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
-      ASSIGN_OR_RETURN(PoolingAllocator::Block block, pool(in.device)->Allocate(static_cast<size_t>(bytes)));
       Object& o = regs[in.dst];
       o.kind = Object::Kind::kStorage;
+      // Steady state: the instruction gets back the storage it had in the previous call when
+      // nobody else holds it any more (not returned to the caller) and it is large enough: no
+      // pool lock, no heap. Otherwise the pool serves it and the slot remembers the new one.
+      std::shared_ptr<runtime::Storage>& slot = storage_slots[fi][pc];
+      if (slot != nullptr && slot.use_count() == 1 && slot->capacity() >= static_cast<size_t>(bytes)) {
+        o.storage = slot;
+        return absl::OkStatus();
+      }
+      ASSIGN_OR_RETURN(PoolingAllocator::Block block, pool(in.device)->Allocate(static_cast<size_t>(bytes)));
       o.storage = std::make_shared<runtime::Storage>(pool(in.device), block);
+      if (slot == nullptr || slot.use_count() == 1) slot = o.storage;
       return absl::OkStatus();
     }
     case Opcode::kAllocTensor: {

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""`hetpass run` end to end: JSON fields, ledger agreement, cpu == sim results, .npy outputs,
+saved executables, and the error paths (each must exit non-zero with a message naming the
+culprit). usage: hetpass_run_test.py HETPASS EXAMPLES_DIR WORK_DIR"""
+import json
+import os
+import subprocess
+import sys
+
+hetpass, examples, work = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(work, exist_ok=True)
+mlp = os.path.join(examples, "dynamic_mlp.hir")
+inputs = ["--input", "x=16x32x32", "--input", "begin=[0,0]", "--input", "end=[15,126]",
+          "--input", "strides=[1,1]"]
+failures = []
+
+
+def run(args, expect_ok=True):
+    p = subprocess.run([hetpass, "run"] + args, capture_output=True, text=True, timeout=600)
+    if expect_ok and p.returncode != 0:
+        failures.append(f"exit {p.returncode}: {' '.join(args)}\n{p.stderr}")
+    if not expect_ok and p.returncode == 0:
+        failures.append(f"expected failure: {' '.join(args)}")
+    return p
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+# The example pins the slice to sim; the cpu run uses a copy without device annotations.
+mlp_cpu = os.path.join(work, "dynamic_mlp_cpu.hir")
+with open(mlp) as f, open(mlp_cpu, "w") as g:
+    g.write(f.read().replace(" @sim", ""))
+results = {}
+for device in ["sim", "cpu"]:
+    p = run([mlp if device == "sim" else mlp_cpu, f"--device={device}", "--random-weights", "--repeat=3", "--json", "--profile"] + inputs)
+    if p.returncode != 0:
+        continue
+    r = json.loads(p.stdout)
+    results[device] = r
+    check(r["ledger_agrees"] is True, f"{device}: ledger_agrees is {r['ledger_agrees']}")
+    check(r["outputs"][0]["shape"] == [15, 126], f"{device}: output shape {r['outputs'][0]['shape']}")
+    check(r["steady_state_device_allocs"] == 0, f"{device}: steady-state allocs {r['steady_state_device_allocs']}")
+    # cpu has no device_copy instructions (the input upload and the result download).
+    check(r["instructions"] == (34 if device == "sim" else 32), f"{device}: {r['instructions']} instructions")
+    check(len(r["profile"]) > 0, f"{device}: empty profile")
+    c = r["counters"]
+    if device == "sim":
+        check((c["h2d_calls"], c["h2d_bytes"], c["d2h_calls"], c["syncs"]) == (1, 16 * 1024 * 4, 1, 1),
+              f"sim counters {c}")
+        check(c["d2h_bytes"] == 15 * 126 * 4, f"sim d2h bytes {c['d2h_bytes']}")
+    else:
+        check(c["h2d_calls"] + c["d2h_calls"] + c["syncs"] == 0, f"cpu counters {c}")
+if len(results) == 2:
+    check(results["sim"]["outputs"][0]["fnv1a"] == results["cpu"]["outputs"][0]["fnv1a"],
+          "cpu and sim results differ")
+
+# Outputs as .npy, the executable saved and run again: the same bytes.
+out_dir = os.path.join(work, "out")
+hvm = os.path.join(work, "mlp.hvm")
+p = run([mlp, "--device=sim", "--random-weights", f"--output-dir={out_dir}", f"--save-executable={hvm}", "--json"] + inputs)
+with open(os.path.join(out_dir, "output_0.npy"), "rb") as f:
+    data = f.read()
+check(data[:6] == b"\x93NUMPY" and b"'shape': (15, 126)" in data and len(data) % 64 == (15 * 126 * 4) % 64,
+      "output_0.npy header")
+p2 = run([hvm, "--device=sim", "--json"] + inputs)
+if p.returncode == 0 and p2.returncode == 0:
+    check(json.loads(p.stdout)["outputs"] == json.loads(p2.stdout)["outputs"], "saved executable gives other outputs")
+
+# Text output shows the ledger next to the counters.
+p = run([mlp, "--device=sim"] + inputs)
+check("the run made exactly the copies the ledger promised" in p.stdout, "text output lacks the agreement line")
+
+# Errors.
+for args, message in [
+    ([mlp, "--device=sim"], "has dynamic dims"),
+    ([mlp, "--device=gpu"] + inputs, "--device must be cpu or sim"),
+    ([mlp, "--input", "x=16x31x32", "--input", "begin=[0,0]", "--input", "end=[1,1]", "--input", "strides=[1,1]"],
+     "argument 0 (%x) of @main"),
+    ([mlp, "--input", "y=3"] + inputs, "--input names %y"),
+    ([mlp, "--input", "x=banana"] + inputs[2:], "neither a shape"),
+    ([os.path.join(work, "missing.hir")], "cannot open"),
+    ([os.path.join(examples, "..", "README.md")], "README.md:1:1: unexpected character"),
+    ([mlp, "--device=cpu"] + inputs, "conflicts with the pipeline target 'cpu'"),
+]:
+    p = run(args, expect_ok=False)
+    check(message in p.stderr, f"error for {args}: wanted '{message}' in stderr, got: {p.stderr.strip()}")
+with open(os.path.join(work, "corrupt.hvm"), "wb") as f:
+    f.write(open(hvm, "rb").read()[:200])
+p = run([os.path.join(work, "corrupt.hvm")] + inputs, expect_ok=False)
+check("truncated" in p.stderr or "corrupt" in p.stderr, f"corrupt executable: {p.stderr.strip()}")
+
+if failures:
+    print("FAILED:\n" + "\n".join(failures))
+    sys.exit(1)
+print("hetpass run: all checks passed")
