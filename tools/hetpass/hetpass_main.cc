@@ -357,9 +357,9 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   }
   std::cout << absl::StrFormat("device allocations: first run %d, later runs %d; kernel launches %d\n",
                                counters[0].allocs, steady_allocs, last.launches);
-  std::cout << absl::StrFormat("time     cold %.1f us, warm median %.1f us, min %.1f us (%d runs%s)\n",
+  std::cout << absl::StrFormat("time     first run %.1f us, then median %.1f us, min %.1f us (%d runs%s)\n",
                                times_us[0], median, warm.front(), repeat,
-                               absl::GetFlag(FLAGS_flush_cache) ? ", caches flushed" : "");
+                               absl::GetFlag(FLAGS_flush_cache) ? ", caches flushed before each" : ", warm caches");
   if (options.profile) {
     std::cout << "profile (all runs)\n";
     std::cout << absl::StrFormat("  %-10s %4s %-16s %8s %12s %10s  %s\n", "function", "pc", "opcode",

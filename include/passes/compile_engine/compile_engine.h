@@ -1,13 +1,13 @@
 // The compile engine: lowers each primitive function (a fused kernel group made by fuse-ops)
 // for its device, and each primitive's shape function for the host.
 //
-// Kernels, in order of preference:
+// Kernels, in order of preference (not yet: an opaque op with an arbitrary elementwise tail,
+// e.g. dense+tanh or conv2d+relu, as library op + JIT-ed tail; such groups take path 4):
 //   1. the kernel library: dense (+ bias_add, relu epilogue) groups go to the GEMM library
 //      chosen by measurement (dense_kernel.h), with weights prepacked at load;
 //   2. the LLVM JIT: bodies made only of elementwise / broadcast ops become one vectorised
 //      loop nest compiled with ORC LLJIT (jit_elementwise.h);
-//   3. an opaque op followed by an elementwise tail: the op from the library, the tail JIT-ed
-//      in place over its output;
+//   3. reshape-only groups: a copy;
 //   4. otherwise the group's ops run one after another through the registry's reference
 //      kernels (correct for every registered op, not fast): Describe() says "reference[...]".
 // Shape functions are host functions: the ops' shape rules composed in program order
