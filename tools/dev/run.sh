@@ -11,6 +11,9 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
+# ccache hashes absolute paths unless told the base: with it, a fresh clone elsewhere (CI)
+# reuses the objects of earlier builds.
+export CCACHE_BASEDIR="$PWD"
 mode="${1:-}"
 jobs="${HETPASS_JOBS:-2}"
 build="${HETPASS_BUILD_DIR:-build}"
@@ -19,7 +22,8 @@ start=$(date +%s)
 # Debian packages this project builds and tests with (see shared/DEPENDENCIES.md).
 packages=(cmake ninja-build g++ ccache python3 libabsl-dev libgtest-dev libgmock-dev
           libbenchmark-dev llvm-16-dev llvm-16-tools libzstd-dev pkg-config libgraphviz-dev graphviz
-          chromium libopenblas-dev libblis-dev libdnnl-dev libxsmm-dev)
+          chromium libopenblas-dev libblis-dev libdnnl-dev libxsmm-dev
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 
 install_missing() {
   local missing=()
