@@ -92,6 +92,29 @@ with open(os.path.join(work, "corrupt.hvm"), "wb") as f:
 p = run([os.path.join(work, "corrupt.hvm")] + inputs, expect_ok=False)
 check("truncated" in p.stderr or "corrupt" in p.stderr, f"corrupt executable: {p.stderr.strip()}")
 
+# ONNX: import to text IR, and test-onnx on a shared model folder (one compilation, both sets).
+shared = os.path.join(examples, "..", "..", "shared", "models", "mlp_dynamic_batch")
+if not os.path.isdir(shared):
+    failures.append(f"missing test data: {shared}")
+else:
+    hir = os.path.join(work, "mlp.hir")
+    p = subprocess.run([hetpass, "import", os.path.join(shared, "model.onnx"), "-o", hir],
+                       capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"import failed: {p.stderr}")
+    if p.returncode == 0:
+        text = open(hir).read()
+        check("def @main(%input: f32[batch, 1024]" in text, f"imported text: {text[:200]}")
+    for device in ["cpu", "sim"]:
+        p = subprocess.run([hetpass, "test-onnx", shared, f"--device={device}", "--json"],
+                           capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"test-onnx {device}: {p.stderr}")
+        if p.returncode == 0:
+            r = json.loads(p.stdout)
+            check((r["passed"], r["total"]) == (2, 2), f"test-onnx {device}: {r['passed']}/{r['total']}")
+            check(all(s["ledger_agrees"] for s in r["sets"]), f"test-onnx {device}: ledger disagrees")
+    p = subprocess.run([hetpass, "import", os.path.join(work, "mlp.hvm")], capture_output=True, text=True)
+    check(p.returncode != 0 and "mlp.hvm" in p.stderr, f"import of a non-ONNX file: {p.stderr}")
+
 if failures:
     print("FAILED:\n" + "\n".join(failures))
     sys.exit(1)

@@ -58,7 +58,7 @@ configure_and_build() {
 }
 
 run_demo() {
-  configure_and_build "$build" hetpass-opt hetpass-cli
+  configure_and_build "$build" hetpass-opt hetpass-cli pass-viz
   local pipeline="infer-types,fold-constants,cse,dce,plan-devices{target=sim},fuse-ops,manifest-alloc"
   local opt=("$build/hetpass-opt" examples/dynamic_mlp.hir --allow-elided-constants
              "--passes=$pipeline")
@@ -78,6 +78,21 @@ run_demo() {
   echo "== next to the counters the device measured"
   "$build/hetpass" run examples/dynamic_mlp.hir --device=sim --random-weights --repeat 5 \
     --input x=16x32x32 --input 'begin=[0,0]' --input 'end=[15,126]' --input 'strides=[1,1]'
+  # A real PyTorch-exported model with data-dependent shapes (NonZero, TopK with a computed k):
+  # imported from ONNX, compiled once, run on both test sets (different dynamic sizes).
+  local onnx_model=../shared/models/nonzero_gather
+  if [ -f "$onnx_model/model.onnx" ]; then
+    echo
+    echo "== ONNX: $onnx_model (PyTorch export) on sim, one compilation for both test sets"
+    "$build/hetpass" test-onnx "$onnx_model" --device=sim
+    echo
+    echo "== pass-viz pictures of every stage of that model: viz/index.html"
+    "$build/tools/viz/pass-viz" "$onnx_model/model.onnx" --out viz \
+      --passes='infer-types,fold-constants,cse,dce,plan-devices{target=sim},fuse-ops,manifest-alloc' 2>&1 | tail -n 1
+  else
+    echo "error: $onnx_model/model.onnx is missing (../shared must sit beside the checkout)" >&2
+    exit 1
+  fi
 }
 
 run_tests() {

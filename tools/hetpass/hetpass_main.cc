@@ -9,6 +9,7 @@
 //     --flush-cache evicts the caches (64 MiB written and read) before every repetition, so
 //     cold and warm figures can be compared; --json prints one stable JSON object.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -26,7 +27,9 @@
 #include "absl/strings/strip.h"
 #include "common/command_line.h"
 #include "passes/analysis/copy_ledger.h"
+#include "passes/frontend/onnx_importer.h"
 #include "passes/ir/parser.h"
+#include "passes/ir/printer.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/runtime/npy.h"
 #include "passes/support/status_macros.h"
@@ -46,15 +49,24 @@ ABSL_FLAG(bool, random_weights, false,
 ABSL_FLAG(bool, listing, false, "print the VM bytecode listing");
 ABSL_FLAG(std::string, save_executable, "", "write the compiled executable to this file");
 ABSL_FLAG(bool, no_guard, false, "sim: leave the device arena readable by the host (faster)");
+ABSL_FLAG(std::string, o, "-", "import: output file ('-' for stdout)");
+ABSL_FLAG(double, rtol, 1e-3, "test-onnx: relative tolerance");
+ABSL_FLAG(double, atol, 1e-4, "test-onnx: absolute tolerance");
 
 namespace hetpass {
 namespace {
 
 constexpr char kUsage[] =
-    "hetpass run FILE.hir|FILE.hvm [--device=cpu|sim] [--input NAME=SHAPE|[v,...]|FILE.npy]...\n"
-    "            [--repeat N] [--profile] [--flush-cache] [--json] [--output-dir DIR]\n"
-    "Compiles and runs a module on the VM; prints outputs (shape, checksums), the run-time\n"
-    "copy/sync/allocation counters next to the copy ledger, and timings.";
+    "hetpass run FILE.hir|FILE.onnx|FILE.hvm [--device=cpu|sim]\n"
+    "            [--input NAME|#POS=SHAPE|[v,...]|FILE.npy|FILE.pb]... [--repeat N] [--profile]\n"
+    "            [--flush-cache] [--json] [--output-dir DIR]\n"
+    "    compiles and runs a module on the VM; prints outputs (shape, checksums), the run-time\n"
+    "    copy/sync/allocation counters next to the copy ledger, and timings\n"
+    "hetpass import MODEL.onnx [-o FILE.hir]\n"
+    "    writes the imported module as text IR\n"
+    "hetpass test-onnx DIR [--device=cpu|sim] [--json] [--rtol R] [--atol A]\n"
+    "    runs DIR/model.onnx (compiled once) on every DIR/test_data_set_N and compares each\n"
+    "    output with output_*.pb; prints pass/fail per set with the ledger and the counters";
 
 struct Checksum {
   double sum = 0;
@@ -106,6 +118,7 @@ absl::StatusOr<Tensor> ParseInput(absl::string_view spec, const vm::ArgSpec& par
     ASSIGN_OR_RETURN(Tensor t, runtime::ReadNpy(std::string(spec)));
     return t;
   }
+  if (absl::EndsWith(spec, ".pb")) return ReadOnnxTensorFile(std::string(spec));
   if (absl::StartsWith(spec, "[")) {
     std::vector<double> values;
     absl::string_view inner = absl::StripSuffix(absl::StripPrefix(spec, "["), "]");
@@ -157,12 +170,31 @@ std::string JsonString(absl::string_view s) {
   return out + "\"";
 }
 
-absl::Status Run(const std::string& path, const std::vector<std::string>& input_specs) {
+// Text IR (.hir, elided constants allowed) or an ONNX model (.onnx).
+absl::StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& path) {
+  if (absl::EndsWith(path, ".onnx")) return ImportOnnxFile(path);
+  std::ifstream f(path);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ParseOptions po;
+  po.source_name = path;
+  po.allow_elided_constants = true;
+  return ParseModule(ss.str(), po);
+}
+
+absl::StatusOr<DeviceKind> DeviceFlag() {
   const auto device = ParseDevice(absl::GetFlag(FLAGS_device));
   if (!device || (*device != DeviceKind::kCpu && *device != DeviceKind::kSim)) {
     return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or sim, got '",
                                                    absl::GetFlag(FLAGS_device), "'"));
   }
+  return *device;
+}
+
+absl::Status Run(const std::string& path, const std::vector<std::string>& input_specs) {
+  ASSIGN_OR_RETURN(const DeviceKind device_kind, DeviceFlag());
+  const std::optional<DeviceKind> device = device_kind;
   const auto t0 = std::chrono::steady_clock::now();
   vm::Executable exe;
   CopyLedger ledger;
@@ -171,14 +203,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   if (absl::EndsWith(path, ".hvm")) {
     ASSIGN_OR_RETURN(exe, vm::Executable::LoadFromFile(path));
   } else {
-    std::ifstream f(path);
-    if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    ParseOptions po;
-    po.source_name = path;
-    po.allow_elided_constants = true;
-    ASSIGN_OR_RETURN(auto module, ParseModule(ss.str(), po));
+    ASSIGN_OR_RETURN(auto module, LoadModule(path));
     if (absl::GetFlag(FLAGS_random_weights)) {
       uint32_t seed = 1000;
       for (const auto& fn : module->functions()) {
@@ -221,6 +246,14 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
     const std::string name(absl::StripPrefix(spec.substr(0, eq), "%"));
     auto it = std::find_if(fn.params.begin(), fn.params.end(),
                            [&](const vm::ArgSpec& a) { return a.name == name; });
+    int64_t position = -1;
+    if (absl::StartsWith(name, "#") && absl::SimpleAtoi(name.substr(1), &position)) {
+      if (position < 0 || position >= static_cast<int64_t>(fn.params.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("--input ", name, ": @", function, " has ",
+                                                       fn.params.size(), " parameters"));
+      }
+      it = fn.params.begin() + position;
+    }
     if (it == fn.params.end()) {
       std::vector<std::string> names;
       for (const auto& a : fn.params) names.push_back("%" + a.name);
@@ -372,6 +405,140 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   return agree;
 }
 
+absl::Status Import(const std::string& path) {
+  ASSIGN_OR_RETURN(auto module, ImportOnnxFile(path));
+  const std::string text = PrintModule(*module);
+  const std::string out = absl::GetFlag(FLAGS_o);
+  if (out == "-") {
+    std::cout << text;
+    return absl::OkStatus();
+  }
+  std::ofstream f(out);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", out, " for writing"));
+  f << text;
+  return f ? absl::OkStatus() : absl::DataLossError(absl::StrCat("cannot write ", out));
+}
+
+// Largest |got - want| and whether every element is within atol + rtol * |want| (NaN == NaN).
+struct Comparison {
+  bool ok = true;
+  double max_abs_err = 0;
+  std::string why;
+};
+Comparison Compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
+  Comparison c;
+  if (got.shape() != want.shape()) {
+    c.ok = false;
+    c.why = absl::StrCat("shape ", got.type().ToString(), " vs expected ", want.type().ToString());
+    return c;
+  }
+  for (int64_t i = 0; i < got.num_elements(); ++i) {
+    const double a = got.GetDouble(i), b = want.GetDouble(i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    const double err = std::abs(a - b);
+    c.max_abs_err = std::max(c.max_abs_err, std::isnan(err) ? INFINITY : err);
+    if (!(err <= atol + rtol * std::abs(b)) && c.ok) {
+      c.ok = false;
+      c.why = absl::StrFormat("element %d: got %.9g, expected %.9g", i, a, b);
+    }
+  }
+  return c;
+}
+
+absl::Status TestOnnx(const std::string& dir) {
+  ASSIGN_OR_RETURN(const DeviceKind device, DeviceFlag());
+  const std::string model_path = dir + "/model.onnx";
+  ASSIGN_OR_RETURN(auto module, ImportOnnxFile(model_path));
+  const std::string pipeline = absl::GetFlag(FLAGS_passes).empty() ? vm::DefaultPipeline(device)
+                                                                   : absl::GetFlag(FLAGS_passes);
+  ASSIGN_OR_RETURN(auto pm, ParsePipeline(pipeline, PassManagerOptions()));
+  RETURN_IF_ERROR(pm->Run(*module).status());
+  ASSIGN_OR_RETURN(CopyLedger ledger, ComputeCopyLedger(*module));
+  ASSIGN_OR_RETURN(vm::Executable exe, vm::CompileModule(*module));
+  const vm::VmFunction fn = exe.functions[exe.FindFunction("main")];
+  const std::vector<std::string> symbols = exe.symbols;
+  ASSIGN_OR_RETURN(auto machine, vm::VirtualMachine::Load(std::move(exe)));
+
+  std::vector<std::string> sets;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_directory() && absl::StartsWith(entry.path().filename().string(), "test_data_set_")) {
+      sets.push_back(entry.path().string());
+    }
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return absl::NotFoundError(absl::StrCat(dir, " has no test_data_set_* folder"));
+  const double rtol = absl::GetFlag(FLAGS_rtol), atol = absl::GetFlag(FLAGS_atol);
+  const bool json = absl::GetFlag(FLAGS_json);
+  int failed = 0;
+  std::string json_sets;
+  if (!json) {
+    std::cout << "model    " << model_path << "\ndevice   " << DeviceName(device)
+              << " (one compilation for " << sets.size() << " sets), rtol " << rtol << ", atol " << atol << "\n";
+  }
+  for (const std::string& set : sets) {
+    const std::string name = std::filesystem::path(set).filename().string();
+    std::vector<Tensor> inputs;
+    DimExpr::Bindings bindings;
+    for (size_t i = 0; i < fn.params.size(); ++i) {
+      ASSIGN_OR_RETURN(Tensor t, ReadOnnxTensorFile(absl::StrCat(set, "/input_", i, ".pb")));
+      for (size_t k = 0; k < fn.params[i].dims.size() && k < t.shape().size(); ++k) {
+        if (fn.params[i].dims[k].kind == vm::ArgDim::kBind) {
+          bindings[symbols[fn.params[i].dims[k].value]] = t.shape()[k];
+        }
+      }
+      inputs.push_back(std::move(t));
+    }
+    auto outputs = machine->RunWithHostTensors("main", inputs);
+    std::string verdict;
+    bool pass = outputs.ok();
+    double max_err = 0;
+    if (!outputs.ok()) {
+      verdict = std::string(outputs.status().message());
+    } else {
+      for (size_t j = 0; j < outputs->size(); ++j) {
+        auto want = ReadOnnxTensorFile(absl::StrCat(set, "/output_", j, ".pb"));
+        // Reference data we cannot read (bf16 stored as UINT16): the test is unsupported.
+        if (absl::IsUnimplemented(want.status())) return want.status();
+        if (!want.ok()) {
+          pass = false;
+          verdict = std::string(want.status().message());
+          break;
+        }
+        const Comparison c = Compare((*outputs)[j], *want, rtol, atol);
+        max_err = std::max(max_err, c.max_abs_err);
+        if (!c.ok) {
+          pass = false;
+          verdict = absl::StrCat("output ", j, ": ", c.why);
+          break;
+        }
+      }
+    }
+    failed += !pass;
+    const runtime::DeviceCounters& counters = machine->LastRunCounters();
+    const absl::Status agree = vm::CompareWithLedger(ledger, counters, bindings);
+    if (json) {
+      absl::StrAppend(&json_sets, json_sets.empty() ? "" : ", ", "{\"set\": ", JsonString(name),
+                      ", \"pass\": ", pass ? "true" : "false", ", \"max_abs_err\": ",
+                      absl::StrFormat("%.3g", max_err), ", \"message\": ", JsonString(verdict),
+                      ", \"counters\": ", CountersJson(counters), ", \"ledger_agrees\": ",
+                      agree.ok() ? "true" : "false", "}");
+    } else {
+      std::cout << absl::StrFormat("%s: %s (max abs err %.3g)%s\n", name, pass ? "PASS" : "FAIL", max_err,
+                                   verdict.empty() ? "" : absl::StrCat(": ", verdict));
+      std::cout << vm::LedgerVersusCounters(ledger, counters, bindings);
+    }
+  }
+  if (json) {
+    std::cout << "{\"model\": " << JsonString(model_path) << ", \"device\": " << JsonString(DeviceName(device))
+              << ", \"ledger\": " << ledger.ToJson() << ", \"sets\": [" << json_sets << "], \"passed\": "
+              << sets.size() - failed << ", \"total\": " << sets.size() << "}\n";
+  } else {
+    std::cout << absl::StrFormat("%d/%d sets passed\n", sets.size() - failed, sets.size());
+  }
+  if (failed > 0) return absl::FailedPreconditionError(absl::StrCat(failed, " of ", sets.size(), " sets failed"));
+  return absl::OkStatus();
+}
+
 }  // namespace
 }  // namespace hetpass
 
@@ -391,14 +558,19 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::string> args = hetpass::tools::ParseToolCommandLine(
       static_cast<int>(rest.size()), rest.data(), hetpass::kUsage, "tools/hetpass/");
-  if (args.size() < 2 || args[1] != "run" || args.size() != 3) {
+  const std::string command = args.size() >= 2 ? args[1] : "";
+  if (args.size() != 3 || (command != "run" && command != "import" && command != "test-onnx")) {
     std::fprintf(stderr, "usage: %s\n(run `hetpass --help` for the flags)\n", hetpass::kUsage);
     return 2;
   }
-  const absl::Status st = hetpass::Run(args[2], input_specs);
+  const absl::Status st = command == "run"      ? hetpass::Run(args[2], input_specs)
+                          : command == "import" ? hetpass::Import(args[2])
+                                                : hetpass::TestOnnx(args[2]);
   if (!st.ok()) {
-    std::fprintf(stderr, "hetpass run: %s\n", std::string(st.message()).c_str());
-    return 1;
+    std::fprintf(stderr, "hetpass %s: %s\n", command.c_str(), std::string(st.message()).c_str());
+    // 3: the input uses something not supported yet (an ONNX op, attribute or opset), so test
+    // runners can list it as unsupported rather than failed.
+    return absl::IsUnimplemented(st) ? 3 : 1;
   }
   return 0;
 }

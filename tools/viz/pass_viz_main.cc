@@ -22,6 +22,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "passes/frontend/onnx_importer.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/ir/parser.h"
@@ -80,13 +81,18 @@ int Run(const std::string& input) {
     return 2;
   }
   const std::string source = input == "-" ? "<stdin>" : input;
-  absl::StatusOr<std::string> text = ReadInput(input);
-  if (!text.ok()) return Fail(text.status().message());
-
-  hetpass::ParseOptions parse_options;
-  parse_options.source_name = source;
-  parse_options.allow_elided_constants = true;  // a picture needs no weights
-  auto module = hetpass::ParseModule(*text, parse_options);
+  absl::StatusOr<std::unique_ptr<hetpass::Module>> module;
+  if (absl::EndsWith(input, ".onnx")) {
+    // ONNX models are imported (node names become the pictures' locations).
+    module = hetpass::ImportOnnxFile(input);
+  } else {
+    absl::StatusOr<std::string> text = ReadInput(input);
+    if (!text.ok()) return Fail(text.status().message());
+    hetpass::ParseOptions parse_options;
+    parse_options.source_name = source;
+    parse_options.allow_elided_constants = true;  // a picture needs no weights
+    module = hetpass::ParseModule(*text, parse_options);
+  }
   if (!module.ok()) return Fail(module.status().message());
   if (absl::Status s = hetpass::Verify(**module); !s.ok()) return Fail(s.message());
 

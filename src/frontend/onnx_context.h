@@ -1,0 +1,79 @@
+// Internal to the ONNX frontend: the state one import shares with the per-op converters
+// (onnx_converters.cc). Includes the ONNX protobuf classes, so only src/frontend includes it.
+#ifndef HETPASS_FRONTEND_ONNX_CONTEXT_H_
+#define HETPASS_FRONTEND_ONNX_CONTEXT_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+#include "passes/ir/builder.h"
+#include "passes/ir/ir.h"
+
+namespace hetpass::onnx_frontend {
+
+// One import in progress: the builder, the ONNX name -> IR value map, and per-value types
+// inferred while building (the registry's rules without symbolic values), used for dtypes and
+// ranks; the final infer-types pass gives the precise symbolic types.
+class ImportContext {
+ public:
+  ImportContext(Module* module, Block* block, const OpRegistry* registry, int64_t opset)
+      : module_(module), builder_(block, registry), opset_(opset) {}
+
+  int64_t opset() const { return opset_; }
+  Builder& builder() { return builder_; }
+
+  // The node being converted (for names in locations and messages).
+  void set_current(const onnx::NodeProto* node) { current_ = node; }
+  const onnx::NodeProto& current() const { return *current_; }
+
+  // A registered op call; sets the location to the ONNX node and types the results locally.
+  absl::StatusOr<Value*> Op(absl::string_view op, std::vector<Value*> operands, Attrs attrs = {});
+  absl::StatusOr<Node*> OpNode(absl::string_view op, std::vector<Value*> operands,
+                               Attrs attrs = {});
+  // A bound constant.
+  Value* Const(Tensor t, std::string name = "");
+  Value* ScalarLike(Value* like, double v);  // a scalar of `like`'s dtype (f32 when unknown)
+
+  // The data of a value produced by a constant node, if it is one.
+  std::optional<Tensor> ConstValue(const Value* v) const;
+  // Type known so far (unset when the local rule could not type it).
+  Type TypeOf(const Value* v) const;
+  DType DTypeOf(const Value* v) const;  // f32 when unknown
+  int RankOf(const Value* v) const;     // -1 when unknown
+
+  void SetLocalType(const Value* v, Type t) { types_[v] = std::move(t); }
+
+  // Error prefix naming the current node: "Reshape 'Reshape_12' (opset 13): ".
+  std::string Where() const;
+  absl::Status Error(absl::string_view msg) const;          // InvalidArgument
+  absl::Status Unimplemented(absl::string_view msg) const;  // Unimplemented
+
+ private:
+  Module* module_;
+  Builder builder_;
+  int64_t opset_;
+  const onnx::NodeProto* current_ = nullptr;
+  absl::flat_hash_map<const Value*, Type> types_;
+};
+
+// Converts one node; `inputs` has nullptr for absent optional inputs. Returns one value per
+// ONNX output (nullptr for an output the converter does not produce).
+using Converter = absl::StatusOr<std::vector<Value*>> (*)(ImportContext& ctx,
+                                                          const onnx::NodeProto& node,
+                                                          const std::vector<Value*>& inputs);
+// The converter for an op type of the default domain, or nullptr when unsupported.
+Converter FindConverter(absl::string_view op_type);
+// Ops recognised but deliberately out of scope (If, Loop, ...): their reason, else "".
+absl::string_view OutOfScopeReason(absl::string_view op_type);
+
+// TensorProto -> Tensor (also used for initializers and Constant attributes).
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t);
+absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type);
+
+}  // namespace hetpass::onnx_frontend
+
+#endif  // HETPASS_FRONTEND_ONNX_CONTEXT_H_

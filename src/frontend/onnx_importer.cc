@@ -1,0 +1,509 @@
+// ONNX importer: ModelProto bytes -> a hetpass Module with one function.
+//
+// Phases:
+//   0. Parse. Protobuf parsing never throws, but everything that touches the proto runs inside a
+//      try block anyway, so no exception escapes; bytes that do not parse are InvalidArgument.
+//   1. Check. The default-domain opset must be 11..17 (error names it). Every node's op type is
+//      looked up in the converter table (onnx_converters.cc); ALL unsupported nodes are listed
+//      in one Unimplemented error (op type, node name, opset), so a user sees the whole gap.
+//   2. Signature. Graph inputs that are not initializers become parameters. A named dynamic dim
+//      (dim_param) becomes one symbol shared by every input that names it (sanitised into an
+//      identifier, made unique); an unnamed or unknown dim becomes a fresh symbol.
+//   3. Constants. Initializers become bound `constant` nodes (never parameters: passing weights
+//      as parameters would disable fold-constants, see DESIGN.md).
+//   4. Nodes, in graph order (ONNX requires a topological order): each converter emits registry
+//      ops through ImportContext, which stamps Location::name with the ONNX node name and types
+//      the results with the registry's rule (locally, for dtypes and ranks).
+//   5. Results: the graph outputs, in order. Optionally infer-types, whose errors name the node.
+//
+// Known gaps: subgraphs (If / Loop), external tensor data, non-default domains, sparse
+// initializers.
+#include "passes/frontend/onnx_importer.h"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "frontend/onnx_context.h"
+#include "passes/shape_funcs/op_registry.h"
+#include "passes/support/status_macros.h"
+#include "passes/transforms/infer_types.h"
+
+namespace hetpass {
+namespace onnx_frontend {
+
+// ---- ImportContext ---------------------------------------------------------------------------
+
+std::string ImportContext::Where() const {
+  if (current_ == nullptr) return "";
+  if (current_->name().empty() && current_->output_size() > 0) {  // unnamed: name its output
+    return absl::StrFormat("%s '' (output '%s', opset %d): ", current_->op_type(),
+                           current_->output(0), opset_);
+  }
+  return absl::StrFormat("%s '%s' (opset %d): ", current_->op_type(), current_->name(), opset_);
+}
+
+absl::Status ImportContext::Error(absl::string_view msg) const {
+  return absl::InvalidArgumentError(absl::StrCat(Where(), msg));
+}
+
+absl::Status ImportContext::Unimplemented(absl::string_view msg) const {
+  return absl::UnimplementedError(absl::StrCat(Where(), msg));
+}
+
+absl::StatusOr<Node*> ImportContext::OpNode(absl::string_view op, std::vector<Value*> operands,
+                                            Attrs attrs) {
+  auto n = builder_.CallNode(op, operands, std::move(attrs));
+  if (!n.ok()) return Error(n.status().message());
+  Node* node = *n;
+  node->set_loc(Location{0, 0, current_ ? current_->name() : ""});
+  // Local typing: the registry's rule with the constants we know. Values that are computed
+  // stay unknown (a value-dependent rule then gives `?` dims; infer-types refines them with
+  // symbolic values at the end), so a failure here is a real shape error of this node.
+  std::vector<ShapeInput> ins;
+  std::vector<std::optional<Tensor>> consts(operands.size());
+  bool all_typed = true;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    Type t = TypeOf(operands[i]);
+    if (!t.is_tensor()) all_typed = false;
+    consts[i] = ConstValue(operands[i]);
+  }
+  if (all_typed) {
+    for (size_t i = 0; i < operands.size(); ++i) {
+      ins.push_back(ShapeInput{TypeOf(operands[i]), consts[i] ? &*consts[i] : nullptr});
+    }
+    auto types = node->op()->InferTypes(node->attrs(), std::move(ins));
+    if (!types.ok()) return Error(types.status().message());
+    if (static_cast<int>(types->size()) == node->num_results()) {
+      for (int r = 0; r < node->num_results(); ++r) types_[node->result(r)] = (*types)[r];
+    }
+  }
+  return node;
+}
+
+absl::StatusOr<Value*> ImportContext::Op(absl::string_view op, std::vector<Value*> operands,
+                                         Attrs attrs) {
+  ASSIGN_OR_RETURN(Node * n, OpNode(op, std::move(operands), std::move(attrs)));
+  if (n->num_results() != 1) return Error(absl::StrCat("op ", op, " has several results"));
+  return n->result(0);
+}
+
+Value* ImportContext::Const(Tensor t, std::string name) {
+  Value* v = builder_.Constant(std::move(t), std::move(name));
+  if (current_ != nullptr) v->producer()->set_loc(Location{0, 0, current_->name()});
+  types_[v] = v->producer()->constant_value().type();
+  return v;
+}
+
+Value* ImportContext::ScalarLike(Value* like, double v) {
+  return Const(Tensor::Scalar(DTypeOf(like), v));
+}
+
+std::optional<Tensor> ImportContext::ConstValue(const Value* v) const {
+  if (v == nullptr || v->producer() == nullptr) return std::nullopt;
+  if (v->producer()->kind() != NodeKind::kConstant) return std::nullopt;
+  return v->producer()->constant_value();
+}
+
+Type ImportContext::TypeOf(const Value* v) const {
+  if (v == nullptr) return Type();
+  if (!v->type().is_unset()) return v->type();
+  auto it = types_.find(v);
+  return it == types_.end() ? Type() : it->second;
+}
+
+DType ImportContext::DTypeOf(const Value* v) const {
+  Type t = TypeOf(v);
+  return t.is_tensor() ? t.dtype() : DType::kF32;
+}
+
+int ImportContext::RankOf(const Value* v) const {
+  Type t = TypeOf(v);
+  return t.is_tensor() ? t.rank() : -1;
+}
+
+// ---- tensors ---------------------------------------------------------------------------------
+
+absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT: return DType::kF32;
+    case onnx::TensorProto::DOUBLE: return DType::kF64;
+    case onnx::TensorProto::FLOAT16: return DType::kF16;
+    case onnx::TensorProto::BFLOAT16: return DType::kBF16;
+    case onnx::TensorProto::INT8: return DType::kI8;
+    case onnx::TensorProto::UINT8: return DType::kU8;
+    case onnx::TensorProto::INT32: return DType::kI32;
+    case onnx::TensorProto::INT64: return DType::kI64;
+    case onnx::TensorProto::BOOL: return DType::kBool;
+    default: break;
+  }
+  const std::string name = onnx::TensorProto::DataType_IsValid(elem_type)
+                               ? onnx::TensorProto::DataType_Name(
+                                     static_cast<onnx::TensorProto::DataType>(elem_type))
+                               : absl::StrCat(elem_type);
+  return absl::UnimplementedError(absl::StrCat("unsupported ONNX element type ", name));
+}
+
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t) {
+  ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(t.data_type()));
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    return absl::UnimplementedError(
+        absl::StrFormat("tensor '%s' uses external data, which is not supported", t.name()));
+  }
+  if (t.segment().begin() != 0 || t.segment().end() != 0) {
+    return absl::UnimplementedError(absl::StrFormat("tensor '%s' is segmented", t.name()));
+  }
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  auto count = CheckedNumElements(shape);
+  if (!count.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("tensor '%s': %s", t.name(), count.status().message()));
+  }
+  if (t.has_raw_data()) {
+    auto r = Tensor::FromBytes(dtype, shape, t.raw_data());
+    if (!r.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("tensor '%s': %s", t.name(), r.status().message()));
+    }
+    return r;
+  }
+  const int64_t n = *count;
+  // Check the element count against the data field BEFORE allocating (dims are user input).
+  int64_t have = 0;
+  switch (dtype) {
+    case DType::kF32: have = t.float_data_size(); break;
+    case DType::kF64: have = t.double_data_size(); break;
+    case DType::kI64: have = t.int64_data_size(); break;
+    default: have = t.int32_data_size(); break;  // i32, i8, u8, bool; f16/bf16 bit patterns
+  }
+  if (have != n) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s' has %d elements for shape [%s]", t.name(), have, absl::StrJoin(shape, ", ")));
+  }
+  Tensor out = Tensor::Zeros(dtype, shape);
+  switch (dtype) {
+    case DType::kF32:
+      for (int64_t i = 0; i < n; ++i) out.SetDouble(i, t.float_data(i));
+      return out;
+    case DType::kF64:
+      for (int64_t i = 0; i < n; ++i) out.SetDouble(i, t.double_data(i));
+      return out;
+    case DType::kI64:
+      for (int64_t i = 0; i < n; ++i) out.SetInt64(i, t.int64_data(i));
+      return out;
+    case DType::kI32:
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kBool:
+      for (int64_t i = 0; i < n; ++i) out.SetInt64(i, t.int32_data(i));
+      return out;
+    case DType::kF16:
+    case DType::kBF16: {
+      uint16_t* p = out.mutable_data_as<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint16_t>(t.int32_data(i));
+      return out;
+    }
+  }
+  return absl::InternalError("unhandled dtype");
+}
+
+}  // namespace onnx_frontend
+
+namespace {
+
+using onnx_frontend::ImportContext;
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
+  return ss.str();
+}
+
+// A valid IR identifier ([A-Za-z_][A-Za-z0-9_]*) from an ONNX dim_param.
+std::string SanitizeSymbol(absl::string_view name) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                    (c >= '0' && c <= '9');
+    out.push_back(ok ? c : '_');
+  }
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out.insert(out.begin(), '_');
+  return out;
+}
+
+class GraphImporter {
+ public:
+  GraphImporter(const onnx::ModelProto& model, const OnnxImportOptions& options,
+                absl::string_view source_name)
+      : model_(model), options_(options), source_name_(source_name) {}
+
+  absl::StatusOr<std::unique_ptr<Module>> Run() {
+    ASSIGN_OR_RETURN(int64_t opset, CheckOpset());
+    const onnx::GraphProto& g = model_.graph();
+    RETURN_IF_ERROR(CheckSupported(g, opset));
+
+    auto module = std::make_unique<Module>();
+    module->set_source_name(std::string(source_name_));
+    Function* f = module->AddFunction(options_.function_name);
+    f->set_loc(Location{0, 0, g.name()});
+    ImportContext ctx(module.get(), &f->body(), options_.registry, opset);
+
+    // Phase 2 + 3: signature and initializers.
+    absl::flat_hash_set<std::string> initializer_names;
+    for (const auto& init : g.initializer()) initializer_names.insert(init.name());
+    ReserveNamedSymbols(g, initializer_names);
+    for (const auto& in : g.input()) {
+      if (initializer_names.contains(in.name())) continue;
+      ASSIGN_OR_RETURN(Type t, InputType(in));
+      values_[in.name()] = f->body().AddParam(std::move(t), in.name());
+    }
+    for (const auto& init : g.initializer()) {
+      auto t = onnx_frontend::TensorFromProto(init);
+      if (!t.ok()) return WithSource(t.status(), "initializer");
+      values_[init.name()] = ctx.Const(*std::move(t), init.name());
+    }
+
+    // Phase 4: nodes.
+    for (const auto& node : g.node()) {
+      ctx.set_current(&node);
+      std::vector<Value*> inputs;
+      for (const std::string& name : node.input()) {
+        if (name.empty()) {
+          inputs.push_back(nullptr);
+          continue;
+        }
+        auto it = values_.find(name);
+        if (it == values_.end()) {
+          return ctx.Error(absl::StrFormat("input '%s' is not defined before its use", name));
+        }
+        inputs.push_back(it->second);
+      }
+      onnx_frontend::Converter convert = onnx_frontend::FindConverter(node.op_type());
+      const size_t first_new = f->body().nodes().size();
+      auto outs = convert(ctx, node, inputs);
+      if (!outs.ok()) return WithSource(outs.status(), "");
+      // Values made for this node take the ONNX output names (pass-through outputs, such as
+      // Identity's, keep the name they have).
+      absl::flat_hash_set<const Node*> made;
+      for (size_t i = first_new; i < f->body().nodes().size(); ++i) {
+        made.insert(f->body().nodes()[i].get());
+      }
+      for (int i = 0; i < node.output_size(); ++i) {
+        const std::string& name = node.output(i);
+        if (name.empty()) continue;
+        Value* v = i < static_cast<int>(outs->size()) ? (*outs)[i] : nullptr;
+        if (v == nullptr) {
+          // Only an error if something uses it; record the gap.
+          missing_outputs_[name] = ctx.Where();
+          continue;
+        }
+        if (v->producer() != nullptr && made.contains(v->producer())) v->set_name(name);
+        values_[name] = v;
+      }
+    }
+    ctx.set_current(nullptr);
+
+    // Phase 5: results.
+    std::vector<Value*> results;
+    for (const auto& out : g.output()) {
+      auto it = values_.find(out.name());
+      if (it == values_.end()) {
+        auto m = missing_outputs_.find(out.name());
+        if (m != missing_outputs_.end()) {
+          return absl::UnimplementedError(
+              absl::StrCat(m->second, "output '", out.name(), "' is not supported"));
+        }
+        return absl::InvalidArgumentError(
+            absl::StrFormat("graph output '%s' is not produced by any node", out.name()));
+      }
+      results.push_back(it->second);
+    }
+    f->body().set_results(std::move(results));
+    if (options_.infer_types) {
+      auto changed = CreateInferTypesPass()->Run(*module);
+      if (!changed.ok()) return WithSource(changed.status(), "");
+    }
+    return module;
+  }
+
+ private:
+  absl::Status WithSource(const absl::Status& s, absl::string_view what) const {
+    return absl::Status(s.code(), absl::StrCat(source_name_, ": ", what,
+                                               what.empty() ? "" : " ", s.message()));
+  }
+
+  absl::StatusOr<int64_t> CheckOpset() const {
+    std::optional<int64_t> opset;
+    for (const auto& id : model_.opset_import()) {
+      if (id.domain().empty() || id.domain() == "ai.onnx") opset = id.version();
+    }
+    if (!opset) {
+      // Models of other domains only (ai.onnx.preview.training: Adam, Momentum, ...).
+      std::vector<std::string> domains;
+      for (const auto& id : model_.opset_import()) domains.push_back(id.domain());
+      return absl::UnimplementedError(absl::StrCat(
+          source_name_, ": model imports no opset of the default domain (domains: ",
+          absl::StrJoin(domains, ", "), ")"));
+    }
+    if (*opset < 11 || *opset > 17) {
+      return absl::UnimplementedError(absl::StrFormat(
+          "%s: unsupported opset %d (the ONNX importer supports opsets 11 to 17)", source_name_,
+          *opset));
+    }
+    return *opset;
+  }
+
+  absl::Status CheckSupported(const onnx::GraphProto& g, int64_t opset) const {
+    std::vector<std::string> problems;
+    for (const auto& node : g.node()) {
+      const std::string where =
+          absl::StrFormat("%s '%s' (opset %d)", node.op_type(), node.name(), opset);
+      if (!node.domain().empty() && node.domain() != "ai.onnx") {
+        problems.push_back(absl::StrCat(where, ": domain '", node.domain(), "' is not supported"));
+        continue;
+      }
+      absl::string_view reason = onnx_frontend::OutOfScopeReason(node.op_type());
+      if (!reason.empty()) {
+        problems.push_back(absl::StrCat(where, ": ", reason));
+      } else if (onnx_frontend::FindConverter(node.op_type()) == nullptr) {
+        problems.push_back(absl::StrCat(where, ": no converter for op type '", node.op_type(), "'"));
+      }
+    }
+    if (problems.empty()) return absl::OkStatus();
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: %d unsupported node(s):\n  %s", source_name_, problems.size(),
+                        absl::StrJoin(problems, "\n  ")));
+  }
+
+  // Named dims first, so fresh symbols can avoid their names.
+  void ReserveNamedSymbols(const onnx::GraphProto& g,
+                           const absl::flat_hash_set<std::string>& initializers) {
+    for (const auto& in : g.input()) {
+      if (initializers.contains(in.name()) || !in.type().has_tensor_type()) continue;
+      for (const auto& d : in.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_param() || d.dim_param().empty() || symbols_.contains(d.dim_param())) {
+          continue;
+        }
+        std::string base = SanitizeSymbol(d.dim_param());
+        std::string name = base;
+        for (int k = 1; used_symbols_.contains(name); ++k) name = absl::StrCat(base, "_", k);
+        used_symbols_.insert(name);
+        symbols_[d.dim_param()] = name;
+      }
+    }
+  }
+
+  std::string FreshSymbol(absl::string_view input, int axis) {
+    std::string base = absl::StrCat(SanitizeSymbol(input), "_d", axis);
+    std::string name = base;
+    for (int k = 1; used_symbols_.contains(name); ++k) name = absl::StrCat(base, "_", k);
+    used_symbols_.insert(name);
+    return name;
+  }
+
+  absl::StatusOr<Type> InputType(const onnx::ValueInfoProto& in) {
+    if (!in.type().has_tensor_type()) {
+      return absl::UnimplementedError(absl::StrFormat(
+          "%s: graph input '%s' is not a tensor (sequences and maps are not supported)",
+          source_name_, in.name()));
+    }
+    const auto& tt = in.type().tensor_type();
+    auto dtype = onnx_frontend::DTypeFromOnnx(tt.elem_type());
+    if (!dtype.ok()) {
+      return absl::UnimplementedError(
+          absl::StrFormat("%s: graph input '%s': %s", source_name_, in.name(),
+                          dtype.status().message()));
+    }
+    if (!tt.has_shape()) {
+      return absl::UnimplementedError(absl::StrFormat(
+          "%s: graph input '%s' has no shape (unknown rank is not supported)", source_name_,
+          in.name()));
+    }
+    std::vector<DimExpr> dims;
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      if (d.has_dim_value() && d.dim_value() >= 0) {
+        dims.push_back(DimExpr(d.dim_value()));
+      } else if (d.has_dim_param() && !d.dim_param().empty()) {
+        dims.push_back(DimExpr::Symbol(symbols_.at(d.dim_param())));
+      } else {
+        dims.push_back(DimExpr::Symbol(FreshSymbol(in.name(), i)));
+      }
+    }
+    return Type::Tensor(*dtype, std::move(dims));
+  }
+
+  const onnx::ModelProto& model_;
+  const OnnxImportOptions& options_;
+  absl::string_view source_name_;
+  absl::flat_hash_map<std::string, Value*> values_;
+  absl::flat_hash_map<std::string, std::string> missing_outputs_;
+  absl::flat_hash_map<std::string, std::string> symbols_;  // dim_param -> symbol
+  absl::flat_hash_set<std::string> used_symbols_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Module>> ImportOnnx(absl::string_view model_bytes,
+                                                   const OnnxImportOptions& options,
+                                                   absl::string_view source_name) {
+  if (options.function_name.empty() ||
+      SanitizeSymbol(options.function_name) != options.function_name) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "function name '%s' is not an identifier", options.function_name));
+  }
+  try {
+    onnx::ModelProto model;
+    if (model_bytes.size() > static_cast<size_t>(INT32_MAX) ||
+        !model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source_name, ": not a valid ONNX model (the ModelProto does not parse)"));
+    }
+    if (!model.has_graph()) {
+      return absl::InvalidArgumentError(absl::StrCat(source_name, ": the model has no graph"));
+    }
+    return GraphImporter(model, options, source_name).Run();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(source_name, ": ONNX import failed: ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat(source_name, ": ONNX import failed"));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Module>> ImportOnnxFile(const std::string& path,
+                                                       const OnnxImportOptions& options) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  return ImportOnnx(bytes, options, path);
+}
+
+absl::StatusOr<Tensor> ParseOnnxTensor(absl::string_view bytes) {
+  try {
+    onnx::TensorProto t;
+    if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+        !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return absl::InvalidArgumentError("not a valid ONNX TensorProto");
+    }
+    return onnx_frontend::TensorFromProto(t);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("ONNX tensor parse failed: ", e.what()));
+  } catch (...) {
+    return absl::InternalError("ONNX tensor parse failed");
+  }
+}
+
+absl::StatusOr<Tensor> ReadOnnxTensorFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  auto t = ParseOnnxTensor(bytes);
+  if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
+  return t;
+}
+
+}  // namespace hetpass
