@@ -11,8 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compile_engine/conv_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/jit_elementwise.h"
+#include "compile_engine/split_kernel.h"
 #include "passes/ir/structural.h"
 #include "passes/support/status_macros.h"
 #include "passes/transforms/primitive_function.h"
@@ -239,7 +241,13 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
   if (!kernel && options_.use_kernel_library && IsDenseGroup(primitive)) {
     RETURN_IF_ERROR(attempt(CompileDenseGroup(primitive)));
   }
+  if (!kernel && options_.use_kernel_library && IsConvGroup(primitive)) {
+    RETURN_IF_ERROR(attempt(CompileConvGroup(primitive)));
+  }
   if (!kernel && IsReshapeOnly(primitive)) kernel = std::make_unique<CopyKernel>(&primitive);
+  if (!kernel && options_.use_kernel_library && options_.use_jit) {
+    RETURN_IF_ERROR(attempt(CompileLibraryHeadJitTail(primitive)));
+  }
   if (!kernel && options_.use_jit && IsJitElementwise(primitive)) {
     RETURN_IF_ERROR(attempt(CompileJitElementwise(primitive)));
   }

@@ -35,6 +35,7 @@
 #include "absl/strings/str_join.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
+#include "compile_engine/onednn_common.h"
 
 namespace hetpass {
 namespace dense_kernel_internal {
@@ -58,6 +59,8 @@ int KernelLibraryThreads() {
 
 namespace {
 
+using namespace ::hetpass::onednn;  // NOLINT: the shared oneDNN helpers
+
 using dnnl::memory;
 using Tag = memory::format_tag;
 using DataType = memory::data_type;
@@ -76,6 +79,7 @@ struct DenseGroup {
   int weight = -1;
   int bias = -1;  // -1: no bias_add
   bool relu = false;
+  int data_rank = 2;  // data [.., K]: leading dims flattened into M
   std::vector<std::string> param_names;  // "%x"
   std::vector<Type> param_types;
 
@@ -86,25 +90,7 @@ struct DenseGroup {
   }
 };
 
-bool IsCallOf(const Node& n, absl::string_view op) {
-  return n.kind() == NodeKind::kCall && n.op() != nullptr && n.op()->name() == op;
-}
 
-bool IsF32Tensor(const Type& t, int rank) {
-  return t.is_tensor() && t.dtype() == DType::kF32 && t.rank() == rank;
-}
-
-// Index of `v` among the parameters of `body`, or -1 if it is not one of them.
-int ParamIndex(const Block& body, const Value* v) {
-  return v->is_param() && v->param_block() == &body ? v->index() : -1;
-}
-
-std::optional<int64_t> IntAttr(const Node& n, absl::string_view name, int64_t default_value) {
-  const AttrValue* a = n.attrs().Find(name);
-  if (a == nullptr) return default_value;
-  if (const int64_t* v = std::get_if<int64_t>(a)) return *v;
-  return std::nullopt;
-}
 
 std::optional<DenseGroup> MatchDenseGroup(const Function& f) {
   if (!IsPrimitive(f)) return std::nullopt;
@@ -127,9 +113,14 @@ std::optional<DenseGroup> MatchDenseGroup(const Function& f) {
   g.data = ParamIndex(body, dense.operand(0));
   g.weight = ParamIndex(body, dense.operand(1));
   if (g.data < 0 || g.weight < 0 || g.data == g.weight) return std::nullopt;
-  if (!IsF32Tensor(g.param_types[g.data], 2) || !IsF32Tensor(g.param_types[g.weight], 2)) {
+  // Data of rank >= 2 ([.., K], e.g. a transformer's [batch, seq, K]) is one GEMM over the
+  // flattened leading dims.
+  const int data_rank = g.param_types[g.data].is_tensor() ? g.param_types[g.data].rank() : 0;
+  if (data_rank < 2 || !IsF32Tensor(g.param_types[g.data], data_rank) ||
+      !IsF32Tensor(g.param_types[g.weight], 2)) {
     return std::nullopt;
   }
+  g.data_rank = data_rank;
   const std::optional<int64_t> units = IntAttr(dense, "units", 0);
   const DimExpr& n_dim = g.param_types[g.weight].shape()[0];
   if (!units || (*units > 0 && n_dim.is_constant() && n_dim.constant() != *units)) {
@@ -138,18 +129,27 @@ std::optional<DenseGroup> MatchDenseGroup(const Function& f) {
   const Value* cur = dense.result(0);
 
   size_t i = 1;
-  if (i < nodes.size() && IsCallOf(*nodes[i], kBiasAddOp)) {
+  // The bias: nn.bias_add on the last axis, or an `add` of a 1-D [N] parameter (NumPy
+  // broadcasting over the last axis: what ONNX MatMul + Add exports give).
+  if (i < nodes.size() && (IsCallOf(*nodes[i], kBiasAddOp) || IsCallOf(*nodes[i], "add"))) {
     const Node& bias_add = *nodes[i];
-    if (bias_add.num_operands() != 2 || bias_add.num_results() != 1 || bias_add.operand(0) != cur) {
-      return std::nullopt;
-    }
-    g.bias = ParamIndex(body, bias_add.operand(1));
+    const bool is_add = IsCallOf(bias_add, "add");
+    if (bias_add.num_operands() != 2 || bias_add.num_results() != 1) return std::nullopt;
+    const int cur_operand = bias_add.operand(0) == cur ? 0 : (is_add && bias_add.operand(1) == cur ? 1 : -1);
+    if (cur_operand < 0) return std::nullopt;
+    g.bias = ParamIndex(body, bias_add.operand(1 - cur_operand));
     if (g.bias < 0 || g.bias == g.data || g.bias == g.weight ||
         !IsF32Tensor(g.param_types[g.bias], 1)) {
       return std::nullopt;
     }
-    const std::optional<int64_t> axis = IntAttr(bias_add, "axis", 1);
-    if (!axis || (*axis != -1 && *axis != 1)) return std::nullopt;
+    if (is_add) {
+      // [N] against the dense result's last dim (the weight's rows): equal, not broadcast.
+      const DimExpr& len = g.param_types[g.bias].shape()[0];
+      if (len.is_unknown() || len != n_dim) return std::nullopt;
+    } else {
+      const std::optional<int64_t> axis = IntAttr(bias_add, "axis", 1);
+      if (!axis || (*axis != -1 && *axis != data_rank - 1)) return std::nullopt;
+    }
     cur = bias_add.result(0);
     ++i;
   }
@@ -167,65 +167,22 @@ std::optional<DenseGroup> MatchDenseGroup(const Function& f) {
   if (!f.result_types().empty()) {
     if (f.result_types().size() != 1) return std::nullopt;
     const Type& r = f.result_types()[0];
-    if (!r.is_unset() && !IsF32Tensor(r, 2)) return std::nullopt;
+    if (!r.is_unset() && !IsF32Tensor(r, data_rank)) return std::nullopt;
   }
   return g;
 }
 
 // ---- oneDNN plumbing -----------------------------------------------------------------------
 
-absl::Status LibraryError(const DenseGroup& g, const std::exception& e) {
-  if (const auto* d = dynamic_cast<const dnnl::error*>(&e)) {
-    return absl::InternalError(absl::StrFormat("%s: onednn: %s (status %d)", g.function, d->what(),
-                                               static_cast<int>(d->status)));
-  }
-  return absl::InternalError(absl::StrFormat("%s: onednn: %s", g.function, e.what()));
-}
 
-// The process's CPU engine (created once; never destroyed, as primitives may outlive statics).
-const dnnl::engine* CpuEngine() {
-  static const dnnl::engine* engine = []() -> const dnnl::engine* {
-    try {
-      return new dnnl::engine(dnnl::engine::kind::cpu, 0);
-    } catch (const dnnl::error&) {
-      return nullptr;
-    }
-  }();
-  return engine;
-}
 
-// oneDNN streams are not thread-safe: one per thread.
-dnnl::stream& ThreadStream(const dnnl::engine& engine) {
-  thread_local std::optional<dnnl::stream> stream;
-  if (!stream) stream.emplace(engine);
-  return *stream;
-}
 
-// Sets the calling thread's OpenMP thread count to KernelLibraryThreads() while alive.
-class ScopedLibraryThreads {
- public:
-  ScopedLibraryThreads() : previous_(omp_get_max_threads()), wanted_(KernelLibraryThreads()) {
-    if (previous_ != wanted_) omp_set_num_threads(wanted_);
-  }
-  ~ScopedLibraryThreads() {
-    if (previous_ != wanted_) omp_set_num_threads(previous_);
-  }
-  ScopedLibraryThreads(const ScopedLibraryThreads&) = delete;
-  ScopedLibraryThreads& operator=(const ScopedLibraryThreads&) = delete;
-
- private:
-  int previous_;
-  int wanted_;
-};
 
 // W[N, K] row-major, seen by oneDNN as the [K, N] weights of src[M, K] x weights[K, N].
 memory::desc PlainWeights(int64_t k, int64_t n) {
   return memory::desc({k, n}, DataType::f32, Tag::ba);
 }
 
-std::string ShapeString(absl::Span<const int64_t> shape) {
-  return absl::StrFormat("[%s]", absl::StrJoin(shape, ", "));
-}
 
 // ---- instance ------------------------------------------------------------------------------
 
@@ -245,7 +202,7 @@ class DenseInstance final : public KernelInstance {
     std::shared_ptr<const memory> weights;
     // The execute arguments, built once and re-pointed per call (set_data_handle): building
     // oneDNN memory objects costs 0.3-0.7 us each, 4 per call, against a 10 us kernel at
-    // M = 1. One caller at a time uses them; a caller finding them busy builds its own.
+    // M = 1. One caller at a time executes a primitive (see Run).
     mutable std::mutex args_mu;
     mutable std::unordered_map<int, memory> args;  // guarded by args_mu
   };
@@ -364,7 +321,7 @@ absl::StatusOr<std::shared_ptr<const DenseInstance::Primitive>> DenseInstance::G
     cache_.emplace(key, primitive);
     return std::shared_ptr<const Primitive>(std::move(primitive));
   } catch (const std::exception& e) {
-    return LibraryError(group_, e);
+    return LibraryError(group_.function, e);
   }
 }
 
@@ -408,10 +365,12 @@ absl::Status DenseInstance::Run(absl::Span<const TensorArg> args) {
   const TensorArg& x = args[g.data];
   const TensorArg& w = args[g.weight];
   const TensorArg& y = args[g.num_params];
-  RETURN_IF_ERROR(CheckArg(x, "data", g.data, 2));
+  RETURN_IF_ERROR(CheckArg(x, "data", g.data, g.data_rank));
   RETURN_IF_ERROR(CheckArg(w, "weight", g.weight, 2));
-  RETURN_IF_ERROR(CheckArg(y, "result", g.num_params, 2));
-  const int64_t m = x.shape[0], k = x.shape[1], n = w.shape[0];
+  RETURN_IF_ERROR(CheckArg(y, "result", g.num_params, g.data_rank));
+  int64_t m = 1;
+  for (int d = 0; d + 1 < g.data_rank; ++d) m *= x.shape[d];
+  const int64_t k = x.shape[g.data_rank - 1], n = w.shape[0];
   if (w.shape[1] != k) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: nn.dense reduction dims differ: %s is %s but %s is %s", g.function,
@@ -440,9 +399,10 @@ absl::Status DenseInstance::Run(absl::Span<const TensorArg> args) {
     }
     bias_data = bias_ ? bias_->data_as<float>() : b.as<const float>();
   }
-  if (y.shape[0] != m || y.shape[1] != n) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: result is %s, expected [%d, %d]",
-                                                      g.function, ShapeString(y.shape), m, n));
+  if (!std::equal(y.shape.begin(), y.shape.end() - 1, x.shape.begin()) || y.shape.back() != n) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: result is %s for data %s and %d units",
+                                                      g.function, ShapeString(y.shape),
+                                                      ShapeString(x.shape), n));
   }
   if (m == 0 || n == 0) return absl::OkStatus();
   if (k == 0) {
@@ -472,22 +432,21 @@ absl::Status DenseInstance::Run(absl::Span<const TensorArg> args) {
       return margs;
     };
     dnnl::stream& stream = ThreadStream(engine_);
-    std::unique_lock<std::mutex> lock(primitive->args_mu, std::try_to_lock);
-    if (lock.owns_lock()) {
-      if (primitive->args.empty()) {
-        primitive->args = make_args();
-      } else {
-        for (int i = 0; i < num_handles; ++i) {
-          primitive->args.at(handles[i].first).set_data_handle(handles[i].second);
-        }
-      }
-      primitive->matmul.execute(stream, primitive->args);
+    // Executions of one primitive are serialised: oneDNN's library-managed scratchpad is not
+    // safe for concurrent executions of the same primitive (a two-thread test got wrong
+    // results in about one run in four with a try-lock and private arguments).
+    std::lock_guard<std::mutex> lock(primitive->args_mu);
+    if (primitive->args.empty()) {
+      primitive->args = make_args();
     } else {
-      primitive->matmul.execute(stream, make_args());
+      for (int i = 0; i < num_handles; ++i) {
+        primitive->args.at(handles[i].first).set_data_handle(handles[i].second);
+      }
     }
+    primitive->matmul.execute(stream, primitive->args);
     stream.wait();
   } catch (const std::exception& e) {
-    return LibraryError(g, e);
+    return LibraryError(g.function, e);
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,8 @@
 // every error path: the kernel must never abort on bad arguments.
 #include "compile_engine/dense_kernel.h"
 
+#include "passes/compile_engine/compile_engine.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -372,7 +374,7 @@ TEST(DenseKernelTest, BadArgumentsAreInvalidArgument) {
                "data (%x) must be an f32 tensor of rank 2, got f32[1, 2, 8]");
   expect_error(RunKernel(**instance, {x, w, Random({5}, 21)}, 2, 4),
                "bias (%b) has 5 elements but weight (%w) has 4 rows");
-  expect_error(RunKernel(**instance, {x, w, b}, 3, 4), "result is [3, 4], expected [2, 4]");
+  expect_error(RunKernel(**instance, {x, w, b}, 3, 4), "result is [3, 4] for data [2, 8] and 4 units");
   expect_error(RunKernel(**instance, {x, w}, 2, 4), "expected 4 arguments");
 
   // Constants that contradict the declared types fail at load.
@@ -414,8 +416,6 @@ TEST(DenseKernelTest, IsDenseGroupRejectsOtherBodies) {
                                          "  %a = nn.relu(%h) : f32[m, 4]\n"
                                          "  %hb = nn.bias_add(%a, %b) {axis = -1} : f32[m, 4]\n"
                                          "  return %hb\n}\n"},
-      {"dense then add", kHeader + "  %h = nn.dense(%x, %w) : f32[m, 4]\n"
-                                   "  %s = add(%h, %b) : f32[m, 4]\n  return %s\n}\n"},
       {"dense then sigmoid", kHeader + "  %h = nn.dense(%x, %w) : f32[m, 4]\n"
                                        "  %s = sigmoid(%h) : f32[m, 4]\n  return %s\n}\n"},
       {"two relus", kHeader + "  %h = nn.dense(%x, %w) : f32[m, 4]\n"
@@ -436,9 +436,6 @@ TEST(DenseKernelTest, IsDenseGroupRejectsOtherBodies) {
       {"f16",
        "def @f(%x: f16[m, 8], %w: f16[4, 8]) -> f16[m, 4] attributes {primitive = true} {\n"
        "  %h = nn.dense(%x, %w) : f16[m, 4]\n  return %h\n}\n"},
-      {"3-D data",
-       "def @f(%x: f32[2, m, 8], %w: f32[4, 8]) -> f32[2, m, 4] attributes {primitive = true} {\n"
-       "  %h = nn.dense(%x, %w) : f32[2, m, 4]\n  return %h\n}\n"},
       {"data is the weight",
        "def @f(%x: f32[8, 8]) -> f32[8, 8] attributes {primitive = true} {\n"
        "  %h = nn.dense(%x, %x) : f32[8, 8]\n  return %h\n}\n"},
@@ -471,6 +468,63 @@ TEST(DenseKernelTest, ThreadCount) {
   EXPECT_EQ(ParseThreadCount("4"), 4);
   EXPECT_EQ(ParseThreadCount("100000"), 1024);
   EXPECT_EQ(KernelLibraryThreads(), ParseThreadCount(std::getenv("HETPASS_NUM_THREADS")));
+}
+
+
+// Tests `add` of a 1-D [N] parameter as the bias (ONNX MatMul + Add), either operand order.
+TEST(DenseKernelTest, AddOfVectorIsTheBias) {
+  for (const char* add : {"add(%h, %b)", "add(%b, %h)"}) {
+    auto m = ParseOne(absl::StrCat(
+        "def @f(%x: f32[m, 8], %w: f32[4, 8], %b: f32[4]) -> f32[m, 4] attributes {primitive = true} {\n"
+        "  %h = nn.dense(%x, %w) : f32[m, 4]\n  %s = ", add, " : f32[m, 4]\n  return %s\n}\n"));
+    ASSERT_NE(m, nullptr);
+    const Function& f = *m->FindFunction("f");
+    ASSERT_TRUE(IsDenseGroup(f)) << add;
+    auto fast = CompileDenseGroup(f);
+    auto reference = CompileReferenceKernel(f);
+    ASSERT_TRUE(fast.ok() && reference.ok());
+    auto a = (*fast)->Instantiate({nullptr, nullptr, nullptr});
+    auto r = (*reference)->Instantiate({nullptr, nullptr, nullptr});
+    ASSERT_TRUE(a.ok() && r.ok());
+    const Tensor x = Random({3, 8}, 41), w = Random({4, 8}, 42), b = Random({4}, 43);
+    Tensor got = Tensor::Zeros(DType::kF32, {3, 4}), want = got;
+    ASSERT_TRUE((*a)->Run({Arg(x), Arg(w), Arg(b), TensorArg{got.mutable_data(), DType::kF32, got.shape()}}).ok());
+    ASSERT_TRUE((*r)->Run({Arg(x), Arg(w), Arg(b), TensorArg{want.mutable_data(), DType::kF32, want.shape()}}).ok());
+    EXPECT_LE(MaxError(got, want), kTolerance) << add;
+  }
+  // A broadcast [1] vector is not a bias.
+  auto m = ParseOne(
+      "def @f(%x: f32[m, 8], %w: f32[4, 8], %b: f32[1]) -> f32[m, 4] attributes {primitive = true} {\n"
+      "  %h = nn.dense(%x, %w) : f32[m, 4]\n  %s = add(%h, %b) : f32[m, 4]\n  return %s\n}\n");
+  ASSERT_NE(m, nullptr);
+  EXPECT_FALSE(IsDenseGroup(*m->FindFunction("f")));
+}
+
+// Tests data of rank 3 ([batch, seq, K], a transformer's projections): one GEMM over the
+// flattened leading dims, with bias and ReLU, against the reference kernels, for several seq.
+TEST(DenseKernelTest, LeadingDimsAreFlattened) {
+  auto m = ParseOne(
+      "def @f(%x: f32[2, s, 8], %w: f32[4, 8], %b: f32[4]) -> f32[2, s, 4] attributes {primitive = true} {\n"
+      "  %h = nn.dense(%x, %w) : f32[2, s, 4]\n"
+      "  %hb = nn.bias_add(%h, %b) {axis = 2} : f32[2, s, 4]\n"
+      "  %a = nn.relu(%hb) : f32[2, s, 4]\n  return %a\n}\n");
+  ASSERT_NE(m, nullptr);
+  const Function& f = *m->FindFunction("f");
+  ASSERT_TRUE(IsDenseGroup(f));
+  auto fast = CompileDenseGroup(f);
+  auto reference = CompileReferenceKernel(f);
+  ASSERT_TRUE(fast.ok() && reference.ok());
+  const Tensor w = Random({4, 8}, 31), b = Random({4}, 32);
+  auto a = (*fast)->Instantiate({nullptr, &w, &b});
+  auto r = (*reference)->Instantiate({nullptr, nullptr, nullptr});
+  ASSERT_TRUE(a.ok() && r.ok());
+  for (int64_t seq : {1, 5, 7}) {
+    const Tensor x = Random({2, seq, 8}, 33 + seq);
+    Tensor got = Tensor::Zeros(DType::kF32, {2, seq, 4}), want = got;
+    ASSERT_TRUE((*a)->Run({Arg(x), Arg(w), Arg(b), TensorArg{got.mutable_data(), DType::kF32, got.shape()}}).ok());
+    ASSERT_TRUE((*r)->Run({Arg(x), Arg(w), Arg(b), TensorArg{want.mutable_data(), DType::kF32, want.shape()}}).ok());
+    EXPECT_LE(MaxError(got, want), kTolerance) << "seq " << seq;
+  }
 }
 
 }  // namespace

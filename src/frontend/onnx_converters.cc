@@ -287,8 +287,16 @@ Outs Gemm(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
     if (beta != 1.0f) {
       ASSIGN_OR_RETURN(c, ctx.Op("multiply", {c, ctx.ScalarLike(c, beta)}));
     }
-    // C broadcasts unidirectionally to [M, N]: NumPy add (a 1-element C included).
-    ASSIGN_OR_RETURN(y, ctx.Op("add", {y, c}));
+    // A bias C[N] is nn.bias_add: the dense group then fuses into one GEMM with a bias
+    // post-op. Otherwise C broadcasts unidirectionally to [M, N]: NumPy add.
+    const Type ct = ctx.TypeOf(c);
+    const Type yt = ctx.TypeOf(y);
+    if (ct.is_tensor() && yt.is_tensor() && ct.rank() == 1 && yt.rank() == 2 &&
+        ct.shape()[0] == yt.shape()[1] && !ct.shape()[0].is_unknown()) {
+      ASSIGN_OR_RETURN(y, ctx.Op("nn.bias_add", {y, c}, {{"axis", int64_t{-1}}}));
+    } else {
+      ASSIGN_OR_RETURN(y, ctx.Op("add", {y, c}));
+    }
   }
   return std::vector<Value*>{y};
 }

@@ -1,10 +1,11 @@
 // The compile engine: lowers each primitive function (a fused kernel group made by fuse-ops)
 // for its device, and each primitive's shape function for the host.
 //
-// Kernels, in order of preference (not yet: an opaque op with an arbitrary elementwise tail,
-// e.g. dense+tanh or conv2d+relu, as library op + JIT-ed tail; such groups take path 4):
-//   1. the kernel library: dense (+ bias_add, relu epilogue) groups go to the GEMM library
-//      chosen by measurement (dense_kernel.h), with weights prepacked at load;
+// Kernels, in order of preference:
+//   1. the kernel library: dense and conv2d (+ bias, relu epilogue) groups go to oneDNN, the
+//      library chosen by measurement (dense_kernel.h, conv_kernel.h), weights prepacked at load;
+//      a library head followed by an elementwise tail (a residual add, tanh) runs the head
+//      into the output and the JIT-compiled tail in place over it (split_kernel.h);
 //   2. the LLVM JIT: bodies made only of elementwise / broadcast ops become one vectorised
 //      loop nest compiled with ORC LLJIT (jit_elementwise.h);
 //   3. reshape-only groups: a copy;

@@ -1,0 +1,663 @@
+// The conv2d kernel (nn.conv2d [+ nn.bias_add] [+ nn.relu] as one fused oneDNN convolution)
+// exists because convolutions are nearly all the work of the ResNet-like models
+// (shared/models/resnet_tiny_dynamic_batch: 15 convs, batch symbolic) and the registry's
+// reference conv is a scalar loop in double precision, fit to be an oracle, not a kernel. The
+// structure follows dense_kernel.cc: per-shape primitives cached under a mutex, constant
+// weights reordered once, bias and ReLU fused (see conv_kernel.h for the design).
+//
+// Phases:
+//   match        MatchConvGroup: the body is conv2d -> [bias_add] -> [relu] over distinct f32
+//                parameters; strides / padding / dilation / groups normalised to the
+//                registry's semantics (op identity is the kernel library's business: this file
+//                binds three registry op names to one library call, nothing else does)
+//   instantiate  constants checked against the declared types and each other (channels,
+//                groups, bias size); constant weights reordered once into the layout oneDNN
+//                picks, at load when the data's C, H, W are static (by creating the N = 1
+//                primitive), else on the first run
+//   run          arguments checked (count, dtype, rank, channels, groups, bias, output shape);
+//                the primitive for this (data shape, weight shape) taken from the instance's
+//                cache or created; executed on a per-thread stream and a per-thread user
+//                scratchpad (ThreadScratch) with KernelLibraryThreads() OpenMP threads
+#include "compile_engine/conv_kernel.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <dnnl.hpp>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "compile_engine/dense_kernel.h"
+#include "passes/shape_funcs/op_registry.h"
+#include "passes/support/status_macros.h"
+#include "compile_engine/onednn_common.h"
+
+namespace hetpass {
+namespace {
+
+using namespace ::hetpass::onednn;  // NOLINT: the shared oneDNN helpers
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using DataType = memory::data_type;
+
+// The registry ops this kernel implements.
+constexpr absl::string_view kConvOp = "nn.conv2d";
+constexpr absl::string_view kBiasAddOp = "nn.bias_add";
+constexpr absl::string_view kReluOp = "nn.relu";
+
+// ---- match ---------------------------------------------------------------------------------
+
+struct ConvGroup {
+  std::string function;  // "@name", for errors
+  int num_params = 0;
+  int data = -1;
+  int weight = -1;
+  int bias = -1;  // -1: no bias_add
+  bool relu = false;
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 2> dilation = {1, 1};
+  std::array<int64_t, 4> pad = {0, 0, 0, 0};  // top, left, bottom, right
+  int64_t groups = 1;
+  std::vector<std::string> param_names;  // "%x"
+  std::vector<Type> param_types;
+
+  bool has_bias() const { return bias >= 0; }
+  // "data (%x)"
+  std::string Arg(absl::string_view role, int param) const {
+    return absl::StrFormat("%s (%s)", role, param_names[param]);
+  }
+};
+
+
+// The conv2d attributes, defaults filled in by the registry and normalised as its shape rule
+// does; false if any is malformed (type inference would reject the call anyway).
+bool ReadConvAttrs(const Node& conv, ConvGroup& g) {
+  absl::StatusOr<Attrs> attrs = conv.op()->CheckAttrs(conv.attrs());
+  if (!attrs.ok()) return false;
+  if (attrs->GetString("data_layout") != "NCHW" || attrs->GetString("kernel_layout") != "OIHW") {
+    return false;
+  }
+  const std::vector<int64_t>& p = attrs->GetIntList("padding");
+  if (p.size() == 1) {
+    g.pad = {p[0], p[0], p[0], p[0]};
+  } else if (p.size() == 2) {
+    g.pad = {p[0], p[1], p[0], p[1]};
+  } else if (p.size() == 4) {
+    g.pad = {p[0], p[1], p[2], p[3]};
+  } else {
+    return false;
+  }
+  if (std::any_of(g.pad.begin(), g.pad.end(), [](int64_t v) { return v < 0; })) return false;
+  auto pair = [&](absl::string_view name, std::array<int64_t, 2>& out) {
+    const std::vector<int64_t>& v = attrs->GetIntList(name);
+    if (v.size() != 1 && v.size() != 2) return false;
+    out = {v[0], v.back()};
+    return out[0] > 0 && out[1] > 0;
+  };
+  if (!pair("strides", g.stride) || !pair("dilation", g.dilation)) return false;
+  g.groups = attrs->GetInt("groups");
+  return g.groups > 0;
+}
+
+std::optional<ConvGroup> MatchConvGroup(const Function& f) {
+  if (!IsPrimitive(f)) return std::nullopt;
+  const Block& body = f.body();
+  const auto& nodes = body.nodes();
+  if (nodes.empty() || nodes.size() > 3 || body.results().size() != 1) return std::nullopt;
+
+  ConvGroup g;
+  g.function = "@" + f.name();
+  g.num_params = body.num_params();
+  for (const auto& p : body.params()) {
+    g.param_names.push_back("%" + p->name());
+    g.param_types.push_back(p->type());
+  }
+
+  const Node& conv = *nodes[0];
+  if (!IsCallOf(conv, kConvOp) || conv.num_operands() != 2 || conv.num_results() != 1) {
+    return std::nullopt;
+  }
+  g.data = ParamIndex(body, conv.operand(0));
+  g.weight = ParamIndex(body, conv.operand(1));
+  if (g.data < 0 || g.weight < 0 || g.data == g.weight) return std::nullopt;
+  if (!IsF32Tensor(g.param_types[g.data], 4) || !IsF32Tensor(g.param_types[g.weight], 4)) {
+    return std::nullopt;
+  }
+  if (!ReadConvAttrs(conv, g)) return std::nullopt;
+  const Value* cur = conv.result(0);
+
+  size_t i = 1;
+  if (i < nodes.size() && IsCallOf(*nodes[i], kBiasAddOp)) {
+    const Node& bias_add = *nodes[i];
+    if (bias_add.num_operands() != 2 || bias_add.num_results() != 1 || bias_add.operand(0) != cur) {
+      return std::nullopt;
+    }
+    g.bias = ParamIndex(body, bias_add.operand(1));
+    if (g.bias < 0 || g.bias == g.data || g.bias == g.weight ||
+        !IsF32Tensor(g.param_types[g.bias], 1)) {
+      return std::nullopt;
+    }
+    const AttrValue* a = bias_add.attrs().Find("axis");
+    const int64_t* axis = a == nullptr ? nullptr : std::get_if<int64_t>(a);
+    if (a != nullptr && (axis == nullptr || (*axis != 1 && *axis != -3))) return std::nullopt;
+    cur = bias_add.result(0);
+    ++i;
+  }
+  if (i < nodes.size() && IsCallOf(*nodes[i], kReluOp)) {
+    const Node& relu = *nodes[i];
+    if (relu.num_operands() != 1 || relu.num_results() != 1 || relu.operand(0) != cur) {
+      return std::nullopt;
+    }
+    g.relu = true;
+    cur = relu.result(0);
+    ++i;
+  }
+  if (i != nodes.size() || body.results()[0] != cur) return std::nullopt;
+  if (!f.result_types().empty()) {
+    if (f.result_types().size() != 1) return std::nullopt;
+    const Type& r = f.result_types()[0];
+    if (!r.is_unset() && !IsF32Tensor(r, 4)) return std::nullopt;
+  }
+  return g;
+}
+
+// ---- oneDNN plumbing (as in dense_kernel.cc) -------------------------------------------------
+
+
+
+
+
+
+
+// The concrete problem: data [n, c, h, w], weight [oc, icg, kh, kw], output [n, oc, oh, ow].
+struct ConvShape {
+  int64_t n, c, h, w, oc, icg, kh, kw, oh, ow;
+
+  std::array<int64_t, 8> Key() const { return {n, c, h, w, oc, icg, kh, kw}; }
+};
+
+// OIHW row-major as oneDNN weights: oihw, or goihw [g, oc/g, icg, kh, kw] when grouped.
+memory::desc WeightsDesc(const ConvShape& s, int64_t groups, Tag tag) {
+  if (groups == 1) return memory::desc({s.oc, s.icg, s.kh, s.kw}, DataType::f32, tag);
+  return memory::desc({groups, s.oc / groups, s.icg, s.kh, s.kw}, DataType::f32, tag);
+}
+
+memory::desc PlainWeights(const ConvShape& s, int64_t groups) {
+  return WeightsDesc(s, groups, groups == 1 ? Tag::oihw : Tag::goihw);
+}
+
+// ---- instance ------------------------------------------------------------------------------
+
+class ConvInstance final : public KernelInstance {
+ public:
+  ConvInstance(ConvGroup group, const dnnl::engine& engine)
+      : group_(std::move(group)), engine_(engine) {}
+
+  absl::Status Load(absl::Span<const Tensor* const> constants);
+  absl::Status Run(absl::Span<const TensorArg> args) override;
+
+ private:
+  // The data pointers of one call.
+  struct Pointers {
+    void* x;        // data, plain NCHW
+    void* y;        // result, plain NCHW
+    void* w;        // run-time weights, plain (g)oihw (unused with packed constants)
+    void* bias;     // null without bias_add
+    void* scratch;  // the thread's scratch region (see Primitive::scratch_bytes)
+  };
+  // Execute arguments of the three steps (reorder in, convolution, reorder out).
+  struct ExecArgs {
+    std::unordered_map<int, memory> in, conv, out;
+  };
+
+  // One convolution for one (data shape, weight shape), on the layouts oneDNN picked for
+  // src/dst (`any`: blocked nChw16c / nChw8c where it has a blocked kernel) with reorders from
+  // and to the caller's plain NCHW around it when those differ.
+  struct Primitive {
+    dnnl::convolution_forward conv;
+    std::optional<dnnl::reorder> reorder_in, reorder_out;  // absent when the layout is plain
+    std::shared_ptr<const memory> weights;  // the packed constant, null for run-time weights
+    memory::desc src_plain, dst_plain, src, dst, weights_plain, bias;
+    memory::desc conv_scratchpad, in_scratchpad, out_scratchpad;  // user-managed
+    // The per-call scratch region: [scratchpad (max of the three) | blocked src | blocked dst],
+    // each part 64-byte aligned.
+    size_t src_offset = 0, dst_offset = 0, scratch_bytes = 0;
+    // Execute arguments built once and re-pointed per call (set_data_handle); one caller at a
+    // time uses them, a caller finding them busy builds its own.
+    mutable std::mutex args_mu;
+    mutable std::optional<ExecArgs> args;  // guarded by args_mu
+  };
+
+  ExecArgs MakeArgs(const Primitive& p, const Pointers& ptr) const;
+  static void Repoint(const Primitive& p, const Pointers& ptr, ExecArgs& args);
+
+  // The problem for data [n, c, h, w] and weight [oc, icg, kh, kw], or InvalidArgument if the
+  // channels, groups or window do not fit.
+  absl::StatusOr<ConvShape> Shape(absl::Span<const int64_t> x, absl::Span<const int64_t> w) const;
+  absl::StatusOr<std::shared_ptr<const Primitive>> GetPrimitive(const ConvShape& s);
+  // The constant weights in `layout`, reordered on first request. Requires mu_.
+  std::shared_ptr<const memory> PackedWeights(const ConvShape& s, const memory::desc& layout);
+  absl::Status CheckArg(const TensorArg& a, absl::string_view role, int index, int rank) const;
+  // C, KH or KW == 0: the sums are empty, the result is the (ReLU'd) bias.
+  void RunEmptyReduction(const float* bias, float* out, const ConvShape& s) const;
+
+  const ConvGroup group_;
+  const dnnl::engine& engine_;
+  std::optional<Tensor> weight_;  // the constant weights, kept for repacking
+  std::optional<Tensor> bias_;    // the constant bias
+
+  std::mutex mu_;
+  absl::flat_hash_map<std::array<int64_t, 8>, std::shared_ptr<const Primitive>>
+      cache_;                                                                   // guarded by mu_
+  std::vector<std::pair<memory::desc, std::shared_ptr<const memory>>> packed_;  // guarded by mu_
+};
+
+absl::StatusOr<ConvShape> ConvInstance::Shape(absl::Span<const int64_t> x,
+                                              absl::Span<const int64_t> w) const {
+  const ConvGroup& g = group_;
+  ConvShape s{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], 0, 0};
+  if (s.icg * g.groups != s.c) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: nn.conv2d channels differ: %s has %d channels but %s expects %d (%d x %d groups)",
+        g.function, g.Arg("data", g.data), s.c, g.Arg("weight", g.weight), s.icg * g.groups, s.icg,
+        g.groups));
+  }
+  if (s.oc % g.groups != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s has %d output channels, not divisible by %d groups", g.function,
+                        g.Arg("weight", g.weight), s.oc, g.groups));
+  }
+  const int64_t span_h = s.h + g.pad[0] + g.pad[2] - g.dilation[0] * (s.kh - 1) - 1;
+  const int64_t span_w = s.w + g.pad[1] + g.pad[3] - g.dilation[1] * (s.kw - 1) - 1;
+  if (span_h < 0 || span_w < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: nn.conv2d window [%d, %d] (dilation [%d, %d]) is larger than %s padded by [%d, %d, "
+        "%d, %d]",
+        g.function, s.kh, s.kw, g.dilation[0], g.dilation[1], g.Arg("data", g.data), g.pad[0],
+        g.pad[1], g.pad[2], g.pad[3]));
+  }
+  s.oh = span_h / g.stride[0] + 1;
+  s.ow = span_w / g.stride[1] + 1;
+  return s;
+}
+
+absl::Status ConvInstance::Load(absl::Span<const Tensor* const> constants) {
+  const ConvGroup& g = group_;
+  if (static_cast<int>(constants.size()) != g.num_params) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: expected %d constants (one per parameter, null if not constant), got %d", g.function,
+        g.num_params, constants.size()));
+  }
+  auto check = [&](int param, absl::string_view role) -> absl::Status {
+    const Tensor* t = constants[param];
+    const Type& declared = g.param_types[param];
+    bool ok = t->dtype() == DType::kF32 && t->rank() == declared.rank();
+    for (int d = 0; ok && d < t->rank(); ++d) {
+      const DimExpr& dim = declared.shape()[d];
+      ok = !dim.is_constant() || dim.constant() == t->shape()[d];
+    }
+    if (ok) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: constant %s is %s%s but the parameter is declared %s", g.function, g.Arg(role, param),
+        DTypeName(t->dtype()), ShapeString(t->shape()), declared.ToString()));
+  };
+  if (constants[g.data] != nullptr) RETURN_IF_ERROR(check(g.data, "data"));
+  if (constants[g.weight] != nullptr) {
+    RETURN_IF_ERROR(check(g.weight, "weight"));
+    weight_ = *constants[g.weight];
+    if (weight_->shape()[0] % g.groups != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: constant %s has %d output channels, not divisible by %d groups",
+                          g.function, g.Arg("weight", g.weight), weight_->shape()[0], g.groups));
+    }
+  }
+  if (g.has_bias() && constants[g.bias] != nullptr) {
+    RETURN_IF_ERROR(check(g.bias, "bias"));
+    bias_ = *constants[g.bias];
+    if (weight_ && bias_->shape()[0] != weight_->shape()[0]) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: constant %s has %d elements but constant %s has %d output channels",
+                          g.function, g.Arg("bias", g.bias), bias_->shape()[0],
+                          g.Arg("weight", g.weight), weight_->shape()[0]));
+    }
+  }
+  // The data's declared channels against the constant weights; and, when C, H, W are all
+  // static, prepack now through the N = 1 primitive.
+  const std::vector<DimExpr>& x = g.param_types[g.data].shape();
+  if (weight_ && x[1].is_constant() && x[1].constant() != weight_->shape()[1] * g.groups) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s is declared %s but constant %s %s expects %d channels (%d groups)", g.function,
+        g.Arg("data", g.data), g.param_types[g.data].ToString(), g.Arg("weight", g.weight),
+        ShapeString(weight_->shape()), weight_->shape()[1] * g.groups, g.groups));
+  }
+  if (weight_ && weight_->num_elements() > 0 && x[1].is_constant() && x[2].is_constant() &&
+      x[3].is_constant()) {
+    const int64_t dims[4] = {1, x[1].constant(), x[2].constant(), x[3].constant()};
+    ASSIGN_OR_RETURN(ConvShape s, Shape(dims, weight_->shape()));
+    if (s.c > 0) {
+      ASSIGN_OR_RETURN(auto primitive, GetPrimitive(s));
+      (void)primitive;
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const memory> ConvInstance::PackedWeights(const ConvShape& s,
+                                                          const memory::desc& layout) {
+  for (const auto& [desc, mem] : packed_) {
+    if (desc == layout) return mem;
+  }
+  const memory::desc plain = PlainWeights(s, group_.groups);
+  memory user(plain, engine_, const_cast<uint8_t*>(weight_->data()));
+  std::shared_ptr<const memory> packed;
+  if (layout == plain) {
+    packed = std::make_shared<const memory>(user);  // the constant as stored (kept in weight_)
+  } else {
+    auto reordered = std::make_shared<memory>(layout, engine_);
+    dnnl::stream& stream = ThreadStream(engine_);
+    dnnl::reorder(user, *reordered).execute(stream, user, *reordered);
+    stream.wait();
+    packed = std::move(reordered);
+  }
+  packed_.emplace_back(layout, packed);
+  return packed;
+}
+
+absl::StatusOr<std::shared_ptr<const ConvInstance::Primitive>> ConvInstance::GetPrimitive(
+    const ConvShape& s) {
+  const ConvGroup& g = group_;
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::array<int64_t, 8> key = s.Key();
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (cache_.size() >= static_cast<size_t>(conv_kernel_internal::kMaxCachedShapes)) {
+    cache_.clear();  // in-flight runs keep their primitives alive (shared_ptr)
+  }
+  try {
+    ScopedLibraryThreads threads;  // oneDNN sizes its blocking for the thread count it sees
+    const memory::desc src_plain({s.n, s.c, s.h, s.w}, DataType::f32, Tag::nchw);
+    const memory::desc dst_plain({s.n, s.oc, s.oh, s.ow}, DataType::f32, Tag::nchw);
+    const memory::desc src({s.n, s.c, s.h, s.w}, DataType::f32, Tag::any);
+    const memory::desc dst({s.n, s.oc, s.oh, s.ow}, DataType::f32, Tag::any);
+    const memory::desc weights =
+        weight_ ? WeightsDesc(s, g.groups, Tag::any) : PlainWeights(s, g.groups);
+    const memory::desc bias({s.oc}, DataType::f32, Tag::a);
+    const memory::dims strides = {g.stride[0], g.stride[1]};
+    const memory::dims dilates = {g.dilation[0] - 1, g.dilation[1] - 1};
+    const memory::dims pad_l = {g.pad[0], g.pad[1]};
+    const memory::dims pad_r = {g.pad[2], g.pad[3]};
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (g.relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const auto algo = dnnl::algorithm::convolution_direct;
+    const dnnl::convolution_forward::desc desc =
+        g.has_bias() ? dnnl::convolution_forward::desc(prop, algo, src, weights, bias, dst, strides,
+                                                       dilates, pad_l, pad_r)
+                     : dnnl::convolution_forward::desc(prop, algo, src, weights, dst, strides,
+                                                       dilates, pad_l, pad_r);
+    const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine_);
+    auto primitive = std::make_shared<Primitive>();
+    Primitive& p = *primitive;
+    p.conv = dnnl::convolution_forward(pd);
+    p.src_plain = src_plain;
+    p.dst_plain = dst_plain;
+    p.src = pd.src_desc();
+    p.dst = pd.dst_desc();
+    p.weights_plain = PlainWeights(s, g.groups);
+    p.bias = bias;
+    p.conv_scratchpad = pd.scratchpad_desc();
+    dnnl::primitive_attr reorder_attr;
+    reorder_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (p.src != src_plain) {
+      const dnnl::reorder::primitive_desc rpd(engine_, src_plain, engine_, p.src, reorder_attr);
+      p.reorder_in.emplace(rpd);
+      p.in_scratchpad = rpd.scratchpad_desc();
+    }
+    if (p.dst != dst_plain) {
+      const dnnl::reorder::primitive_desc rpd(engine_, p.dst, engine_, dst_plain, reorder_attr);
+      p.reorder_out.emplace(rpd);
+      p.out_scratchpad = rpd.scratchpad_desc();
+    }
+    auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+    const size_t scratchpad = aligned(std::max(
+        {p.conv_scratchpad.get_size(), p.in_scratchpad.get_size(), p.out_scratchpad.get_size()}));
+    p.src_offset = scratchpad;
+    p.dst_offset = p.src_offset + (p.reorder_in ? aligned(p.src.get_size()) : 0);
+    p.scratch_bytes = p.dst_offset + (p.reorder_out ? aligned(p.dst.get_size()) : 0);
+    if (weight_) p.weights = PackedWeights(s, pd.weights_desc());
+    cache_.emplace(key, primitive);
+    return std::shared_ptr<const Primitive>(std::move(primitive));
+  } catch (const std::exception& e) {
+    return LibraryError(g.function, e);
+  }
+}
+
+absl::Status ConvInstance::CheckArg(const TensorArg& a, absl::string_view role, int index,
+                                    int rank) const {
+  if (a.dtype != DType::kF32 || static_cast<int>(a.shape.size()) != rank) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s must be an f32 tensor of rank %d, got %s%s", group_.function,
+                        index < group_.num_params ? group_.Arg(role, index) : std::string(role),
+                        rank, DTypeName(a.dtype), ShapeString(a.shape)));
+  }
+  for (int64_t d : a.shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: %s has a negative dim: %s", group_.function, role, ShapeString(a.shape)));
+    }
+  }
+  if (a.data == nullptr && a.num_elements() > 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s has no data", group_.function, role));
+  }
+  return absl::OkStatus();
+}
+
+void ConvInstance::RunEmptyReduction(const float* bias, float* out, const ConvShape& s) const {
+  const int64_t plane = s.oh * s.ow;
+  for (int64_t i = 0; i < s.n; ++i) {
+    for (int64_t c = 0; c < s.oc; ++c) {
+      float v = bias != nullptr ? bias[c] : 0.0f;
+      if (group_.relu) v = std::max(v, 0.0f);
+      std::fill_n(out + (i * s.oc + c) * plane, plane, v);
+    }
+  }
+}
+
+absl::Status ConvInstance::Run(absl::Span<const TensorArg> args) {
+  const ConvGroup& g = group_;
+  if (static_cast<int>(args.size()) != g.num_params + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: expected %d arguments (%d parameters, 1 result), got %d", g.function,
+                        g.num_params + 1, g.num_params, args.size()));
+  }
+  const TensorArg& x = args[g.data];
+  const TensorArg& w = args[g.weight];
+  const TensorArg& y = args[g.num_params];
+  RETURN_IF_ERROR(CheckArg(x, "data", g.data, 4));
+  RETURN_IF_ERROR(CheckArg(w, "weight", g.weight, 4));
+  RETURN_IF_ERROR(CheckArg(y, "result", g.num_params, 4));
+  if (weight_ && !std::equal(w.shape.begin(), w.shape.end(), weight_->shape().begin(),
+                             weight_->shape().end())) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s is %s but the constant bound at load is %s", g.function, g.Arg("weight", g.weight),
+        ShapeString(w.shape), ShapeString(weight_->shape())));
+  }
+  ASSIGN_OR_RETURN(const ConvShape s, Shape(x.shape, w.shape));
+  const float* bias_data = nullptr;
+  if (g.has_bias()) {
+    const TensorArg& b = args[g.bias];
+    RETURN_IF_ERROR(CheckArg(b, "bias", g.bias, 1));
+    if (b.shape[0] != s.oc) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: %s has %d elements but %s has %d output channels", g.function,
+                          g.Arg("bias", g.bias), b.shape[0], g.Arg("weight", g.weight), s.oc));
+    }
+    if (bias_ && bias_->shape()[0] != s.oc) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: %s has %d output channels but the constant %s bound at load has %d elements",
+          g.function, g.Arg("weight", g.weight), s.oc, g.Arg("bias", g.bias), bias_->shape()[0]));
+    }
+    bias_data = bias_ ? bias_->data_as<float>() : b.as<const float>();
+  }
+  if (y.shape[0] != s.n || y.shape[1] != s.oc || y.shape[2] != s.oh || y.shape[3] != s.ow) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: result is %s, expected [%d, %d, %d, %d]",
+                                                      g.function, ShapeString(y.shape), s.n, s.oc,
+                                                      s.oh, s.ow));
+  }
+  if (y.num_elements() == 0) return absl::OkStatus();
+  if (s.c == 0 || s.kh == 0 || s.kw == 0) {
+    RunEmptyReduction(bias_data, y.as<float>(), s);
+    return absl::OkStatus();
+  }
+
+  ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> primitive, GetPrimitive(s));
+  const Primitive& p = *primitive;
+  Pointers ptr{x.data, y.data, w.data, const_cast<float*>(bias_data), nullptr};
+  if (p.scratch_bytes > 0) {
+    ptr.scratch = ThreadScratch(p.scratch_bytes);
+    if (ptr.scratch == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "%s: cannot allocate %d bytes of onednn scratch", g.function, p.scratch_bytes));
+    }
+  }
+  try {
+    ScopedLibraryThreads threads;
+    dnnl::stream& stream = ThreadStream(engine_);
+    auto execute = [&](const ExecArgs& a) {
+      if (p.reorder_in) p.reorder_in->execute(stream, a.in);
+      p.conv.execute(stream, a.conv);
+      if (p.reorder_out) p.reorder_out->execute(stream, a.out);
+    };
+    std::unique_lock<std::mutex> lock(p.args_mu, std::try_to_lock);
+    if (lock.owns_lock()) {
+      if (!p.args) {
+        p.args = MakeArgs(p, ptr);
+      } else {
+        Repoint(p, ptr, *p.args);
+      }
+      execute(*p.args);
+    } else {
+      execute(MakeArgs(p, ptr));
+    }
+    stream.wait();
+  } catch (const std::exception& e) {
+    return LibraryError(g.function, e);
+  }
+  return absl::OkStatus();
+}
+
+// Which memory each argument of each step is. The packed constant weights are the one argument
+// that is not re-pointed per call.
+ConvInstance::ExecArgs ConvInstance::MakeArgs(const Primitive& p, const Pointers& ptr) const {
+  ExecArgs a;
+  auto at = [&](size_t offset) { return static_cast<uint8_t*>(ptr.scratch) + offset; };
+  if (p.conv_scratchpad.get_size() > 0) {
+    a.conv.emplace(DNNL_ARG_SCRATCHPAD, memory(p.conv_scratchpad, engine_, ptr.scratch));
+  }
+  if (p.reorder_in) {
+    a.in.emplace(DNNL_ARG_FROM, memory(p.src_plain, engine_, ptr.x));
+    a.in.emplace(DNNL_ARG_TO, memory(p.src, engine_, at(p.src_offset)));
+    if (p.in_scratchpad.get_size() > 0) {
+      a.in.emplace(DNNL_ARG_SCRATCHPAD, memory(p.in_scratchpad, engine_, ptr.scratch));
+    }
+    a.conv.emplace(DNNL_ARG_SRC, memory(p.src, engine_, at(p.src_offset)));
+  } else {
+    a.conv.emplace(DNNL_ARG_SRC, memory(p.src_plain, engine_, ptr.x));
+  }
+  if (p.reorder_out) {
+    a.conv.emplace(DNNL_ARG_DST, memory(p.dst, engine_, at(p.dst_offset)));
+    a.out.emplace(DNNL_ARG_FROM, memory(p.dst, engine_, at(p.dst_offset)));
+    a.out.emplace(DNNL_ARG_TO, memory(p.dst_plain, engine_, ptr.y));
+    if (p.out_scratchpad.get_size() > 0) {
+      a.out.emplace(DNNL_ARG_SCRATCHPAD, memory(p.out_scratchpad, engine_, ptr.scratch));
+    }
+  } else {
+    a.conv.emplace(DNNL_ARG_DST, memory(p.dst_plain, engine_, ptr.y));
+  }
+  a.conv.emplace(DNNL_ARG_WEIGHTS,
+                 p.weights ? *p.weights : memory(p.weights_plain, engine_, ptr.w));
+  if (group_.has_bias()) a.conv.emplace(DNNL_ARG_BIAS, memory(p.bias, engine_, ptr.bias));
+  return a;
+}
+
+void ConvInstance::Repoint(const Primitive& p, const Pointers& ptr, ExecArgs& a) {
+  auto at = [&](size_t offset) { return static_cast<uint8_t*>(ptr.scratch) + offset; };
+  auto set = [](std::unordered_map<int, memory>& m, int arg, void* data) {
+    if (auto it = m.find(arg); it != m.end()) it->second.set_data_handle(data);
+  };
+  for (auto* m : {&a.in, &a.conv, &a.out}) set(*m, DNNL_ARG_SCRATCHPAD, ptr.scratch);
+  set(a.in, DNNL_ARG_FROM, ptr.x);
+  set(a.in, DNNL_ARG_TO, at(p.src_offset));
+  set(a.conv, DNNL_ARG_SRC, p.reorder_in ? at(p.src_offset) : ptr.x);
+  set(a.conv, DNNL_ARG_DST, p.reorder_out ? at(p.dst_offset) : ptr.y);
+  set(a.out, DNNL_ARG_FROM, at(p.dst_offset));
+  set(a.out, DNNL_ARG_TO, ptr.y);
+  if (!p.weights) set(a.conv, DNNL_ARG_WEIGHTS, ptr.w);
+  set(a.conv, DNNL_ARG_BIAS, ptr.bias);
+}
+
+// ---- compiled kernel -----------------------------------------------------------------------
+
+class ConvKernel final : public CompiledKernel {
+ public:
+  ConvKernel(ConvGroup group, const dnnl::engine& engine)
+      : group_(std::move(group)), engine_(engine) {}
+
+  absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
+      absl::Span<const Tensor* const> constants) const override {
+    auto instance = std::make_unique<ConvInstance>(group_, engine_);
+    RETURN_IF_ERROR(instance->Load(constants));
+    return std::unique_ptr<KernelInstance>(std::move(instance));
+  }
+
+  std::string Describe() const override {
+    std::vector<std::string> fused;
+    if (group_.has_bias()) fused.push_back("bias");
+    if (group_.relu) fused.push_back("relu");
+    std::string s = "onednn conv2d";
+    if (!fused.empty()) absl::StrAppend(&s, "[", absl::StrJoin(fused, ","), "]");
+    absl::StrAppend(&s, " packed");
+    return s;
+  }
+
+ private:
+  const ConvGroup group_;
+  const dnnl::engine& engine_;
+};
+
+}  // namespace
+
+bool IsConvGroup(const Function& primitive) { return MatchConvGroup(primitive).has_value(); }
+
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileConvGroup(const Function& primitive) {
+  std::optional<ConvGroup> group = MatchConvGroup(primitive);
+  if (!group) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "@%s: not a conv group (a primitive function of nn.conv2d over f32 NCHW data and OIHW "
+        "weights, optionally nn.bias_add on axis 1, then optionally nn.relu)",
+        primitive.name()));
+  }
+  const dnnl::engine* engine = CpuEngine();
+  if (engine == nullptr) {
+    return absl::InternalError(absl::StrFormat("@%s: onednn: no cpu engine", primitive.name()));
+  }
+  return std::unique_ptr<CompiledKernel>(std::make_unique<ConvKernel>(*std::move(group), *engine));
+}
+
+}  // namespace hetpass

@@ -1,0 +1,61 @@
+// What the oneDNN kernels (dense_kernel.cc, conv_kernel.cc) share: matching helpers for
+// primitive-function bodies and the oneDNN plumbing (engine, per-thread streams and scratch,
+// library thread count, errors). Internal to src/compile_engine.
+#ifndef HETPASS_COMPILE_ENGINE_ONEDNN_COMMON_H_
+#define HETPASS_COMPILE_ENGINE_ONEDNN_COMMON_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+
+#include <dnnl.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "passes/ir/ir.h"
+
+namespace hetpass::onednn {
+
+// ---- matching primitive-function bodies ---------------------------------------------------
+bool IsCallOf(const Node& n, absl::string_view op);
+bool IsF32Tensor(const Type& t, int rank);
+// Index of `v` among the parameters of `body`, or -1 if it is not one of them.
+int ParamIndex(const Block& body, const Value* v);
+// An int attribute (default when absent); nullopt when it has another type.
+std::optional<int64_t> IntAttr(const Node& n, absl::string_view name, int64_t default_value);
+std::string ShapeString(absl::Span<const int64_t> shape);
+
+// ---- oneDNN plumbing ----------------------------------------------------------------------
+// Internal error naming the function: "@f: onednn: <what> (status N)".
+absl::Status LibraryError(absl::string_view function, const std::exception& e);
+// The process's CPU engine (created once, never destroyed: primitives may outlive statics);
+// nullptr if oneDNN cannot create one.
+const dnnl::engine* CpuEngine();
+// oneDNN streams are not thread-safe: one per thread.
+dnnl::stream& ThreadStream(const dnnl::engine& engine);
+// The calling thread's scratch buffer for primitive execution, at least `bytes` long (64-byte
+// aligned; grown, never shrunk). oneDNN's library-managed scratchpad lives in the thread-local
+// storage of the thread that CREATED the primitive, so executing a cached primitive on another
+// thread reads a null or too small buffer (seen crashing in gemm-based convolutions): run
+// primitives on a user scratchpad from here.
+void* ThreadScratch(size_t bytes);
+
+// Sets the calling thread's OpenMP thread count to KernelLibraryThreads() while alive.
+class ScopedLibraryThreads {
+ public:
+  ScopedLibraryThreads();
+  ~ScopedLibraryThreads();
+  ScopedLibraryThreads(const ScopedLibraryThreads&) = delete;
+  ScopedLibraryThreads& operator=(const ScopedLibraryThreads&) = delete;
+
+ private:
+  int previous_;
+  int wanted_;
+};
+
+}  // namespace hetpass::onednn
+
+#endif  // HETPASS_COMPILE_ENGINE_ONEDNN_COMMON_H_

@@ -1,0 +1,167 @@
+// Library head + JIT tail: a fused group whose body starts with ops the kernel library runs
+// (dense / conv2d with their bias and ReLU) and continues with elementwise ops (a residual add,
+// an activation the library does not fuse) runs as two kernels over the same output buffer:
+// the library writes the head's result into the group's output, then the JIT-compiled tail
+// updates it in place. No intermediate buffer, and no reference kernel on the hot path.
+//
+// The split: the longest prefix that the library accepts whose last result is the only value
+// the tail reads from it, with a tail the JIT accepts whose result has the head result's type
+// (so the in-place update is exact). Both halves are rebuilt as primitive functions (text IR,
+// parsed into a module the kernel owns) and compiled by the ordinary paths.
+#include "compile_engine/split_kernel.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compile_engine/conv_kernel.h"
+#include "compile_engine/dense_kernel.h"
+#include "compile_engine/jit_elementwise.h"
+#include "passes/ir/parser.h"
+#include "passes/ir/printer.h"
+#include "passes/support/status_macros.h"
+
+namespace hetpass {
+namespace {
+
+struct Half {
+  std::string text;
+  std::vector<int> params;  // original parameter index per half parameter (-1: the head result)
+};
+
+// `nodes` as a primitive function over the original parameters they use; `extra` (the head
+// result, for the tail) comes first when given.
+Half Build(const Function& f, const ValueNames& names, const std::vector<const Node*>& nodes,
+           const Value* extra, const std::string& name) {
+  std::set<const Value*> defined;
+  for (const Node* n : nodes) {
+    for (const auto& r : n->results()) defined.insert(r.get());
+  }
+  Half h;
+  std::vector<std::string> decls;
+  if (extra != nullptr) {
+    h.params.push_back(-1);
+    decls.push_back(absl::StrCat(names.Name(extra), ": ", extra->type().ToString()));
+  }
+  std::set<const Value*> seen;
+  for (const Node* n : nodes) {
+    for (const Value* v : n->operands()) {
+      if (v == extra || defined.count(v) || !seen.insert(v).second || !v->is_param()) continue;
+      h.params.push_back(v->index());
+      decls.push_back(absl::StrCat(names.Name(v), ": ", v->type().ToString()));
+    }
+  }
+  std::string body;
+  for (const Node* n : nodes) {
+    std::vector<std::string> ops;
+    for (const Value* v : n->operands()) ops.push_back(names.Name(v));
+    const std::string attrs = n->attrs().ToString();
+    absl::StrAppend(&body, "  ", names.Name(n->result()), " = ", n->OpName(), "(",
+                    absl::StrJoin(ops, ", "), ")", attrs.empty() ? "" : " " + attrs, " : ",
+                    n->result()->type().ToString(), "\n");
+  }
+  const Value* result = nodes.back()->result();
+  h.text = absl::StrCat("def @", name, "(", absl::StrJoin(decls, ", "), ") -> ",
+                        result->type().ToString(), " attributes {primitive = true} {\n", body,
+                        "  return ", names.Name(result), "\n}\n");
+  return h;
+}
+
+class SplitInstance : public KernelInstance {
+ public:
+  SplitInstance(std::unique_ptr<KernelInstance> head, std::unique_ptr<KernelInstance> tail,
+                const Half* h, const Half* t)
+      : head_(std::move(head)), tail_(std::move(tail)), h_(h), t_(t) {}
+
+  absl::Status Run(absl::Span<const TensorArg> args) override {
+    const TensorArg& out = args.back();
+    head_args_.clear();
+    for (int p : h_->params) head_args_.push_back(args[p]);
+    head_args_.push_back(out);
+    RETURN_IF_ERROR(head_->Run(head_args_));
+    tail_args_.clear();
+    for (int p : t_->params) tail_args_.push_back(p < 0 ? out : args[p]);
+    tail_args_.push_back(out);
+    return tail_->Run(tail_args_);
+  }
+
+ private:
+  std::unique_ptr<KernelInstance> head_, tail_;
+  const Half* h_;
+  const Half* t_;
+  std::vector<TensorArg> head_args_, tail_args_;
+};
+
+class SplitKernel : public CompiledKernel {
+ public:
+  SplitKernel(std::unique_ptr<Module> module, Half head, Half tail,
+              std::unique_ptr<CompiledKernel> head_kernel, std::unique_ptr<CompiledKernel> tail_kernel)
+      : module_(std::move(module)), head_(std::move(head)), tail_(std::move(tail)),
+        head_kernel_(std::move(head_kernel)), tail_kernel_(std::move(tail_kernel)) {}
+
+  absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
+      absl::Span<const Tensor* const> constants) const override {
+    auto pick = [&](const Half& h) {
+      std::vector<const Tensor*> c;
+      for (int p : h.params) c.push_back(p >= 0 && p < static_cast<int>(constants.size()) ? constants[p] : nullptr);
+      return c;
+    };
+    ASSIGN_OR_RETURN(auto head, head_kernel_->Instantiate(pick(head_)));
+    ASSIGN_OR_RETURN(auto tail, tail_kernel_->Instantiate(pick(tail_)));
+    return std::make_unique<SplitInstance>(std::move(head), std::move(tail), &head_, &tail_);
+  }
+  std::string Describe() const override {
+    return absl::StrCat(head_kernel_->Describe(), " + in-place ", tail_kernel_->Describe());
+  }
+
+ private:
+  std::unique_ptr<Module> module_;  // owns the two half functions the kernels were built from
+  Half head_, tail_;
+  std::unique_ptr<CompiledKernel> head_kernel_, tail_kernel_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileLibraryHeadJitTail(const Function& f) {
+  const Block& body = f.body();
+  std::vector<const Node*> nodes;
+  for (const auto& n : body.nodes()) {
+    if (n->kind() != NodeKind::kCall || n->num_results() != 1) {
+      return absl::UnimplementedError("not a chain of single-result calls");
+    }
+    nodes.push_back(n.get());
+  }
+  if (nodes.size() < 2 || body.results().size() != 1 || body.results()[0] != nodes.back()->result()) {
+    return absl::UnimplementedError("no head and tail");
+  }
+  const ValueNames names(f);
+  for (size_t k = nodes.size() - 1; k >= 1; --k) {
+    const std::vector<const Node*> head(nodes.begin(), nodes.begin() + k);
+    const std::vector<const Node*> tail(nodes.begin() + k, nodes.end());
+    const Value* joint = head.back()->result();
+    if (joint->type() != nodes.back()->result()->type()) continue;
+    // The tail may read only the head's last result, never its intermediates.
+    bool clean = true;
+    std::set<const Value*> head_values;
+    for (const Node* n : head) head_values.insert(n->result());
+    for (const Node* n : tail) {
+      for (const Value* v : n->operands()) clean &= (v == joint || !head_values.count(v));
+    }
+    if (!clean) continue;
+    Half h = Build(f, names, head, nullptr, "head");
+    Half t = Build(f, names, tail, joint, "tail");
+    auto module = ParseModule(absl::StrCat(h.text, "\n", t.text));
+    if (!module.ok()) continue;
+    const Function& hf = *(*module)->FindFunction("head");
+    const Function& tf = *(*module)->FindFunction("tail");
+    if (!IsJitElementwise(tf) || !(IsDenseGroup(hf) || IsConvGroup(hf))) continue;
+    auto head_kernel = IsDenseGroup(hf) ? CompileDenseGroup(hf) : CompileConvGroup(hf);
+    if (!head_kernel.ok()) continue;
+    ASSIGN_OR_RETURN(auto tail_kernel, CompileJitElementwise(tf));
+    return std::make_unique<SplitKernel>(*std::move(module), std::move(h), std::move(t),
+                                         *std::move(head_kernel), std::move(tail_kernel));
+  }
+  return absl::UnimplementedError("no library head with an elementwise tail");
+}
+
+}  // namespace hetpass
