@@ -28,6 +28,8 @@
 #include "passes/ir/printer.h"
 #include "passes/pass/pass_manager.h"
 #include "passes/pass/pass_registry.h"
+#include "passes/runtime/device.h"
+#include "passes/shape_funcs/op_registry.h"
 #include "passes/vm/executable.h"
 #include "passes/vm/vm.h"
 
@@ -401,8 +403,12 @@ absl::StatusOr<std::vector<Tensor>> ReadSet(const std::string& dir, const std::s
 // Imports `dir`/model.onnx, compiles it once for `target` and runs every test_data_set_* in
 // it; the first failure as a status. `max_err` gets the largest absolute error per set.
 absl::Status RunModelOn(const std::string& dir, DeviceKind target,
-                        std::vector<std::pair<std::string, double>>* max_err) {
-  auto m = ImportOnnxFile(dir + "/model.onnx");
+                        std::vector<std::pair<std::string, double>>* max_err,
+                        const OpRegistry* registry = nullptr,
+                        std::vector<runtime::DeviceCounters>* counters = nullptr) {
+  OnnxImportOptions import_options;
+  import_options.registry = registry;
+  auto m = ImportOnnxFile(dir + "/model.onnx", import_options);
   if (!m.ok()) return m.status();
   PassManagerOptions o;
   o.verify_each = true;
@@ -446,6 +452,7 @@ absl::Status RunModelOn(const std::string& dir, DeviceKind target,
       if (!close) return absl::InternalError(absl::StrCat(set, " output ", i, ": ", close.message()));
     }
     const auto& c = (*machine)->LastRunCounters();
+    if (counters) counters->push_back(c);
     if (max_err) {
       max_err->push_back({absl::StrCat(set, " (h2d ", c.h2d_calls, ", d2h ", c.d2h_calls, ")"),
                           stats.max_abs_err});
@@ -468,6 +475,49 @@ void RunModel(const std::string& name) {
     for (const auto& [set, err] : errs) {
       std::printf("[ model    ] %s %s %s: max |err| %.3g\n", name.c_str(),
                   std::string(DeviceName(target)).c_str(), set.c_str(), err);
+    }
+  }
+}
+
+// The copies per inference of every importable shared model on sim, per test set (different
+// dynamic sizes), with our per-input masks and with the single per-op flag of older systems
+// (OpRegistry::SingleFlagOverride): D2H copies, their bytes and syncs. Each run also agrees with
+// its own copy ledger (RunModelOn checks that). The transformer is where masks matter: its
+// shape subgraph reads run-time shapes of device tensors, which the single flag copies.
+TEST(OnnxModels, CopiesPerInferenceUnderBothMaskBehaviours) {
+  struct Expected {
+    const char* model;
+    int64_t d2h[2], d2h_bytes[2];            // ours, per set
+    int64_t old_d2h[2], old_d2h_bytes[2];    // single flag, per set
+    int64_t old_h2d[2];
+  } cases[] = {
+      {"mlp_dynamic_batch", {1, 1}, {512, 8192}, {1, 1}, {512, 8192}, {1, 1}},
+      {"mlp_static_batch1", {1, 1}, {512, 512}, {1, 1}, {512, 512}, {1, 1}},
+      {"resnet_tiny_dynamic_batch", {1, 1}, {40, 160}, {1, 1}, {40, 160}, {1, 1}},
+      {"transformer_encoder_dynamic", {1, 1}, {3584, 9216}, {8, 8}, {39480, 101472}, {9, 9}},
+      {"nonzero_gather", {5, 5}, {296, 608}, {6, 6}, {328, 676}, {1, 1}},
+  };
+  static const std::unique_ptr<OpRegistry> single_flag = OpRegistry::Global().SingleFlagOverride();
+  for (const Expected& e : cases) {
+    SCOPED_TRACE(e.model);
+    const std::string dir = ModelDir(e.model);
+    ASSERT_TRUE(std::filesystem::exists(dir + "/model.onnx")) << "missing shared model " << dir;
+    for (const bool old : {false, true}) {
+      std::vector<runtime::DeviceCounters> counters;
+      absl::Status s = RunModelOn(dir, DeviceKind::kSim, nullptr, old ? single_flag.get() : nullptr, &counters);
+      ASSERT_TRUE(s.ok()) << s;
+      ASSERT_EQ(counters.size(), 2u);
+      for (int set = 0; set < 2; ++set) {
+        const runtime::DeviceCounters& c = counters[set];
+        std::printf("[ copies   ] %-28s set %d %-11s h2d %2lld (%6lld B)  d2h %2lld (%6lld B)  syncs %lld\n",
+                    e.model, set, old ? "single-flag" : "per-input", static_cast<long long>(c.h2d_calls),
+                    static_cast<long long>(c.h2d_bytes), static_cast<long long>(c.d2h_calls),
+                    static_cast<long long>(c.d2h_bytes), static_cast<long long>(c.syncs));
+        EXPECT_EQ(c.d2h_calls, old ? e.old_d2h[set] : e.d2h[set]) << set;
+        EXPECT_EQ(c.d2h_bytes, old ? e.old_d2h_bytes[set] : e.d2h_bytes[set]) << set;
+        EXPECT_EQ(c.syncs, c.d2h_calls) << set;
+        EXPECT_EQ(c.h2d_calls, old ? e.old_h2d[set] : 1) << set;
+      }
     }
   }
 }

@@ -32,6 +32,7 @@
 #include "passes/ir/printer.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/runtime/npy.h"
+#include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 #include "passes/vm/vm.h"
 
@@ -50,6 +51,9 @@ ABSL_FLAG(bool, listing, false, "print the VM bytecode listing");
 ABSL_FLAG(std::string, save_executable, "", "write the compiled executable to this file");
 ABSL_FLAG(bool, no_guard, false, "sim: leave the device arena readable by the host (faster)");
 ABSL_FLAG(std::string, o, "-", "import: output file ('-' for stdout)");
+ABSL_FLAG(bool, single_flag_masks, false,
+          "test-only: build the module with every input of value-reading ops marked `value` (the "
+          "single per-op data_dependent flag of older systems), to compare copies with ours");
 ABSL_FLAG(double, rtol, 1e-3, "test-onnx: relative tolerance");
 ABSL_FLAG(double, atol, 1e-4, "test-onnx: absolute tolerance");
 
@@ -171,8 +175,17 @@ std::string JsonString(absl::string_view s) {
 }
 
 // Text IR (.hir, elided constants allowed) or an ONNX model (.onnx).
+const OpRegistry* RegistryFlag() {
+  static const std::unique_ptr<OpRegistry> single_flag = OpRegistry::Global().SingleFlagOverride();
+  return absl::GetFlag(FLAGS_single_flag_masks) ? single_flag.get() : nullptr;
+}
+
 absl::StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& path) {
-  if (absl::EndsWith(path, ".onnx")) return ImportOnnxFile(path);
+  if (absl::EndsWith(path, ".onnx")) {
+    OnnxImportOptions o;
+    o.registry = RegistryFlag();
+    return ImportOnnxFile(path, o);
+  }
   std::ifstream f(path);
   if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::stringstream ss;
@@ -180,6 +193,7 @@ absl::StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& path) {
   ParseOptions po;
   po.source_name = path;
   po.allow_elided_constants = true;
+  po.registry = RegistryFlag();
   return ParseModule(ss.str(), po);
 }
 
@@ -448,7 +462,7 @@ Comparison Compare(const Tensor& got, const Tensor& want, double rtol, double at
 absl::Status TestOnnx(const std::string& dir) {
   ASSIGN_OR_RETURN(const DeviceKind device, DeviceFlag());
   const std::string model_path = dir + "/model.onnx";
-  ASSIGN_OR_RETURN(auto module, ImportOnnxFile(model_path));
+  ASSIGN_OR_RETURN(auto module, LoadModule(model_path));
   const std::string pipeline = absl::GetFlag(FLAGS_passes).empty() ? vm::DefaultPipeline(device)
                                                                    : absl::GetFlag(FLAGS_passes);
   ASSIGN_OR_RETURN(auto pm, ParsePipeline(pipeline, PassManagerOptions()));
