@@ -336,6 +336,13 @@ Outs Reshape(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   }
   // ONNX 0 (copy) and -1 (infer) are the registry's reshape semantics too.
   if (shape) return One(ctx.Op("reshape", {x}, {{"newshape", *shape}}));
+  // The IR's tensors have a static rank: a target shape whose length is known only at run time
+  // (a rank-dynamic reshape, e.g. built from Size and Concat) is not representable yet.
+  const Type st = ctx.TypeOf(s);
+  if (st.is_tensor() && (st.rank() != 1 || !st.shape()[0].is_constant())) {
+    return ctx.Unimplemented(absl::StrCat("a target shape of run-time length ", st.ToString(),
+                                          " (the output rank would be dynamic)"));
+  }
   return One(ctx.Op("dyn.reshape", {x, s}));
 }
 
@@ -350,6 +357,14 @@ Outs Shape(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   const int64_t b = clamp(start ? start->i() : 0), e = clamp(end ? end->i() : rank);
   return One(ctx.Op("strided_slice", {s},
                     {{"begin", std::vector<int64_t>{b}}, {"end", std::vector<int64_t>{e}}}));
+}
+
+// Size: the element count, an i64 scalar computed on the host from the shape alone
+// (prod(shape_of(x)); no data of x is read, so no copy).
+Outs Size(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * s, ctx.Op("shape_of", {x}));
+  return One(ctx.Op("prod", {s}, {{"axis", std::vector<int64_t>{}}, {"keepdims", false}}));
 }
 
 Outs Gather(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
@@ -1087,6 +1102,7 @@ constexpr Entry kConverters[] = {
     {"Reshape", Reshape},
     {"Resize", Resize},
     {"Shape", Shape},
+    {"Size", Size},
     {"Sigmoid", Unary<kSigmoid>},
     {"Slice", Slice},
     {"Softmax", Softmax},
