@@ -105,7 +105,7 @@ namespace {
 
 // clang-format off
 enum class JitOp : uint8_t {
-  kRelu, kNegative, kAbs, kExp, kLog, kSqrt, kTanh, kSigmoid,
+  kRelu, kNegative, kAbs, kExp, kLog, kSqrt, kTanh, kSigmoid, kFloor, kCeil,
   kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower,
   kEqual, kLess, kGreater, kBiasAdd, kWhere, kCast,
 };
@@ -136,6 +136,8 @@ constexpr Lowering kLowerings[] = {
     {"exp", JitOp::kExp, OpForm::kUnaryFloat},
     {"log", JitOp::kLog, OpForm::kUnaryFloat},
     {"sqrt", JitOp::kSqrt, OpForm::kUnaryFloat},
+    {"floor", JitOp::kFloor, OpForm::kUnaryFloat},
+    {"ceil", JitOp::kCeil, OpForm::kUnaryFloat},
     {"tanh", JitOp::kTanh, OpForm::kUnaryFloat},
     {"sigmoid", JitOp::kSigmoid, OpForm::kUnaryFloat},
     {"add", JitOp::kAdd, OpForm::kBinaryNumeric},
@@ -856,6 +858,10 @@ class Emitter {
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
       case JitOp::kSqrt:
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      case JitOp::kFloor:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+      case JitOp::kCeil:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
       case JitOp::kTanh:
         if (t == DType::kF32) return TanhF32(x);
         return LibmCall("tanhf", "tanh", x);

@@ -154,7 +154,7 @@ bool Transcendental(absl::string_view op) {
 // including sizes that leave vector remainders.
 TEST(JitElementwiseTest, UnaryF32OpsMatchReference) {
   std::mt19937 rng(1);
-  for (const char* op : {"nn.relu", "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid"}) {
+  for (const char* op : {"nn.relu", "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil"}) {
     const bool positive = std::string(op) == "log" || std::string(op) == "sqrt";
     const double lo = positive ? 0.01 : -6, hi = positive ? 20 : 6;
     const double rtol = Transcendental(op) ? 1e-5 : 1e-6;
@@ -214,7 +214,7 @@ TEST(JitElementwiseTest, F32TranscendentalsSweep) {
 // Tests that unary ops on f64 and integer dtypes match the reference.
 TEST(JitElementwiseTest, UnaryOtherDTypesMatchReference) {
   std::mt19937 rng(2);
-  for (const char* op : {"nn.relu", "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid"}) {
+  for (const char* op : {"nn.relu", "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil"}) {
     const bool positive = std::string(op) == "log" || std::string(op) == "sqrt";
     CheckAgainstReference(UnaryFunc(op, "f64[n, 9]"),
                           {Random(DType::kF64, {4, 9}, rng, positive ? 0.01 : -6, 6)}, 1e-12);

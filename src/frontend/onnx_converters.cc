@@ -138,6 +138,7 @@ Outs Variadic(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
 
 constexpr char kRelu[] = "nn.relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp",
                kLog[] = "log", kSqrt[] = "sqrt", kNeg[] = "negative", kAbs[] = "abs",
+               kFloor[] = "floor", kCeil[] = "ceil",
                kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv[] = "divide",
                kPow[] = "power", kEqual[] = "equal", kLess[] = "less", kGreater[] = "greater",
                kMaximum[] = "maximum", kMinimum[] = "minimum";
@@ -1108,6 +1109,8 @@ constexpr Entry kConverters[] = {
     {"Softmax", Softmax},
     {"Split", Split},
     {"Sqrt", Unary<kSqrt>},
+    {"Floor", Unary<kFloor>},
+    {"Ceil", Unary<kCeil>},
     {"Squeeze", Squeeze},
     {"Sub", Binary<kSub>},
     {"Sum", Variadic<kAdd>},

@@ -160,6 +160,10 @@ void RegisterElementwiseOps(OpRegistry::Builder& b) {
       b, "negative", [](double x) { return -x; }, "-x");
   RegisterUnary(
       b, "abs", [](double x) { return std::fabs(x); }, "|x|");
+  RegisterUnary(
+      b, "floor", [](double x) { return std::floor(x); }, "largest integer <= x");
+  RegisterUnary(
+      b, "ceil", [](double x) { return std::ceil(x); }, "smallest integer >= x");
 
   RegisterBinary(
       b, "add", [](double x, double y) { return x + y; },

@@ -201,6 +201,8 @@ inline const std::map<std::string, Generator>& Generators() {
       {"sigmoid", Unary()},
       {"tanh", Unary()},
       {"sqrt", Unary()},
+      {"floor", Unary()},
+      {"ceil", Unary()},
       {"log", Unary()},
       {"negative", Unary()},
       {"abs", Unary()},
