@@ -18,6 +18,7 @@
 #include "compile_engine/conv_kernel.h"
 #include "passes/compile_engine/compile_engine.h"
 #include "passes/ir/parser.h"
+#include "support/kernel_test_util.h"
 
 namespace hetpass {
 namespace {
@@ -41,15 +42,7 @@ std::string ConvText(const Case& k) {
 }
 
 Tensor Random(std::vector<int64_t> shape, uint64_t seed, double scale) {
-  Tensor t = Tensor::Zeros(DType::kF32, shape);
-  float* p = t.mutable_data_as<float>();
-  uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    p[i] =
-        static_cast<float>((2.0 * static_cast<double>(s >> 11) / 9007199254740992.0 - 1) * scale);
-  }
-  return t;
+  return testing::RandomF32(std::move(shape), seed, scale);
 }
 
 void RunConv(benchmark::State& state, bool reference) {

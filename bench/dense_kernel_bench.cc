@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "passes/ir/parser.h"
+#include "support/kernel_test_util.h"
 
 namespace hetpass {
 namespace {
@@ -38,15 +39,7 @@ std::string LayerText(int64_t k, int64_t n, bool relu) {
 }
 
 Tensor Random(std::vector<int64_t> shape, uint64_t seed, double scale) {
-  Tensor t = Tensor::Zeros(DType::kF32, shape);
-  float* p = t.mutable_data_as<float>();
-  uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    p[i] =
-        static_cast<float>((2.0 * static_cast<double>(s >> 11) / 9007199254740992.0 - 1) * scale);
-  }
-  return t;
+  return testing::RandomF32(std::move(shape), seed, scale);
 }
 
 struct Layer {

@@ -18,46 +18,23 @@
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 #include "support/ir_test_util.h"
+#include "support/kernel_test_util.h"
 
 namespace hetpass {
 namespace {
 
+using ::hetpass::testing::Arg;
+using ::hetpass::testing::Interpret;
 using ::testing::HasSubstr;
+
+Tensor Random(std::vector<int64_t> shape, uint64_t seed, double scale = 1.0) {
+  return ::hetpass::testing::RandomF32(std::move(shape), seed, scale);
+}
 
 // ---- helpers -------------------------------------------------------------------------------
 
-Tensor Random(std::vector<int64_t> shape, uint64_t seed, double scale = 1.0) {
-  Tensor t = Tensor::Zeros(DType::kF32, shape);
-  float* p = t.mutable_data_as<float>();
-  uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    p[i] =
-        static_cast<float>((2.0 * static_cast<double>(s >> 11) / 9007199254740992.0 - 1) * scale);
-  }
-  return t;
-}
 
-// Evaluates `f` on host tensors with the registry's reference kernels: the oracle.
-absl::StatusOr<Tensor> Interpret(const Function& f, const std::vector<Tensor>& params) {
-  absl::flat_hash_map<const Value*, Tensor> env;
-  for (int i = 0; i < f.body().num_params(); ++i) env[f.body().param(i)] = params[i];
-  for (const auto& node : f.body().nodes()) {
-    std::vector<Tensor> in;
-    std::vector<ShapeInput> shapes;
-    for (const Value* v : node->operands()) in.push_back(env.at(v));
-    for (const Tensor& t : in) shapes.push_back(ShapeInput{t.type(), &t});
-    ASSIGN_OR_RETURN(Attrs attrs, node->op()->CheckAttrs(node->attrs()));
-    ASSIGN_OR_RETURN(std::vector<Type> types, node->op()->InferTypes(attrs, shapes));
-    ASSIGN_OR_RETURN(std::vector<Tensor> out, node->op()->reference()(in, attrs, types));
-    env[node->result(0)] = out[0];
-  }
-  return env.at(f.body().results()[0]);
-}
 
-TensorArg Arg(const Tensor& t) {
-  return TensorArg{const_cast<uint8_t*>(t.data()), t.dtype(), absl::MakeConstSpan(t.shape())};
-}
 
 // Runs `instance` on `params` into a fresh NaN-filled output of `out_shape`.
 absl::StatusOr<Tensor> RunKernel(KernelInstance& instance, const std::vector<Tensor>& params,

@@ -214,14 +214,13 @@ class ModuleCompiler {
   }
 
   absl::Status EmitRet(Scope& s, const Block& b) {
-    const Node* any = b.nodes().empty() ? nullptr : b.nodes().back().get();
     Instruction in{.op = Opcode::kRet};
     in.list = static_cast<int32_t>(s.fn->operands.size());
     for (const Value* v : b.results()) {
       auto it = s.regs.find(v);
       if (it == s.regs.end()) {
         return absl::InternalError(absl::StrCat("@", s.fn->name, ": returned value %", v->name(),
-                                                " has no register", any ? "" : ""));
+                                                " has no register"));
       }
       s.fn->operands.push_back(it->second);
     }
@@ -475,8 +474,7 @@ class ModuleCompiler {
       return absl::InvalidArgumentError(absl::StrCat(
           where, "primitive @", n.callee(), " invoked without outputs: run manifest-alloc first"));
     }
-    // A plain call of another entry function (compiled on its own; resolved by name at load).
-    callees_.insert(n.callee());
+    // A plain call of another entry function (compiled on its own; patched in PatchCalls).
     ASSIGN_OR_RETURN(int32_t list, List(s, n.operands(), n));
     for (const auto& r : n.results()) s.fn->operands.push_back(NewReg(s, r.get()));
     Instruction in{.op = Opcode::kCall, .list = list, .count = n.num_operands(),
@@ -509,7 +507,6 @@ class ModuleCompiler {
   absl::flat_hash_map<std::string, int32_t> symbol_slots_;
   absl::flat_hash_map<std::string, int32_t> dim_index_;
   std::set<std::string> used_primitives_;
-  std::set<std::string> callees_;
   std::deque<VmFunction> building_;
   std::unique_ptr<ValueNames> names_;  // of the entry function being compiled
   std::vector<PendingCall> pending_calls_;
