@@ -20,11 +20,17 @@ namespace hetpass::onnx_frontend {
 // ranks; the final infer-types pass gives the precise symbolic types.
 class ImportContext {
  public:
-  ImportContext(Module* module, Block* block, const OpRegistry* registry, int64_t opset)
-      : module_(module), builder_(block, registry), opset_(opset) {}
+  // `opset` is the one converters implement (at least 11); `model_opset`, the model's own, is
+  // the one messages name (older models import when each of their ops is unchanged since).
+  ImportContext(Module* module, Block* block, const OpRegistry* registry, int64_t opset,
+                int64_t model_opset)
+      : module_(module), builder_(block, registry), opset_(opset), model_opset_(model_opset) {}
 
   int64_t opset() const { return opset_; }
   Builder& builder() { return builder_; }
+  // Where new nodes go: the function body, or a region while an If/Loop body is imported.
+  Block* block() const { return builder_.block(); }
+  void set_block(Block* block) { builder_ = Builder(block, &builder_.registry()); }
 
   // The node being converted (for names in locations and messages).
   void set_current(const onnx::NodeProto* node) { current_ = node; }
@@ -56,6 +62,7 @@ class ImportContext {
   Module* module_;
   Builder builder_;
   int64_t opset_;
+  int64_t model_opset_;
   const onnx::NodeProto* current_ = nullptr;
   absl::flat_hash_map<const Value*, Type> types_;
 };

@@ -1132,9 +1132,8 @@ Converter FindConverter(absl::string_view op_type) {
 }
 
 absl::string_view OutOfScopeReason(absl::string_view op_type) {
-  if (op_type == "If" || op_type == "Loop" || op_type == "Scan") {
-    return "control flow with subgraphs is not supported by this importer yet";
-  }
+  // If and Loop are imported by the graph importer itself (their bodies become regions).
+  if (op_type == "Scan") return "Scan is not supported (If and Loop are)";
   return "";
 }
 

@@ -3,7 +3,9 @@
 // Phases:
 //   0. Parse. Protobuf parsing never throws, but everything that touches the proto runs inside a
 //      try block anyway, so no exception escapes; bytes that do not parse are InvalidArgument.
-//   1. Check. The default-domain opset must be 11..17 (error names it). Every node's op type is
+//   1. Check. The default-domain opset must be 11..17 (error names it), or older when every op
+//      of the model has the same version there as in opset 11 (ONNX's schema registry says),
+//      so the opset-11 converters apply unchanged (ConstantOfShape-9, Gemm-11 stays Gemm-11...). Every node's op type is
 //      looked up in the converter table (onnx_converters.cc); ALL unsupported nodes are listed
 //      in one Unimplemented error (op type, node name, opset), so a user sees the whole gap.
 //   2. Signature. Graph inputs that are not initializers become parameters. A named dynamic dim
@@ -16,8 +18,17 @@
 //      the results with the registry's rule (locally, for dtypes and ranks).
 //   5. Results: the graph outputs, in order. Optionally infer-types, whose errors name the node.
 //
-// Known gaps: subgraphs (If / Loop), external tensor data, non-default domains, sparse
-// initializers.
+// Subgraphs. If and Loop become the IR's `if` and `loop`, their bodies regions. ONNX scoping
+// maps directly onto the IR's: a body may name any value of the enclosing graphs, and the IR
+// lets a region use every value of its enclosing blocks, so a captured value is just an outer
+// value used inside (the VM passes such captures to the region's function). Names resolve
+// through a stack of scopes, innermost first. A body's formal inputs become block parameters;
+// Loop's missing trip count / condition become constants (INT64_MAX / true), as ONNX defines.
+// Result types of a region node are only guessed locally (dtype and rank; dims that differ
+// between branches or change across iterations are unknown), infer-types then finds the
+// precise join.
+//
+// Known gaps: Scan, external tensor data, non-default domains, sparse initializers.
 #include "passes/frontend/onnx_importer.h"
 
 #include <cmath>
@@ -26,10 +37,12 @@
 #include <sstream>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "frontend/onnx_context.h"
+#include "onnx/defs/schema.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 #include "passes/transforms/infer_types.h"
@@ -43,9 +56,9 @@ std::string ImportContext::Where() const {
   if (current_ == nullptr) return "";
   if (current_->name().empty() && current_->output_size() > 0) {  // unnamed: name its output
     return absl::StrFormat("%s '' (output '%s', opset %d): ", current_->op_type(),
-                           current_->output(0), opset_);
+                           current_->output(0), model_opset_);
   }
-  return absl::StrFormat("%s '%s' (opset %d): ", current_->op_type(), current_->name(), opset_);
+  return absl::StrFormat("%s '%s' (opset %d): ", current_->op_type(), current_->name(), model_opset_);
 }
 
 absl::Status ImportContext::Error(absl::string_view msg) const {
@@ -239,6 +252,10 @@ std::string SanitizeSymbol(absl::string_view name) {
   return out;
 }
 
+// Converters implement opsets kMinConvertedOpset..kMaxOpset.
+constexpr int kMinConvertedOpset = 11;
+constexpr int kMaxOpset = 17;
+
 class GraphImporter {
  public:
   GraphImporter(const onnx::ModelProto& model, const OnnxImportOptions& options,
@@ -254,7 +271,8 @@ class GraphImporter {
     module->set_source_name(std::string(source_name_));
     Function* f = module->AddFunction(options_.function_name);
     f->set_loc(Location{0, 0, g.name()});
-    ImportContext ctx(module.get(), &f->body(), options_.registry, opset);
+    ImportContext ctx(module.get(), &f->body(), options_.registry,
+                      std::max<int64_t>(opset, kMinConvertedOpset), opset);
 
     // Phase 2 + 3: signature and initializers.
     absl::flat_hash_set<std::string> initializer_names;
@@ -263,69 +281,19 @@ class GraphImporter {
     for (const auto& in : g.input()) {
       if (initializer_names.contains(in.name())) continue;
       ASSIGN_OR_RETURN(Type t, InputType(in));
-      values_[in.name()] = f->body().AddParam(std::move(t), in.name());
+      Define(in.name(), f->body().AddParam(std::move(t), in.name()));
     }
     for (const auto& init : g.initializer()) {
       auto t = onnx_frontend::TensorFromProto(init);
       if (!t.ok()) return WithSource(t.status(), "initializer");
-      values_[init.name()] = ctx.Const(*std::move(t), init.name());
+      Define(init.name(), ctx.Const(*std::move(t), init.name()));
     }
 
     // Phase 4: nodes.
-    for (const auto& node : g.node()) {
-      ctx.set_current(&node);
-      std::vector<Value*> inputs;
-      for (const std::string& name : node.input()) {
-        if (name.empty()) {
-          inputs.push_back(nullptr);
-          continue;
-        }
-        auto it = values_.find(name);
-        if (it == values_.end()) {
-          return ctx.Error(absl::StrFormat("input '%s' is not defined before its use", name));
-        }
-        inputs.push_back(it->second);
-      }
-      onnx_frontend::Converter convert = onnx_frontend::FindConverter(node.op_type());
-      const size_t first_new = f->body().nodes().size();
-      auto outs = convert(ctx, node, inputs);
-      if (!outs.ok()) return WithSource(outs.status(), "");
-      // Values made for this node take the ONNX output names (pass-through outputs, such as
-      // Identity's, keep the name they have).
-      absl::flat_hash_set<const Node*> made;
-      for (size_t i = first_new; i < f->body().nodes().size(); ++i) {
-        made.insert(f->body().nodes()[i].get());
-      }
-      for (int i = 0; i < node.output_size(); ++i) {
-        const std::string& name = node.output(i);
-        if (name.empty()) continue;
-        Value* v = i < static_cast<int>(outs->size()) ? (*outs)[i] : nullptr;
-        if (v == nullptr) {
-          // Only an error if something uses it; record the gap.
-          missing_outputs_[name] = ctx.Where();
-          continue;
-        }
-        if (v->producer() != nullptr && made.contains(v->producer())) v->set_name(name);
-        values_[name] = v;
-      }
-    }
-    ctx.set_current(nullptr);
+    RETURN_IF_ERROR(ImportNodes(g, ctx));
 
     // Phase 5: results.
-    std::vector<Value*> results;
-    for (const auto& out : g.output()) {
-      auto it = values_.find(out.name());
-      if (it == values_.end()) {
-        auto m = missing_outputs_.find(out.name());
-        if (m != missing_outputs_.end()) {
-          return absl::UnimplementedError(
-              absl::StrCat(m->second, "output '", out.name(), "' is not supported"));
-        }
-        return absl::InvalidArgumentError(
-            absl::StrFormat("graph output '%s' is not produced by any node", out.name()));
-      }
-      results.push_back(it->second);
-    }
+    ASSIGN_OR_RETURN(std::vector<Value*> results, GraphResults(g, "graph"));
     f->body().set_results(std::move(results));
     if (options_.infer_types) {
       auto changed = CreateInferTypesPass()->Run(*module);
@@ -338,6 +306,259 @@ class GraphImporter {
   absl::Status WithSource(const absl::Status& s, absl::string_view what) const {
     return absl::Status(s.code(), absl::StrCat(source_name_, ": ", what,
                                                what.empty() ? "" : " ", s.message()));
+  }
+
+  // ---- names and scopes ----
+
+  void Define(const std::string& name, Value* v) { scopes_.back()[name] = v; }
+
+  // Innermost scope first: a subgraph sees (and may shadow) the names of its enclosing graphs.
+  Value* Lookup(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto found = it->find(name);
+      if (found != it->end()) return found->second;
+    }
+    return nullptr;
+  }
+
+  absl::StatusOr<std::vector<Value*>> GraphResults(const onnx::GraphProto& g,
+                                                   absl::string_view what) const {
+    std::vector<Value*> results;
+    for (const auto& out : g.output()) {
+      Value* v = Lookup(out.name());
+      if (v == nullptr) {
+        auto m = missing_outputs_.find(out.name());
+        if (m != missing_outputs_.end()) {
+          return absl::UnimplementedError(
+              absl::StrCat(m->second, "output '", out.name(), "' is not supported"));
+        }
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: %s output '%s' is not produced by any node", source_name_, what, out.name()));
+      }
+      results.push_back(v);
+    }
+    return results;
+  }
+
+  // ---- nodes ----
+
+  // Phase 4 for one graph (the main graph or a body), into ctx's current block.
+  absl::Status ImportNodes(const onnx::GraphProto& g, ImportContext& ctx) {
+    Block* block = ctx.block();
+    for (const auto& node : g.node()) {
+      ctx.set_current(&node);
+      std::vector<Value*> inputs;
+      for (const std::string& name : node.input()) {
+        if (name.empty()) {
+          inputs.push_back(nullptr);
+          continue;
+        }
+        Value* v = Lookup(name);
+        if (v == nullptr) {
+          return WithSource(
+              ctx.Error(absl::StrFormat("input '%s' is not defined before its use", name)), "");
+        }
+        inputs.push_back(v);
+      }
+      const size_t first_new = block->nodes().size();
+      absl::StatusOr<std::vector<Value*>> outs;
+      if (node.op_type() == "If") {
+        outs = ImportIf(node, inputs, ctx);
+      } else if (node.op_type() == "Loop") {
+        outs = ImportLoop(node, inputs, ctx);
+      } else {
+        outs = onnx_frontend::FindConverter(node.op_type())(ctx, node, inputs);
+      }
+      if (!outs.ok()) {
+        // Errors from inside a body already carry the source name.
+        if (absl::StartsWith(outs.status().message(), source_name_)) return outs.status();
+        return WithSource(outs.status(), "");
+      }
+      ctx.set_current(&node);
+      // Values made for this node take the ONNX output names (pass-through outputs, such as
+      // Identity's, keep the name they have).
+      absl::flat_hash_set<const Node*> made;
+      for (size_t i = first_new; i < block->nodes().size(); ++i) {
+        made.insert(block->nodes()[i].get());
+      }
+      for (int i = 0; i < node.output_size(); ++i) {
+        const std::string& name = node.output(i);
+        if (name.empty()) continue;
+        Value* v = i < static_cast<int>(outs->size()) ? (*outs)[i] : nullptr;
+        if (v == nullptr) {
+          // Only an error if something uses it; record the gap.
+          missing_outputs_[name] = ctx.Where();
+          continue;
+        }
+        if (v->producer() != nullptr && made.contains(v->producer())) v->set_name(name);
+        Define(name, v);
+      }
+    }
+    ctx.set_current(nullptr);
+    return absl::OkStatus();
+  }
+
+  static const onnx::GraphProto* GraphAttr(const onnx::NodeProto& node, absl::string_view name) {
+    for (const auto& a : node.attribute()) {
+      if (a.name() == name && a.has_g()) return &a.g();
+    }
+    return nullptr;
+  }
+
+  // Imports `body` into `region` in a new scope (whose names vanish afterwards, as in ONNX),
+  // then returns the values named by the body's outputs. `params` are defined first.
+  absl::StatusOr<std::vector<Value*>> ImportBody(
+      const onnx::GraphProto& body, Block* region, ImportContext& ctx,
+      const std::vector<std::pair<std::string, Value*>>& params, absl::string_view what) {
+    const onnx::NodeProto* owner = &ctx.current();
+    Block* outer = ctx.block();
+    scopes_.emplace_back();
+    for (const auto& [name, v] : params) Define(name, v);
+    // Initializers of a body are constants of the region.
+    ctx.set_block(region);
+    absl::Status st = absl::OkStatus();
+    for (const auto& init : body.initializer()) {
+      auto t = onnx_frontend::TensorFromProto(init);
+      if (!t.ok()) {
+        st = WithSource(t.status(), absl::StrCat(what, " initializer"));
+        break;
+      }
+      Define(init.name(), ctx.Const(*std::move(t), init.name()));
+    }
+    if (st.ok()) st = ImportNodes(body, ctx);
+    absl::StatusOr<std::vector<Value*>> results =
+        st.ok() ? GraphResults(body, what) : absl::StatusOr<std::vector<Value*>>(st);
+    scopes_.pop_back();
+    ctx.set_block(outer);
+    ctx.set_current(owner);
+    return results;
+  }
+
+  // dtype and rank when both sides agree; a dim stays only where both have the same one.
+  static Type JoinLocal(const Type& a, const Type& b) {
+    if (!a.is_tensor() || !b.is_tensor() || a.dtype() != b.dtype() || a.rank() != b.rank()) {
+      return Type();
+    }
+    std::vector<DimExpr> dims;
+    for (int i = 0; i < a.rank(); ++i) {
+      dims.push_back(a.shape()[i] == b.shape()[i] ? a.shape()[i] : DimExpr::Unknown());
+    }
+    return Type::Tensor(a.dtype(), std::move(dims));
+  }
+
+  static Type UnknownDims(const Type& t) {
+    if (!t.is_tensor()) return Type();
+    return Type::Tensor(t.dtype(), std::vector<DimExpr>(t.rank(), DimExpr::Unknown()));
+  }
+
+  Node* AppendRegionNode(NodeKind kind, const std::vector<Value*>& operands, ImportContext& ctx) {
+    auto owned = std::make_unique<Node>(kind);
+    for (Value* v : operands) owned->AddOperand(v);
+    owned->set_loc(Location{0, 0, ctx.current().name()});
+    return ctx.block()->Append(std::move(owned));
+  }
+
+  // If(cond) then_branch / else_branch -> `if (%cond) { ... } else { ... }`.
+  absl::StatusOr<std::vector<Value*>> ImportIf(const onnx::NodeProto& node,
+                                               const std::vector<Value*>& inputs,
+                                               ImportContext& ctx) {
+    const onnx::GraphProto* then_g = GraphAttr(node, "then_branch");
+    const onnx::GraphProto* else_g = GraphAttr(node, "else_branch");
+    if (then_g == nullptr || else_g == nullptr) {
+      return ctx.Error("needs graph attributes 'then_branch' and 'else_branch'");
+    }
+    if (inputs.size() != 1 || inputs[0] == nullptr) return ctx.Error("takes one input, cond");
+    if (then_g->output_size() != else_g->output_size() ||
+        then_g->output_size() != node.output_size()) {
+      return ctx.Error(absl::StrFormat(
+          "then_branch yields %d values and else_branch %d, for %d outputs",
+          then_g->output_size(), else_g->output_size(), node.output_size()));
+    }
+    if (then_g->input_size() != 0 || else_g->input_size() != 0) {
+      return ctx.Error("If branches take no inputs");
+    }
+    Node* n = AppendRegionNode(NodeKind::kIf, {inputs[0]}, ctx);
+    ASSIGN_OR_RETURN(std::vector<Value*> then_r,
+                     ImportBody(*then_g, n->region(0), ctx, {},
+                                absl::StrCat(ctx.Where(), "then_branch")));
+    ASSIGN_OR_RETURN(std::vector<Value*> else_r,
+                     ImportBody(*else_g, n->region(1), ctx, {},
+                                absl::StrCat(ctx.Where(), "else_branch")));
+    n->region(0)->set_results(then_r);
+    n->region(1)->set_results(else_r);
+    std::vector<Value*> outs;
+    for (size_t i = 0; i < then_r.size(); ++i) {
+      Value* r = n->AddResult();
+      ctx.SetLocalType(r, JoinLocal(ctx.TypeOf(then_r[i]), ctx.TypeOf(else_r[i])));
+      outs.push_back(r);
+    }
+    return outs;
+  }
+
+  // Loop(M?, cond?, v_initial...) body(iter, cond_in, v...) -> (cond_out, v..., scan...)
+  // -> `loop(%M, %cond, %v...) (%iter, %cond_in, %v...) { ... yield ... }`.
+  absl::StatusOr<std::vector<Value*>> ImportLoop(const onnx::NodeProto& node,
+                                                 const std::vector<Value*>& inputs,
+                                                 ImportContext& ctx) {
+    const onnx::GraphProto* body = GraphAttr(node, "body");
+    if (body == nullptr) return ctx.Error("needs a graph attribute 'body'");
+    if (inputs.size() < 2) return ctx.Error("takes M, cond and the loop-carried values");
+    const int carried = static_cast<int>(inputs.size()) - 2;
+    if (body->input_size() != 2 + carried) {
+      return ctx.Error(absl::StrFormat(
+          "the body has %d inputs but needs %d (iteration number, condition and %d carried)",
+          body->input_size(), 2 + carried, carried));
+    }
+    if (body->output_size() < 1 + carried) {
+      return ctx.Error(absl::StrFormat(
+          "the body has %d outputs but needs at least %d (condition and %d carried)",
+          body->output_size(), 1 + carried, carried));
+    }
+    const int scans = body->output_size() - 1 - carried;
+    if (node.output_size() > carried + scans) {
+      return ctx.Error(absl::StrFormat("has %d outputs but its body gives %d carried and %d scan",
+                                       node.output_size(), carried, scans));
+    }
+    std::vector<Value*> operands = inputs;
+    // ONNX: an absent M means no trip limit, an absent cond means true.
+    if (operands[0] == nullptr) {
+      operands[0] = ctx.Const(Tensor::FromInt64s(DType::kI64, {}, {INT64_MAX}));
+    }
+    if (operands[1] == nullptr) operands[1] = ctx.Const(Tensor::Scalar(DType::kBool, 1));
+    for (int k = 0; k < carried; ++k) {
+      if (operands[2 + k] == nullptr) return ctx.Error("a loop-carried input is empty");
+    }
+    Node* n = AppendRegionNode(NodeKind::kLoop, operands, ctx);
+    Block* region = n->region(0);
+    std::vector<std::pair<std::string, Value*>> params;
+    // The iteration number and condition are typed by infer-types (i64[], bool[]); carried
+    // values start from their initial value, whose dims may change from one trip to the next.
+    for (int i = 0; i < body->input_size(); ++i) {
+      Value* p = region->AddParam(Type(), body->input(i).name());
+      if (i == 0) ctx.SetLocalType(p, Type::Tensor(DType::kI64, {}));
+      if (i == 1) ctx.SetLocalType(p, Type::Tensor(DType::kBool, {}));
+      if (i >= 2) ctx.SetLocalType(p, UnknownDims(ctx.TypeOf(operands[i])));
+      params.emplace_back(body->input(i).name(), p);
+    }
+    ASSIGN_OR_RETURN(std::vector<Value*> yields,
+                     ImportBody(*body, region, ctx, params, absl::StrCat(ctx.Where(), "body")));
+    region->set_results(yields);
+    std::vector<Value*> outs;
+    for (int i = 0; i < carried + scans; ++i) {
+      Value* r = n->AddResult();
+      if (i < carried) {
+        ctx.SetLocalType(r, UnknownDims(ctx.TypeOf(operands[2 + i])));
+      } else {
+        Type t = ctx.TypeOf(yields[1 + i]);
+        if (t.is_tensor()) {
+          std::vector<DimExpr> dims{DimExpr::Unknown()};
+          dims.insert(dims.end(), t.shape().begin(), t.shape().end());
+          ctx.SetLocalType(r, Type::Tensor(t.dtype(), std::move(dims)));
+        }
+      }
+      outs.push_back(r);
+    }
+    return outs;
   }
 
   absl::StatusOr<int64_t> CheckOpset() const {
@@ -353,16 +574,39 @@ class GraphImporter {
           source_name_, ": model imports no opset of the default domain (domains: ",
           absl::StrJoin(domains, ", "), ")"));
     }
-    if (*opset < 11 || *opset > 17) {
+    if (*opset < 1 || *opset > kMaxOpset) {
       return absl::UnimplementedError(absl::StrFormat(
-          "%s: unsupported opset %d (the ONNX importer supports opsets 11 to 17)", source_name_,
-          *opset));
+          "%s: unsupported opset %d (the ONNX importer supports opsets %d to %d, and older "
+          "ones for ops unchanged since)",
+          source_name_, *opset, kMinConvertedOpset, kMaxOpset));
     }
     return *opset;
   }
 
+  // For a model older than opset 11: "" when op_type has the same version at `opset` as at 11
+  // (ONNX's schema registry), else why it cannot be imported.
+  static std::string OlderVersionProblem(const std::string& op_type, int64_t opset) {
+    if (opset >= kMinConvertedOpset) return "";
+    const onnx::OpSchema* then = onnx::OpSchemaRegistry::Schema(op_type, static_cast<int>(opset));
+    const onnx::OpSchema* now = onnx::OpSchemaRegistry::Schema(op_type, kMinConvertedOpset);
+    if (then == nullptr || now == nullptr) return "";  // reported as unsupported op types
+    if (then->since_version() == now->since_version()) return "";
+    return absl::StrFormat("%s-%d differs from %s-%d, the oldest version this importer converts",
+                           op_type, then->since_version(), op_type, now->since_version());
+  }
+
   absl::Status CheckSupported(const onnx::GraphProto& g, int64_t opset) const {
     std::vector<std::string> problems;
+    CollectUnsupported(g, opset, problems);
+    if (problems.empty()) return absl::OkStatus();
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: %d unsupported node(s):\n  %s", source_name_, problems.size(),
+                        absl::StrJoin(problems, "\n  ")));
+  }
+
+  // Every unsupported node, bodies of If and Loop included (depth-first, in graph order).
+  void CollectUnsupported(const onnx::GraphProto& g, int64_t opset,
+                          std::vector<std::string>& problems) const {
     for (const auto& node : g.node()) {
       const std::string where =
           absl::StrFormat("%s '%s' (opset %d)", node.op_type(), node.name(), opset);
@@ -371,16 +615,18 @@ class GraphImporter {
         continue;
       }
       absl::string_view reason = onnx_frontend::OutOfScopeReason(node.op_type());
-      if (!reason.empty()) {
+      if (std::string old = OlderVersionProblem(node.op_type(), opset); !old.empty()) {
+        problems.push_back(absl::StrCat(where, ": ", old));
+      } else if (node.op_type() == "If" || node.op_type() == "Loop") {
+        for (const auto& a : node.attribute()) {
+          if (a.has_g()) CollectUnsupported(a.g(), opset, problems);
+        }
+      } else if (!reason.empty()) {
         problems.push_back(absl::StrCat(where, ": ", reason));
       } else if (onnx_frontend::FindConverter(node.op_type()) == nullptr) {
         problems.push_back(absl::StrCat(where, ": no converter for op type '", node.op_type(), "'"));
       }
     }
-    if (problems.empty()) return absl::OkStatus();
-    return absl::UnimplementedError(
-        absl::StrFormat("%s: %d unsupported node(s):\n  %s", source_name_, problems.size(),
-                        absl::StrJoin(problems, "\n  ")));
   }
 
   // Named dims first, so fresh symbols can avoid their names.
@@ -444,7 +690,8 @@ class GraphImporter {
   const onnx::ModelProto& model_;
   const OnnxImportOptions& options_;
   absl::string_view source_name_;
-  absl::flat_hash_map<std::string, Value*> values_;
+  // Name scopes: the main graph's, then one per body being imported.
+  std::vector<absl::flat_hash_map<std::string, Value*>> scopes_{1};
   absl::flat_hash_map<std::string, std::string> missing_outputs_;
   absl::flat_hash_map<std::string, std::string> symbols_;  // dim_param -> symbol
   absl::flat_hash_set<std::string> used_symbols_;
