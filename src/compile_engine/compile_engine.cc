@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compile_engine/batch_matmul_kernel.h"
 #include "compile_engine/conv_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/jit_elementwise.h"
@@ -243,6 +244,9 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
   }
   if (!kernel && options_.use_kernel_library && IsConvGroup(primitive)) {
     RETURN_IF_ERROR(attempt(CompileConvGroup(primitive)));
+  }
+  if (!kernel && options_.use_kernel_library && IsBatchMatmulGroup(primitive)) {
+    RETURN_IF_ERROR(attempt(CompileBatchMatmulGroup(primitive)));
   }
   if (!kernel && IsReshapeOnly(primitive)) kernel = std::make_unique<CopyKernel>(&primitive);
   if (!kernel && options_.use_kernel_library && options_.use_jit) {

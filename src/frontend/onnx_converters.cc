@@ -318,11 +318,8 @@ Outs MatMul(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
     ASSIGN_OR_RETURN(Value * w, Transpose2D(ctx, b));
     return One(ctx.Op("nn.dense", {a, w}));
   }
-  const int64_t r = std::max(ra, rb) + 1;
-  ASSIGN_OR_RETURN(Value * a4, ctx.Op("expand_dims", {a}, {{"axis", int64_t{ra}}}));
-  ASSIGN_OR_RETURN(Value * b4, ctx.Op("expand_dims", {b}, {{"axis", int64_t{rb - 2}}}));
-  ASSIGN_OR_RETURN(Value * prod, ctx.Op("multiply", {a4, b4}));
-  return One(ctx.Op("sum", {prod}, {{"axis", std::vector<int64_t>{r - 2}}}));
+  // Batched operands (attention's Q x K^T, P x V): one batched GEMM.
+  return One(ctx.Op("nn.batch_matmul", {a, b}));
 }
 
 // ---- shape manipulation ----------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include "shape_funcs/elementwise.h"
 #include "shape_funcs/memory.h"
 #include "shape_funcs/image.h"
+#include "shape_funcs/linalg.h"
 #include "shape_funcs/nn.h"
 #include "shape_funcs/reduce.h"
 #include "shape_funcs/slice.h"
@@ -18,6 +19,7 @@ void RegisterAllOps(OpRegistry::Builder& builder) {
   RegisterElementwiseOps(builder);
   RegisterMemoryOps(builder);
   RegisterNnOps(builder);
+  RegisterLinalgOps(builder);
   RegisterTransformOps(builder);
   RegisterSliceOps(builder);
   RegisterDynamicOps(builder);

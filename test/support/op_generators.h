@@ -242,6 +242,16 @@ inline const std::map<std::string, Generator>& Generators() {
          if (g.Coin()) a.Set("units", n);
          return Trial{a, {g.F(x), g.F({n, x.back()})}};
        }},
+      {"nn.batch_matmul",
+       [](Gen& g) {
+         // Batch dims that broadcast (either side may drop leading dims or have 1s).
+         const auto batch = g.Shape(g.Int(0, 2));
+         const int64_t m = g.Int(1, 3), k = g.Int(0, 3), n = g.Int(1, 3);
+         auto a = BroadcastOperand(g, batch), b = BroadcastOperand(g, batch);
+         a.insert(a.end(), {m, k});
+         b.insert(b.end(), {k, n});
+         return Trial{{}, {g.F(a), g.F(b)}};
+       }},
       {"nn.bias_add",
        [](Gen& g) {
          const auto x = g.Shape(g.Int(1, 4));
