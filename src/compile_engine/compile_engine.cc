@@ -127,7 +127,8 @@ bool IsReshapeOnly(const Function& f) {
   const auto& nodes = f.body().nodes();
   if (nodes.size() != 1 || nodes[0]->kind() != NodeKind::kCall) return false;
   const std::string& op = nodes[0]->op()->name();
-  return (op == "reshape" || op == "dyn.reshape" || op == "squeeze" || op == "expand_dims") &&
+  return (op == "reshape" || op == "dyn.reshape" || op == "squeeze" ||
+          op == "dyn.squeeze" || op == "dyn.unsqueeze" || op == "expand_dims") &&
          nodes[0]->operand(0) == f.body().param(0) && f.body().results().size() == 1 &&
          f.body().results()[0] == nodes[0]->result();
 }

@@ -449,18 +449,53 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> AxesOf(ImportContext& ctx,
   return std::optional<std::vector<int64_t>>(std::move(v));
 }
 
+// The static length of a computed (non-constant) axes input of Squeeze-13/Unsqueeze-13: it fixes
+// the output rank of dyn.squeeze/dyn.unsqueeze, so a length known only at run time (a
+// rank-dynamic result) is not representable yet.
+absl::StatusOr<int64_t> ComputedAxesLength(ImportContext& ctx, const Value* axes) {
+  const Type t = ctx.TypeOf(axes);
+  if (t.is_tensor() && t.rank() != 1) {
+    return ctx.Error(absl::StrFormat("axes must be 1-D, got %s", t.ToString()));
+  }
+  if (!t.is_tensor() || !t.shape()[0].is_constant()) {
+    return ctx.Unimplemented(absl::StrCat("computed axes of run-time length ",
+                                          t.is_tensor() ? t.ToString() : "?",
+                                          " (the output rank would be dynamic)"));
+  }
+  return t.shape()[0].constant();
+}
+
+// Unsqueeze: axes (output positions, any order) an attribute below opset 13, an input from 13.
+// Constant axes give a chain of expand_dims, computed ones dyn.unsqueeze (axes read on the
+// host at run time, x's shape only).
 Outs Unsqueeze(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  if (Value* av = In(in, 1); ctx.opset() >= 13 && av != nullptr && !ConstInts(ctx, av)) {
+    ASSIGN_OR_RETURN(int64_t len, ComputedAxesLength(ctx, av));
+    if (len == 0) return ctx.Error("axes is empty");
+    return One(ctx.Op("dyn.unsqueeze", {x, av}));
+  }
   ASSIGN_OR_RETURN(auto axes, AxesOf(ctx, n, in, 13));
   if (!axes || axes->empty()) return ctx.Error("axes is required");
-  const bool any_negative = std::any_of(axes->begin(), axes->end(), [](int64_t a) { return a < 0; });
-  std::vector<int64_t> sorted = *axes;
-  if (any_negative) {
-    ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
-    const int out_rank = rank + static_cast<int>(axes->size());
-    for (int64_t& a : sorted) a = NormAxis(a, out_rank);
+  // Normalised against the output rank and checked here: the expand_dims chain below would
+  // accept a repeated axis silently (ONNX forbids it).
+  int rank = ctx.RankOf(x);
+  if (std::any_of(axes->begin(), axes->end(), [](int64_t a) { return a < 0; })) {
+    ASSIGN_OR_RETURN(rank, NeedRank(ctx, x));
+  }
+  const int64_t out_rank = rank + static_cast<int64_t>(axes->size());
+  std::vector<int64_t> sorted;
+  for (int64_t a : *axes) {
+    const int64_t norm = a < 0 ? a + out_rank : a;
+    if (norm < 0 || (rank >= 0 && norm >= out_rank)) {
+      return ctx.Error(absl::StrFormat("axis %d is out of range for output rank %d", a, out_rank));
+    }
+    sorted.push_back(norm);
   }
   std::sort(sorted.begin(), sorted.end());
+  if (auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
+    return ctx.Error(absl::StrFormat("axis %d is given twice", *dup));
+  }
   // Inserting in ascending order of output position is exact.
   for (int64_t a : sorted) {
     ASSIGN_OR_RETURN(x, ctx.Op("expand_dims", {x}, {{"axis", a}}));
@@ -468,13 +503,23 @@ Outs Unsqueeze(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return std::vector<Value*>{x};
 }
 
+// Squeeze: axes an attribute below opset 13, an input from 13. Absent or empty axes remove
+// every statically-1 dim (squeeze with no axis); constant axes give squeeze, computed ones
+// dyn.squeeze (axes read on the host at run time, x's shape only).
 Outs Squeeze(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  ASSIGN_OR_RETURN(auto axes, AxesOf(ctx, n, in, 13));
-  std::vector<int64_t> a = axes ? *axes : std::vector<int64_t>{};
-  if (std::any_of(a.begin(), a.end(), [](int64_t v) { return v < 0; })) {
-    ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
-    for (int64_t& v : a) v = NormAxis(v, rank);
+  std::vector<int64_t> a;  // empty: every statically-1 dim
+  if (Value* av = In(in, 1); ctx.opset() >= 13 && av != nullptr && !ConstInts(ctx, av)) {
+    ASSIGN_OR_RETURN(int64_t len, ComputedAxesLength(ctx, av));
+    if (len > 0) return One(ctx.Op("dyn.squeeze", {x, av}));
+    // A computed axes input that is always empty reads as absent, as an empty constant does.
+  } else {
+    ASSIGN_OR_RETURN(auto axes, AxesOf(ctx, n, in, 13));
+    if (axes) a = *axes;
+    if (std::any_of(a.begin(), a.end(), [](int64_t v) { return v < 0; })) {
+      ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+      for (int64_t& v : a) v = NormAxis(v, rank);
+    }
   }
   return One(ctx.Op("squeeze", {x}, {{"axis", a}}));
 }
@@ -816,7 +861,21 @@ Outs Reduce(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   const bool axes_input = std::string(kOp) == "sum" && ctx.opset() >= 13;
   std::optional<std::vector<int64_t>> axes;
   if (axes_input) {
-    ASSIGN_OR_RETURN(axes, AxesOf(ctx, n, in, 13));
+    if (Value* av = In(in, 1); av != nullptr && !ConstInts(ctx, av)) {
+      // Computed axes: a statically empty input means what an empty constant means (every
+      // axis, or none with noop_with_empty_axes) whatever its values. Other lengths need a sum
+      // whose axes are read on the host at run time (a dyn.sum), which the registry lacks.
+      const Type at = ctx.TypeOf(av);
+      if (!at.is_tensor() || at.rank() != 1 || !at.shape()[0].is_constant() ||
+          at.shape()[0].constant() != 0) {
+        return ctx.Unimplemented(absl::StrCat(
+            "axes computed at run time (", at.is_tensor() ? at.ToString() : "?",
+            "): only constant or statically empty axes are supported (no dyn.sum yet)"));
+      }
+      axes = std::vector<int64_t>{};
+    } else {
+      ASSIGN_OR_RETURN(axes, AxesOf(ctx, n, in, 13));
+    }
     if ((!axes || axes->empty()) && IntAttr(n, "noop_with_empty_axes", 0) != 0) {
       return std::vector<Value*>{x};
     }

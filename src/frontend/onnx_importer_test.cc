@@ -839,5 +839,160 @@ TEST(OnnxModels, EveryModelImportsOrFailsCleanly) {
   EXPECT_GT(ok, 0);
 }
 
+// ---- Squeeze / Unsqueeze / ReduceSum with axes as an input (opset 13) ------------------------
+
+// Tests that computed axes of Squeeze-13 / Unsqueeze-13 become dyn.squeeze / dyn.unsqueeze with
+// the output rank fixed by the axes' static length, and that constant axes keep the static ops.
+TEST(OnnxImporter, ComputedSqueezeAxesBecomeDynOps) {
+  ModelMaker mm;
+  mm.Input("x", {{1}, "n", {1}}).Input("axes", {{2}}, onnx::TensorProto::INT64);
+  mm.Input("uaxes", {{1}}, onnx::TensorProto::INT64).InitI64("c", {-1});
+  mm.Node("Squeeze", "sq", {"x", "axes"}, {"y"});
+  mm.Node("Unsqueeze", "unsq", {"y", "uaxes"}, {"z"});
+  mm.Node("Squeeze", "sq_const", {"x", "c"}, {"w"});
+  mm.Output("z").Output("w");
+  const std::string text = Import(mm.Bytes());
+  EXPECT_THAT(text, HasSubstr("%y = dyn.squeeze(%x, %axes) : f32[?] loc(\"sq\")"));
+  EXPECT_THAT(text, HasSubstr("%z = dyn.unsqueeze(%y, %uaxes) : f32[?, ?] loc(\"unsq\")"));
+  EXPECT_THAT(text, HasSubstr("%w = squeeze(%x) {axis = [2]} : f32[1, n] loc(\"sq_const\")"));
+}
+
+// Tests that a computed axes input that is always empty reads as absent (every statically-1
+// dim is squeezed), as an empty constant does, and that an absent one does just that.
+TEST(OnnxImporter, EmptyComputedSqueezeAxesSqueezeAllUnitDims) {
+  ModelMaker mm;
+  mm.Input("x", {{1}, {3}, {1}}).Input("axes", {Dim(int64_t{0})}, onnx::TensorProto::INT64);
+  mm.Node("Squeeze", "sq", {"x", "axes"}, {"y"});
+  mm.Output("y");
+  EXPECT_THAT(Import(mm.Bytes()), HasSubstr("squeeze(%x) : f32[3] loc(\"sq\")"));
+  ModelMaker absent;
+  absent.Input("x", {{1}, "n", {1}});
+  absent.Node("Squeeze", "sq", {"x"}, {"y"});
+  absent.Output("y");
+  // The symbolic dim stays: whether it is 1 is not known before run time (see transform.cc).
+  EXPECT_THAT(Import(absent.Bytes()), HasSubstr("squeeze(%x) : f32[n] loc(\"sq\")"));
+}
+
+// Tests that axes ONNX forbids are InvalidArgument errors naming the node, and axes of
+// run-time length (a dynamic output rank) Unimplemented.
+TEST(OnnxImporter, BadSqueezeAxesAreErrors) {
+  struct Case {
+    const char* op;
+    std::vector<int64_t> axes;  // constant axes; empty: a computed axes input of length k
+    absl::StatusCode code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"Unsqueeze",
+       {1, 1},
+       absl::StatusCode::kInvalidArgument,
+       "Unsqueeze 'node' (opset 13): axis 1 is given twice"},
+      {"Unsqueeze", {0, -4}, absl::StatusCode::kInvalidArgument, "axis 0 is given twice"},
+      {"Unsqueeze",
+       {4},
+       absl::StatusCode::kInvalidArgument,
+       "axis 4 is out of range for output rank 3"},
+      {"Squeeze", {1}, absl::StatusCode::kInvalidArgument, "cannot squeeze axis 1 of size 3"},
+      {"Unsqueeze",
+       {},
+       absl::StatusCode::kUnimplemented,
+       "Unsqueeze 'node' (opset 13): computed axes of run-time length i64[k]"},
+      {"Squeeze", {}, absl::StatusCode::kUnimplemented, "computed axes of run-time length"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.op, " ", c.message));
+    ModelMaker mm;
+    mm.Input("x", {{1}, {3}});
+    if (c.axes.empty()) {
+      mm.Input("axes", {"k"}, onnx::TensorProto::INT64);
+    } else {
+      mm.InitI64("axes", c.axes);
+    }
+    mm.Node(c.op, "node", {"x", "axes"}, {"y"});
+    mm.Output("y");
+    auto m = ImportOnnx(mm.Bytes());
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), c.code) << m.status();
+    EXPECT_THAT(m.status().message(), HasSubstr(c.message));
+  }
+}
+
+// Tests dyn.squeeze / dyn.unsqueeze end to end on cpu and sim: the output follows the run-time
+// axes, and axes that squeeze a dim other than 1 are an error naming the op, not a crash.
+TEST(OnnxImporter, ComputedSqueezeRunsAndChecksAxes) {
+  ModelMaker mm;
+  mm.Input("x", {{1}, {2}, {1}}).Input("axes", {{1}}, onnx::TensorProto::INT64);
+  mm.Input("uaxes", {{2}}, onnx::TensorProto::INT64);
+  mm.Node("Squeeze", "sq", {"x", "axes"}, {"y"});
+  mm.Node("Unsqueeze", "unsq", {"y", "uaxes"}, {"z"});
+  mm.Output("z");
+  for (DeviceKind target : {DeviceKind::kCpu, DeviceKind::kSim}) {
+    SCOPED_TRACE(DeviceName(target));
+    auto m = ImportOnnx(mm.Bytes());
+    ASSERT_TRUE(m.ok()) << m.status();
+    auto pm = ParsePipeline(vm::DefaultPipeline(target), {});
+    ASSERT_TRUE(pm.ok()) << pm.status();
+    ASSERT_TRUE((*pm)->Run(**m).ok());
+    auto exe = vm::CompileModule(**m);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    auto machine = vm::VirtualMachine::Load(*std::move(exe));
+    ASSERT_TRUE(machine.ok()) << machine.status();
+    const Tensor x = Tensor::FromDoubles(DType::kF32, {1, 2, 1}, {5, 6});
+    const Tensor axes = Tensor::FromInt64s(DType::kI64, {1}, {-1});
+    const Tensor uaxes = Tensor::FromInt64s(DType::kI64, {2}, {3, 0});
+    auto got = (*machine)->RunWithHostTensors("main", {x, axes, uaxes});
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 1u);
+    EXPECT_EQ((*got)[0].shape(), (std::vector<int64_t>{1, 1, 2, 1}));
+    EXPECT_EQ((*got)[0].ToDoubles(), (std::vector<double>{5, 6}));
+    const Tensor bad = Tensor::FromInt64s(DType::kI64, {1}, {1});
+    auto err = (*machine)->RunWithHostTensors("main", {x, bad, uaxes});
+    ASSERT_FALSE(err.ok());
+    EXPECT_THAT(err.status().message(),
+                HasSubstr("op 'dyn.squeeze': cannot squeeze axis 1 of size 2"));
+    const Tensor twice = Tensor::FromInt64s(DType::kI64, {2}, {1, -3});
+    auto err2 = (*machine)->RunWithHostTensors("main", {x, axes, twice});
+    ASSERT_FALSE(err2.ok());
+    EXPECT_THAT(err2.status().message(), HasSubstr("op 'dyn.unsqueeze': axis -3 is given twice"));
+  }
+}
+
+// Tests ReduceSum-13: a statically empty computed axes input reduces every axis (or, with
+// noop_with_empty_axes, passes the input through); other computed axes are Unimplemented.
+TEST(OnnxImporter, ReduceSumWithAxesInput) {
+  {
+    ModelMaker mm;
+    mm.Input("x", {"n", {3}}).Input("axes", {Dim(int64_t{0})}, onnx::TensorProto::INT64);
+    auto* r = mm.Node("ReduceSum", "rs", {"x", "axes"}, {"y"});
+    ModelMaker::IntAttr(r, "keepdims", 0);
+    mm.Output("y");
+    EXPECT_THAT(Import(mm.Bytes()), HasSubstr(": f32[] loc(\"rs\")"));
+  }
+  {
+    ModelMaker mm;
+    mm.Input("x", {"n", {3}}).Input("axes", {Dim(int64_t{0})}, onnx::TensorProto::INT64);
+    auto* r = mm.Node("ReduceSum", "rs", {"x", "axes"}, {"y"});
+    ModelMaker::IntAttr(r, "noop_with_empty_axes", 1);
+    mm.Output("y");
+    EXPECT_THAT(Import(mm.Bytes()), HasSubstr("-> f32[n, 3]"));
+  }
+  {
+    ModelMaker mm;
+    mm.Input("x", {"n", {3}}).InitI64("axes", {-1});
+    mm.Node("ReduceSum", "rs", {"x", "axes"}, {"y"});
+    mm.Output("y");
+    EXPECT_THAT(Import(mm.Bytes()), HasSubstr(": f32[n, 1] loc(\"rs\")"));
+  }
+  ModelMaker mm;
+  mm.Input("x", {"n", {3}}).Input("axes", {{1}}, onnx::TensorProto::INT64);
+  mm.Node("ReduceSum", "rs", {"x", "axes"}, {"y"});
+  mm.Output("y");
+  auto m = ImportOnnx(mm.Bytes());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(m.status().message(),
+              HasSubstr("ReduceSum 'rs' (opset 13): axes computed at run time (i64[1])"));
+}
+
 }  // namespace
 }  // namespace hetpass

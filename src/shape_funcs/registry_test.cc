@@ -107,7 +107,7 @@ TEST(RegistryTest, NeedsValuesOnlyWhereDeclared) {
   }
   EXPECT_EQ(absl::StrJoin(value_ops, ","),
             "arange,argwhere,dyn.broadcast_to,dyn.full,dyn.image.resize2d,dyn.nn.pad,dyn.ones,"
-            "dyn.reshape,dyn.strided_slice,dyn.tile,dyn.topk,dyn.zeros,"
+            "dyn.reshape,dyn.squeeze,dyn.strided_slice,dyn.tile,dyn.topk,dyn.unsqueeze,dyn.zeros,"
             "memory.alloc_tensor_dyn");
 }
 

@@ -1,8 +1,8 @@
-// Shape transformations: reshape, dyn.reshape, transpose, expand_dims, squeeze, concatenate,
-// broadcast_to, dyn.broadcast_to, tile and dyn.tile.
+// Shape transformations: reshape, dyn.reshape, transpose, expand_dims, squeeze, dyn.squeeze,
+// dyn.unsqueeze, concatenate, broadcast_to, dyn.broadcast_to, tile and dyn.tile.
 //
 // Masks: the tensor being transformed is always `shape` (its contents never decide the output
-// shape). The target of the dyn.* variants (newshape, shape, reps) is `value`: the shape
+// shape). The target of the dyn.* variants (newshape, shape, reps, axes) is `value`: the shape
 // function needs its values; at compile time, when the values are not known, the rule still
 // fixes the output rank from how many values there are (ShapeContext::NumValues, metadata that
 // travels with the values). TVM marked these ops data dependent as a whole, which also copied
@@ -23,9 +23,21 @@
 // type cannot answer, and squeezing would change the rank. (The shape function, seeing only
 // constants, would squeeze a run-time 1, so importers should pass explicit axes when dims are
 // symbolic; the mask-verification test skips the symbolic comparison for this case.)
+//
+// dyn.squeeze and dyn.unsqueeze take their axes as a run-time 1-D input (ONNX Squeeze-13 and
+// Unsqueeze-13 with computed axes). The output rank is static all the same: rank - len(axes) and
+// rank + len(axes), where len(axes) is the static length of the axes input (metadata that
+// travels with the values). Which dims are removed or inserted depends on the values, so with
+// the values unknown every output dim is `?`; with them known (constants, symbolic values, or
+// the shape function at run time) the rule gives the exact dims and checks the axes: in range,
+// no duplicates, and a squeezed dim must be 1 (a symbolic dim passes type inference; the shape
+// function sees its constant). Unlike squeeze's empty `axis` attribute, an empty axes input
+// squeezes nothing: the rank rule says so, and a rank that depended on which dims are 1 at run
+// time could not be static.
 #include "shape_funcs/transform.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -227,6 +239,69 @@ Result SqueezeRule(ShapeContext& ctx) {
   for (size_t i = 0; i < in.size(); ++i) {
     if (!drop[i]) out.push_back(in[i]);
   }
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+// The axes of dyn.squeeze / dyn.unsqueeze (input 1) when they are all known constants; nullopt
+// when they are not known now. Errors on a non-integer or non-1-D axes input.
+absl::StatusOr<std::optional<std::vector<int64_t>>> KnownAxes(ShapeContext& ctx) {
+  if (ctx.rank(1) != 1) {
+    return ctx.Error(absl::StrFormat("axes must be 1-D, got rank %d", ctx.rank(1)));
+  }
+  ASSIGN_OR_RETURN(auto values, shape_rules::IntInput(ctx, 1, "axes"));
+  if (!values) return std::optional<std::vector<int64_t>>();
+  // Symbolic values that are not all constants (a shape_of result) cannot say which axes.
+  return shape_rules::AllConstant(*values);
+}
+
+Result DynSqueezeRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  const int64_t rank = in.size();
+  ASSIGN_OR_RETURN(auto axes, KnownAxes(ctx));
+  if (!axes) {
+    ASSIGN_OR_RETURN(int64_t len, shape_rules::StaticLength(ctx, 1, "axes"));
+    if (len > rank) {
+      return ctx.Error(absl::StrFormat("cannot squeeze %d axes of a rank-%d tensor", len, rank));
+    }
+    return One(Type::Tensor(ctx.dtype(0), shape_rules::UnknownDims(rank - len)));
+  }
+  ASSIGN_OR_RETURN(auto norm, shape_rules::NormalizeAxes(*axes, rank, ctx));
+  std::vector<bool> drop(rank, false);
+  for (int64_t a : norm) {
+    // Symbolic dims pass here; the shape function sees the run-time constant and checks it.
+    if (ProvablyDifferent(in[a], 1)) {
+      return ctx.Error(absl::StrFormat("cannot squeeze axis %d of size %d", a, in[a].constant()));
+    }
+    drop[a] = true;
+  }
+  std::vector<DimExpr> out;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!drop[i]) out.push_back(in[i]);
+  }
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+// ONNX Unsqueeze: axes are positions in the output (rank + len(axes)), in any order.
+Result DynUnsqueezeRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto axes, KnownAxes(ctx));
+  if (!axes) {
+    ASSIGN_OR_RETURN(int64_t len, shape_rules::StaticLength(ctx, 1, "axes"));
+    return One(Type::Tensor(ctx.dtype(0), shape_rules::UnknownDims(in.size() + len)));
+  }
+  const int64_t out_rank = in.size() + axes->size();
+  for (int64_t a : *axes) {
+    if (a < -out_rank || a >= out_rank) {
+      return ctx.Error(absl::StrFormat("axis %d is out of range [%d, %d] for output rank %d", a,
+                                       -out_rank, out_rank - 1, out_rank));
+    }
+  }
+  ASSIGN_OR_RETURN(auto norm, shape_rules::NormalizeAxes(*axes, out_rank, ctx));
+  std::vector<bool> inserted(out_rank, false);
+  for (int64_t a : norm) inserted[a] = true;
+  std::vector<DimExpr> out;
+  size_t next = 0;
+  for (int64_t i = 0; i < out_rank; ++i) out.push_back(inserted[i] ? DimExpr(1) : in[next++]);
   return One(Type::Tensor(ctx.dtype(0), std::move(out)));
 }
 
@@ -443,6 +518,22 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .Pattern(FusionPattern::kInjective)
       .Doc("removes unit dims (empty axis: the statically-1 dims; symbolic dims are kept)")
       .Rule(SqueezeRule)
+      .SymbolicValues(shape_rules::ForwardIntValues)
+      .Reference(ReshapeKernel);
+  b.Register("dyn.squeeze")
+      .Input("data", InputDep::kShape)
+      .Input("axes", InputDep::kValue)
+      .Pattern(FusionPattern::kInjective)
+      .Doc("removes the unit dims at run-time 1-D axes (output rank: rank - len(axes))")
+      .Rule(DynSqueezeRule)
+      .SymbolicValues(shape_rules::ForwardIntValues)
+      .Reference(ReshapeKernel);
+  b.Register("dyn.unsqueeze")
+      .Input("data", InputDep::kShape)
+      .Input("axes", InputDep::kValue)
+      .Pattern(FusionPattern::kBroadcast)
+      .Doc("inserts unit dims at run-time 1-D output axes (output rank: rank + len(axes))")
+      .Rule(DynUnsqueezeRule)
       .SymbolicValues(shape_rules::ForwardIntValues)
       .Reference(ReshapeKernel);
   b.Register("concatenate")

@@ -1,5 +1,5 @@
 // Tests of the transform family: reshape, dyn.reshape, transpose, expand_dims, squeeze,
-// concatenate, broadcast_to, dyn.broadcast_to, tile, dyn.tile.
+// dyn.squeeze, dyn.unsqueeze, concatenate, broadcast_to, dyn.broadcast_to, tile, dyn.tile.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shape_funcs/test_util.h"
@@ -137,6 +137,107 @@ TEST(SqueezeTest, SymbolicDimsAreNotSqueezedWithoutAxes) {
   auto out = RunRef("squeeze", {}, {FT({1, 2, 1}, {3, 4})});
   ASSERT_TRUE(out.ok());
   EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{2}));
+}
+
+// ---- dyn.squeeze / dyn.unsqueeze -----------------------------------------------------------
+
+// Tests that only the axes' values are read on the host: the squeezed tensor is shape-only.
+TEST(DynSqueezeTest, Mask) {
+  for (const char* op : {"dyn.squeeze", "dyn.unsqueeze"}) {
+    EXPECT_EQ(Op(op)->dep(0), InputDep::kShape) << op;
+    EXPECT_EQ(Op(op)->dep(1), InputDep::kValue) << op;
+  }
+}
+
+// Tests that unknown axes still fix the rank from their static length, with `?` dims.
+TEST(DynSqueezeTest, UnknownAxesGiveRankOnly) {
+  EXPECT_EQ(InferStr("dyn.squeeze", {}, {In(F32({1, S("n"), 1})), In(T(DType::kI64, {2}))}),
+            "f32[?]");
+  EXPECT_EQ(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), In(T(DType::kI64, {0}))}), "f32[?, ?]");
+  EXPECT_THAT(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), In(T(DType::kI64, {3}))}),
+              HasSubstr("op 'dyn.squeeze': cannot squeeze 3 axes of a rank-2 tensor"));
+  EXPECT_THAT(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), In(T(DType::kI64, {S("k")}))}),
+              HasSubstr("axes must have a static length"));
+  // Symbolic values that are not constants do not say which axes either.
+  const std::vector<DimExpr> sym = {S("a")};
+  EXPECT_EQ(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), InSym(sym)}), "f32[?]");
+}
+
+// Tests that known axes give exact dims, symbolic dims included, and that an empty axes input
+// squeezes nothing (the rank is rank - len(axes)).
+TEST(DynSqueezeTest, KnownAxes) {
+  const Tensor a = I64s({-1, 0});
+  EXPECT_EQ(InferStr("dyn.squeeze", {}, {In(F32({1, S("n"), 1})), InV(a)}), "f32[n]");
+  const Tensor mid = I64s({1});
+  EXPECT_EQ(InferStr("dyn.squeeze", {}, {In(F32({2, S("m"), 3})), InV(mid)}), "f32[2, 3]");
+  const Tensor none = I64s({});
+  EXPECT_EQ(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), InV(none)}), "f32[1, 3]");
+  const std::vector<DimExpr> sym = {2};
+  EXPECT_EQ(InferStr("dyn.squeeze", {}, {In(F32({S("n"), 4, 1})), InSym(sym)}), "f32[n, 4]");
+}
+
+// Tests the shape function's checks on run-time axes: each error names the op.
+TEST(DynSqueezeTest, BadAxesAreErrors) {
+  const Tensor not_one = I64s({1});
+  EXPECT_THAT(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), InV(not_one)}),
+              HasSubstr("op 'dyn.squeeze': cannot squeeze axis 1 of size 3"));
+  const Tensor out_of_range = I64s({2});
+  EXPECT_THAT(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), InV(out_of_range)}),
+              HasSubstr("op 'dyn.squeeze': axis 2 is out of range for rank 2"));
+  const Tensor twice = I64s({0, -2});
+  EXPECT_THAT(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), InV(twice)}),
+              HasSubstr("op 'dyn.squeeze': axis -2 is given twice"));
+  const Tensor two_d = IT({1, 1}, {0});
+  EXPECT_THAT(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), InV(two_d)}),
+              HasSubstr("axes must be 1-D, got rank 2"));
+  const Tensor floats = FT({1}, {0});
+  EXPECT_THAT(InferStr("dyn.squeeze", {}, {In(F32({1, 3})), InV(floats)}),
+              HasSubstr("axes must be an integer tensor, got f32"));
+}
+
+TEST(DynSqueezeTest, ReferenceAndSymbolicValues) {
+  auto out = RunRef("dyn.squeeze", {}, {FT({1, 2, 1}, {3, 4}), I64s({2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{1, 2}));
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(3, 4));
+  const std::vector<DimExpr> v = {S("n")};
+  const Tensor axes = I64s({0});
+  EXPECT_EQ(SymValuesStr("dyn.squeeze", {}, {InSym(v), InV(axes)}), "[n]");
+}
+
+// Tests that axes are output positions, in any order, negative ones counted from the output's
+// end (ONNX Unsqueeze-13).
+TEST(DynUnsqueezeTest, KnownAndUnknownAxes) {
+  const Tensor unsorted = I64s({4, 3});
+  EXPECT_EQ(InferStr("dyn.unsqueeze", {}, {In(F32({3, S("n"), 5})), InV(unsorted)}),
+            "f32[3, n, 5, 1, 1]");
+  const Tensor negative = I64s({-2});
+  EXPECT_EQ(InferStr("dyn.unsqueeze", {}, {In(F32({1, 3, 1, 5})), InV(negative)}),
+            "f32[1, 3, 1, 1, 5]");
+  const Tensor front = I64s({0, 2});
+  EXPECT_EQ(InferStr("dyn.unsqueeze", {}, {In(F32({S("n")})), InV(front)}), "f32[1, n, 1]");
+  EXPECT_EQ(InferStr("dyn.unsqueeze", {}, {In(F32({S("n"), 4})), In(T(DType::kI64, {3}))}),
+            "f32[?, ?, ?, ?, ?]");
+  const Tensor scalar_out = I64s({0});
+  EXPECT_EQ(InferStr("dyn.unsqueeze", {}, {In(F32({})), InV(scalar_out)}), "f32[1]");
+}
+
+TEST(DynUnsqueezeTest, BadAxesAreErrors) {
+  const Tensor out_of_range = I64s({3});
+  EXPECT_THAT(InferStr("dyn.unsqueeze", {}, {In(F32({2, 3})), InV(out_of_range)}),
+              HasSubstr("op 'dyn.unsqueeze': axis 3 is out of range [-3, 2] for output rank 3"));
+  const Tensor twice = I64s({1, -3});
+  EXPECT_THAT(InferStr("dyn.unsqueeze", {}, {In(F32({2, 3})), InV(twice)}),
+              HasSubstr("op 'dyn.unsqueeze': axis -3 is given twice"));
+  EXPECT_THAT(InferStr("dyn.unsqueeze", {}, {In(F32({2})), In(T(DType::kI64, {}))}),
+              HasSubstr("axes must be 1-D, got rank 0"));
+}
+
+TEST(DynUnsqueezeTest, Reference) {
+  auto out = RunRef("dyn.unsqueeze", {}, {FT({2, 2}, {1, 2, 3, 4}), I64s({2, 0})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{1, 2, 1, 2}));
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 2, 3, 4));
 }
 
 // ---- concatenate ---------------------------------------------------------------------------

@@ -320,6 +320,32 @@ inline const std::map<std::string, Generator>& Generators() {
          t.symbolic_rank_may_differ = axes.empty();
          return t;
        }},
+      {"dyn.squeeze",
+       [](Gen& g) {
+         // Some dims forced to 1, a random subset of those squeezed (negative or not, in any
+         // order; none at all squeezes nothing).
+         auto x = g.Shape(g.Int(1, 4), 1, 3);
+         for (int64_t& d : x) d = g.Coin() ? 1 : d;
+         const int64_t r = x.size();
+         std::vector<int64_t> axes;
+         for (int64_t i = 0; i < r; ++i) {
+           if (x[i] == 1 && g.Coin()) axes.push_back(g.Coin() ? i : i - r);
+         }
+         std::shuffle(axes.begin(), axes.end(), g.rng());
+         return Trial{{}, {g.F(x), g.Vec(axes)}};
+       }},
+      {"dyn.unsqueeze",
+       [](Gen& g) {
+         // Distinct output positions, negative or not, in any order.
+         const auto x = g.Shape(g.Int(0, 3));
+         const int64_t n = g.Int(1, 3), out_rank = static_cast<int64_t>(x.size()) + n;
+         std::vector<int64_t> positions(out_rank);
+         for (int64_t i = 0; i < out_rank; ++i) positions[i] = i;
+         std::shuffle(positions.begin(), positions.end(), g.rng());
+         positions.resize(n);
+         for (int64_t& a : positions) a = g.Coin() ? a : a - out_rank;
+         return Trial{{}, {g.F(x), g.Vec(positions)}};
+       }},
       {"concatenate",
        [](Gen& g) {
          const auto base = g.Shape(g.Int(1, 3));
