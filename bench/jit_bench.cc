@@ -1,7 +1,8 @@
 // CPU JIT throughput for fused elementwise groups: run time of typical epilogues (bias + relu,
 // in place and out of place, swish with exp, tanh) in bytes moved per second, and compile time
 // of one kernel (module build + O3 + machine code). A plain memcpy of the same bytes is the
-// bandwidth ceiling to compare with.
+// bandwidth ceiling to compare with. Injective groups (the transformer's attention input:
+// dyn.strided_slice -> dyn.reshape -> transpose -> divide) against the reference kernels.
 //   ./bench/jit_bench --benchmark_counters_tabular=true
 #include <cstring>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "benchmark/benchmark.h"
+#include "passes/compile_engine/compile_engine.h"
 #include "passes/ir/parser.h"
 // The JIT is internal to the compile engine (src/); the bench target only sees include/.
 #include "compile_engine/jit_elementwise.h"
@@ -94,12 +96,55 @@ void BM_CompileBiasRelu(benchmark::State& state) {
   }
 }
 
+const std::string kAttentionInput =
+    "def @g(%qkv: f32[?, ?, 192], %b: i64[3], %e: i64[3], %s: i64[3], %t: i64[3], %c: f32[]) "
+    "-> f32[?, ?, 16] attributes {primitive = true} {\n"
+    "  %q = dyn.strided_slice(%qkv, %b, %e, %s) : f32[?, ?, ?]\n"
+    "  %r = dyn.reshape(%q, %t) : f32[?, ?, 16]\n"
+    "  %p = transpose(%r) {axes = [1, 0, 2]} : f32[?, ?, 16]\n"
+    "  %d = divide(%p, %c) : f32[?, ?, 16]\n"
+    "  return %d\n}\n";
+
+// q = transpose(reshape(qkv[:, :, 64:128])) / 4 for qkv: f32[seq, 3, 192] (4 heads of 16).
+void RunAttentionInput(benchmark::State& state, bool jit) {
+  const int64_t seq = state.range(0), batch = 3;
+  std::unique_ptr<Module> m = *ParseModule(kAttentionInput);
+  const Function& f = *m->functions().front();
+  std::unique_ptr<CompiledKernel> kernel =
+      jit ? *CompileJitInjective(f) : *CompileReferenceKernel(f);
+  std::unique_ptr<KernelInstance> instance =
+      *kernel->Instantiate(std::vector<const Tensor*>(6, nullptr));
+  std::vector<float> qkv(seq * batch * 192, 0.5f), out(seq * batch * 64);
+  std::vector<int64_t> begin = {0, 0, 64}, end = {INT64_MAX, INT64_MAX, 128}, step = {1, 1, 1},
+                       target = {seq, batch * 4, 16};
+  float c = 4;
+  const std::vector<int64_t> qkv_shape = {seq, batch, 192}, three = {3}, scalar = {},
+                             out_shape = {batch * 4, seq, 16};
+  const std::vector<TensorArg> args = {
+      {qkv.data(), DType::kF32, qkv_shape}, {begin.data(), DType::kI64, three},
+      {end.data(), DType::kI64, three},     {step.data(), DType::kI64, three},
+      {target.data(), DType::kI64, three},  {&c, DType::kF32, scalar},
+      {out.data(), DType::kF32, out_shape}};
+  for (auto _ : state) {
+    absl::Status s = instance->Run(args);
+    if (!s.ok()) state.SkipWithError(std::string(s.message()).c_str());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * seq * batch * 64);
+}
+
+void BM_AttentionInputJit(benchmark::State& state) { RunAttentionInput(state, true); }
+void BM_AttentionInputReference(benchmark::State& state) { RunAttentionInput(state, false); }
+
 // 1 row: call overhead; 64 rows: 128 KB, cache resident; 8192 rows: 16 MB, memory bound.
 BENCHMARK(BM_BiasRelu)->Arg(1)->Arg(64)->Arg(8192);
 BENCHMARK(BM_BiasReluInPlace)->Arg(1)->Arg(64)->Arg(8192);
 BENCHMARK(BM_Swish)->Arg(64)->Arg(8192);
 BENCHMARK(BM_Tanh)->Arg(64)->Arg(8192);
 BENCHMARK(BM_Memcpy)->Arg(64)->Arg(8192);
+BENCHMARK(BM_AttentionInputJit)->Arg(12)->Arg(128);
+BENCHMARK(BM_AttentionInputReference)->Arg(12)->Arg(128);
 BENCHMARK(BM_CompileBiasRelu)->ArgName("static")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "compile_engine/batch_matmul_kernel.h"
 #include "compile_engine/conv_kernel.h"
+#include "compile_engine/reduce_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/jit_elementwise.h"
 #include "compile_engine/split_kernel.h"
@@ -249,12 +250,18 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
   if (!kernel && options_.use_kernel_library && IsBatchMatmulGroup(primitive)) {
     RETURN_IF_ERROR(attempt(CompileBatchMatmulGroup(primitive)));
   }
+  if (!kernel && options_.use_kernel_library) {  // reductions, softmax: native loops
+    RETURN_IF_ERROR(attempt(CompileReduceOrSoftmaxGroup(primitive)));
+  }
   if (!kernel && IsReshapeOnly(primitive)) kernel = std::make_unique<CopyKernel>(&primitive);
   if (!kernel && options_.use_kernel_library && options_.use_jit) {
     RETURN_IF_ERROR(attempt(CompileLibraryHeadJitTail(primitive)));
   }
   if (!kernel && options_.use_jit && IsJitElementwise(primitive)) {
     RETURN_IF_ERROR(attempt(CompileJitElementwise(primitive)));
+  }
+  if (!kernel && options_.use_jit && IsJitInjective(primitive)) {
+    RETURN_IF_ERROR(attempt(CompileJitInjective(primitive)));
   }
   if (!kernel) {
     auto fallback = CompileReferenceKernel(primitive);

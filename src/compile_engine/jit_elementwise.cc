@@ -1,4 +1,5 @@
-// CPU JIT for fused elementwise / broadcast groups (see jit_elementwise.h).
+// CPU JIT for fused elementwise / broadcast groups, and groups with injective ops (see
+// jit_elementwise.h).
 //
 // A primitive function of elementwise and broadcasting ops computes, at every index of its
 // output, an expression of the parameters' elements at the broadcast-projected indices. So the
@@ -65,7 +66,10 @@
 // (Cephes-style exp) so they vectorise: within 2 ulp of the reference over the whole range
 // (tested by a sweep).
 //
-// Known gaps: f16/bf16, several results, injective ops (transpose, slices), reductions; the
+// Injective ops (transpose, reshape, slices, take, concatenate, ...) take a separate, scalar
+// path: see "The injective path" below.
+//
+// Known gaps: f16/bf16, several results, reductions, dyn.squeeze/dyn.unsqueeze/tile/pad; the
 // generic entry is not vectorised; log, pow and every f64 transcendental are scalar libm calls
 // inside the vector loop (no vector math library); negative/abs of INT64_MIN wrap where the
 // reference (which goes through double) saturates.
@@ -108,6 +112,9 @@ enum class JitOp : uint8_t {
   kRelu, kNegative, kAbs, kExp, kLog, kSqrt, kTanh, kSigmoid, kFloor, kCeil,
   kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower,
   kEqual, kLess, kGreater, kBiasAdd, kWhere, kCast,
+  // Injective ops (only on the injective path, CompileJitInjective).
+  kTranspose, kReshape, kDynReshape, kExpandDims, kSqueeze, kStridedSlice, kDynStridedSlice,
+  kTake, kConcatenate, kBroadcastTo, kDynBroadcastTo,
 };
 // clang-format on
 
@@ -121,6 +128,8 @@ enum class OpForm : uint8_t {
   kBiasAdd,        // (T[..], T[k]) -> T[..], T numeric
   kWhere,          // (C, T, T) -> T
   kCast,           // S -> attribute dtype
+  kInjective,      // data movement: the result's element at an index is an element of the data
+                   // (or of one of the concatenated inputs) at an index computed from it
 };
 
 struct Lowering {
@@ -153,6 +162,17 @@ constexpr Lowering kLowerings[] = {
     {"nn.bias_add", JitOp::kBiasAdd, OpForm::kBiasAdd},
     {"where", JitOp::kWhere, OpForm::kWhere},
     {"cast", JitOp::kCast, OpForm::kCast},
+    {"transpose", JitOp::kTranspose, OpForm::kInjective},
+    {"reshape", JitOp::kReshape, OpForm::kInjective},
+    {"dyn.reshape", JitOp::kDynReshape, OpForm::kInjective},
+    {"expand_dims", JitOp::kExpandDims, OpForm::kInjective},
+    {"squeeze", JitOp::kSqueeze, OpForm::kInjective},
+    {"strided_slice", JitOp::kStridedSlice, OpForm::kInjective},
+    {"dyn.strided_slice", JitOp::kDynStridedSlice, OpForm::kInjective},
+    {"take", JitOp::kTake, OpForm::kInjective},
+    {"concatenate", JitOp::kConcatenate, OpForm::kInjective},
+    {"broadcast_to", JitOp::kBroadcastTo, OpForm::kInjective},
+    {"dyn.broadcast_to", JitOp::kDynBroadcastTo, OpForm::kInjective},
 };
 
 const Lowering* FindLowering(absl::string_view op) {
@@ -170,6 +190,8 @@ int NumOperands(OpForm form) {
       return 1;
     case OpForm::kWhere:
       return 3;
+    case OpForm::kInjective:
+      return -1;  // per op, checked by CheckInjective
     default:
       return 2;
   }
@@ -195,6 +217,7 @@ bool SignedIntDType(DType t) { return t == DType::kI8 || t == DType::kI32 || t =
 
 // Error flag bits returned by the generated entry points.
 constexpr int32_t kFlagDivisionByZero = 1;
+constexpr int32_t kFlagIndexOutOfRange = 2;  // take in mode "fast" (Run checks first)
 
 // Beyond this many exprs (values recomputed along different broadcast paths) the group is left
 // to another backend rather than emitting a huge loop body.
@@ -202,13 +225,25 @@ constexpr size_t kMaxExprs = 4096;
 
 // ===== Phase 1: analysis =======================================================================
 
+enum class TakeMode : uint8_t { kClip, kWrap, kFast };
+
 struct Step {
   JitOp op;
   OpForm form;
   std::string op_name;
   std::vector<int> args;  // value ids
   int result = -1;        // value id
-  int64_t axis = 0;       // nn.bias_add: normalised axis of the data
+  int64_t axis = 0;       // nn.bias_add, take, concatenate, expand_dims: normalised axis
+  // Injective ops, from the attributes (normalised where the rank allows):
+  //   transpose: ints = the permutation; reshape: ints = newshape; expand_dims: num = the
+  //   number of new axes; squeeze: ints = 1 per dropped input dim, 0 per kept one;
+  //   strided_slice: begin, end, strides, axes as given; broadcast_to: ints = the target;
+  //   take: mode.
+  std::vector<int64_t> ints;
+  std::vector<int64_t> begin, end, strides, axes;
+  int64_t num = 0;
+  bool size_mode = false;
+  TakeMode mode = TakeMode::kClip;
 };
 
 // Values are numbered: parameters 0..num_params-1, then one per binding (step k -> value
@@ -227,7 +262,11 @@ struct Plan {
 
 class Analyzer {
  public:
-  explicit Analyzer(const Function& f) : f_(f) { plan_.fn = f.name(); }
+  // `allow_injective`: accept the injective ops of the lowering table (the injective path).
+  explicit Analyzer(const Function& f, bool allow_injective = false)
+      : f_(f), allow_injective_(allow_injective) {
+    plan_.fn = f.name();
+  }
 
   absl::StatusOr<Plan> Run() {
     const Block& body = f_.body();
@@ -279,15 +318,22 @@ class Analyzer {
     }
     const OpDef& op = *node.op();
     const Lowering* lowering = FindLowering(op.name());
-    if (lowering == nullptr || (op.pattern() != FusionPattern::kElementwise &&
-                                op.pattern() != FusionPattern::kBroadcast)) {
+    const bool injective = lowering != nullptr && lowering->form == OpForm::kInjective;
+    const bool pattern_ok = injective ? op.pattern() <= FusionPattern::kInjective
+                                      : (op.pattern() == FusionPattern::kElementwise ||
+                                         op.pattern() == FusionPattern::kBroadcast);
+    if (lowering == nullptr || !pattern_ok || (injective && !allow_injective_)) {
       return Unimplemented(absl::StrCat("op ", op.name(), " is not supported by the CPU JIT"));
     }
-    if (node.num_results() != 1 || node.num_operands() != NumOperands(lowering->form)) {
+    if (node.num_results() != 1 ||
+        (!injective && node.num_operands() != NumOperands(lowering->form))) {
       return Invalid(absl::StrCat(op.name(), " has ", node.num_operands(), " operands and ",
                                   node.num_results(), " results"));
     }
-    Step step{lowering->code, lowering->form, op.name(), {}, -1, 0};
+    Step step;
+    step.op = lowering->code;
+    step.form = lowering->form;
+    step.op_name = op.name();
     for (const Value* operand : node.operands()) {
       auto it = ids_.find(operand);
       if (it == ids_.end()) {
@@ -310,6 +356,7 @@ class Analyzer {
   }
 
   absl::Status CheckTypes(const Node& node, Step& step, int result) {
+    if (step.form == OpForm::kInjective) return CheckInjective(node, step, result);
     const std::vector<int>& a = step.args;
     const DType out = plan_.dtypes[result];
     const DType in = plan_.dtypes[a[0]];
@@ -355,6 +402,8 @@ class Analyzer {
       case OpForm::kCast:
         RETURN_IF_ERROR(result_dtype(node.attrs().GetDType("dtype")));
         break;
+      case OpForm::kInjective:
+        break;  // CheckInjective
     }
     // Ranks: the result of a broadcasting op has the largest operand rank; bias_add keeps the
     // data's rank and takes a 1-D bias.
@@ -380,7 +429,170 @@ class Analyzer {
     return absl::OkStatus();
   }
 
+  // Injective ops: operand counts, dtypes, ranks and attributes; run-time operands (dyn.*
+  // targets, begin/end/strides) must be integer parameters, read on the host by Run.
+  absl::Status CheckInjective(const Node& node, Step& step, int result) {
+    const std::vector<int>& a = step.args;
+    const std::string ctx = absl::StrCat(step.op_name, " ", plan_.names[result]);
+    ASSIGN_OR_RETURN(Attrs attrs, node.op()->CheckAttrs(node.attrs()));
+    int expected_operands = 1;
+    switch (step.op) {
+      case JitOp::kDynReshape:
+      case JitOp::kDynBroadcastTo:
+      case JitOp::kTake:
+        expected_operands = 2;
+        break;
+      case JitOp::kDynStridedSlice:
+        expected_operands = 4;
+        break;
+      case JitOp::kConcatenate:
+        expected_operands = std::max<int>(1, static_cast<int>(a.size()));
+        break;
+      default:
+        break;
+    }
+    if (static_cast<int>(a.size()) != expected_operands) {
+      return Invalid(absl::StrCat(ctx, ": ", a.size(), " operands, expected ", expected_operands));
+    }
+    const DType data = plan_.dtypes[a[0]];
+    if (plan_.dtypes[result] != data) {
+      return Invalid(absl::StrCat(ctx, " has dtype ", DTypeName(plan_.dtypes[result]),
+                                  ", expected ", DTypeName(data)));
+    }
+    const int rank = plan_.rank(a[0]);
+    const int out_rank = plan_.rank(result);
+    auto host_ints = [&](int i) -> absl::Status {
+      const int v = a[i];
+      if (v >= plan_.num_params || !IsInteger(plan_.dtypes[v]) || plan_.rank(v) > 1) {
+        return Unimplemented(absl::StrCat(ctx, ": operand ", plan_.names[v],
+                                          " must be a 0-D or 1-D integer parameter of the group "
+                                          "(its values are read on the host)"));
+      }
+      return absl::OkStatus();
+    };
+    auto expect_rank = [&](int want) -> absl::Status {
+      if (out_rank == want) return absl::OkStatus();
+      return Invalid(absl::StrCat(ctx, " has rank ", out_rank, ", expected ", want));
+    };
+    auto normalize = [&](int64_t axis, int64_t n) -> absl::StatusOr<int64_t> {
+      if (axis < -n || axis >= n) {
+        return Invalid(absl::StrCat(ctx, ": axis ", axis, " is out of range for rank ", n));
+      }
+      return axis < 0 ? axis + n : axis;
+    };
+    switch (step.op) {
+      case JitOp::kTranspose: {
+        std::vector<int64_t> perm = attrs.GetIntList("axes");
+        if (perm.empty()) {
+          for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+        }
+        std::vector<bool> seen(rank, false);
+        if (static_cast<int>(perm.size()) != rank) {
+          return Invalid(absl::StrCat(ctx, ": axes is not a permutation of rank ", rank));
+        }
+        for (int64_t& p : perm) {
+          ASSIGN_OR_RETURN(p, normalize(p, rank));
+          if (seen[p]) return Invalid(absl::StrCat(ctx, ": axes is not a permutation"));
+          seen[p] = true;
+        }
+        step.ints = std::move(perm);
+        return expect_rank(rank);
+      }
+      case JitOp::kReshape:
+        step.ints = attrs.GetIntList("newshape");
+        return expect_rank(static_cast<int>(step.ints.size()));
+      case JitOp::kDynReshape:
+        RETURN_IF_ERROR(host_ints(1));
+        if (plan_.rank(a[1]) != 1) return Invalid(absl::StrCat(ctx, ": newshape must be 1-D"));
+        return absl::OkStatus();
+      case JitOp::kExpandDims: {
+        step.num = attrs.GetInt("num_newaxis");
+        if (step.num < 0) return Invalid(absl::StrCat(ctx, ": num_newaxis must be >= 0"));
+        ASSIGN_OR_RETURN(step.axis, normalize(attrs.GetInt("axis"), rank + 1));
+        return expect_rank(rank + static_cast<int>(step.num));
+      }
+      case JitOp::kSqueeze: {
+        // Which dims go is decided by the declared type, as in the shape rule.
+        step.ints.assign(rank, 0);
+        const std::vector<int64_t>& axes = attrs.GetIntList("axis");
+        const std::vector<DimExpr>& in = plan_.dims[a[0]];
+        for (int i = 0; i < rank && axes.empty(); ++i) {
+          step.ints[i] = in[i].is_constant() && in[i].constant() == 1;
+        }
+        for (int64_t axis : axes) {
+          ASSIGN_OR_RETURN(int64_t n, normalize(axis, rank));
+          step.ints[n] = 1;
+        }
+        int dropped = 0;
+        for (int64_t d : step.ints) dropped += static_cast<int>(d);
+        return expect_rank(rank - dropped);
+      }
+      case JitOp::kStridedSlice:
+        step.begin = attrs.GetIntList("begin");
+        step.end = attrs.GetIntList("end");
+        step.strides = attrs.GetIntList("strides");
+        step.axes = attrs.GetIntList("axes");
+        [[fallthrough]];
+      case JitOp::kDynStridedSlice: {
+        const std::string& mode = attrs.GetString("slice_mode");
+        if (mode != "end" && mode != "size") {
+          return Invalid(absl::StrCat(ctx, ": slice_mode must be 'end' or 'size'"));
+        }
+        step.size_mode = mode == "size";
+        for (size_t i = 1; i < a.size(); ++i) RETURN_IF_ERROR(host_ints(i));
+        return expect_rank(rank);
+      }
+      case JitOp::kTake: {
+        if (!IsInteger(plan_.dtypes[a[1]])) {
+          return Invalid(absl::StrCat(ctx, ": indices must be integers"));
+        }
+        ASSIGN_OR_RETURN(step.axis, normalize(attrs.GetInt("axis"), rank));
+        const std::string& mode = attrs.GetString("mode");
+        if (mode == "clip") {
+          step.mode = TakeMode::kClip;
+        } else if (mode == "wrap") {
+          step.mode = TakeMode::kWrap;
+        } else if (mode == "fast") {
+          step.mode = TakeMode::kFast;
+          // Out-of-range indices are an error even where no output element reads them: Run
+          // checks every index, so they must be at hand.
+          if (a[1] >= plan_.num_params) {
+            return Unimplemented(
+                absl::StrCat(ctx, ": mode \"fast\" needs the indices as a parameter"));
+          }
+        } else {
+          return Invalid(absl::StrCat(ctx, ": mode must be clip, wrap or fast"));
+        }
+        return expect_rank(rank - 1 + plan_.rank(a[1]));
+      }
+      case JitOp::kConcatenate: {
+        for (int v : a) {
+          if (plan_.dtypes[v] != data || plan_.rank(v) != rank) {
+            return Invalid(absl::StrCat(ctx, ": inputs differ in dtype or rank"));
+          }
+        }
+        ASSIGN_OR_RETURN(step.axis, normalize(attrs.GetInt("axis"), rank));
+        return expect_rank(rank);
+      }
+      case JitOp::kBroadcastTo:
+        step.ints = attrs.GetIntList("shape");
+        if (static_cast<int>(step.ints.size()) < rank) {
+          return Invalid(absl::StrCat(ctx, ": cannot broadcast to a lower rank"));
+        }
+        return expect_rank(static_cast<int>(step.ints.size()));
+      case JitOp::kDynBroadcastTo:
+        RETURN_IF_ERROR(host_ints(1));
+        if (plan_.rank(a[1]) != 1 || out_rank < rank) {
+          return Invalid(absl::StrCat(ctx, ": expects a 1-D shape of at least the data's rank"));
+        }
+        return absl::OkStatus();
+      default:
+        return absl::InternalError(absl::StrCat(ctx, ": not an injective op"));
+    }
+  }
+
   const Function& f_;
+  const bool allow_injective_;
   Plan plan_;
   absl::flat_hash_map<const Value*, int> ids_;
 };
@@ -499,6 +711,20 @@ class Lowerer {
 
 // ===== Phase 3: LLVM IR ========================================================================
 
+// Where the injective entry point finds the run-time dims of every value and the per-step
+// run-time parameters (see "The injective path" below).
+struct InjectiveLayout {
+  std::vector<int> dim_offset;  // per value: its first entry in `dims`
+  int num_dims = 0;
+  // Per step: its first entry in `aux` (-1: none). Slices: start and stride per data dim;
+  // reshapes: per data dim k >= 1 the multiplier of the division by that dim (see Divide).
+  std::vector<int> aux_offset;
+  int num_aux = 0;
+  // Some reshape divides by a run-time dim: a second entry point, `wide`, divides with udiv
+  // for element counts of 2^32 and more, where the multipliers are not exact.
+  bool needs_wide = false;
+};
+
 class Emitter {
  public:
   Emitter(const Plan& plan, const Lowered& lowered, llvm::Module& module)
@@ -568,7 +794,299 @@ class Emitter {
     b_.CreateRet(flags);
   }
 
+  // The injective path's entry point: i32 name(ptr bases, ptr dims, ptr aux), a scalar loop
+  // nest over the output; bases[0] is the output, bases[1 + p] parameter p.
+  void EmitInjectiveEntry(const std::string& name, const InjectiveLayout& layout, bool wide) {
+    fast_ = false;
+    wide_ = wide;
+    auto* type = llvm::FunctionType::get(i32_, {ptr_, ptr_, ptr_}, false);
+    fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
+    fn_->setDoesNotThrow();
+    for (unsigned i = 0; i < 3; ++i) {
+      fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+      fn_->addParamAttr(i, llvm::Attribute::NoCapture);
+      fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
+    }
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
+    auto load_i64 = [&](llvm::Value* array, int i, const std::string& what) -> llvm::Value* {
+      return b_.CreateAlignedLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, array, i),
+                                  llvm::Align(8), what);
+    };
+    llvm::Value* bases = fn_->getArg(0);
+    inj_bases_.clear();
+    for (int p = 0; p <= plan_.num_params; ++p) {
+      inj_bases_.push_back(b_.CreateAlignedLoad(
+          ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, bases, p), llvm::Align(8)));
+    }
+    inj_dims_.assign(plan_.dims.size(), {});
+    for (size_t v = 0; v < plan_.dims.size(); ++v) {
+      for (size_t j = 0; j < plan_.dims[v].size(); ++j) {
+        const DimExpr& d = plan_.dims[v][j];
+        inj_dims_[v].push_back(d.is_constant() ? b_.getInt64(d.constant())
+                                               : load_i64(fn_->getArg(1),
+                                                          layout.dim_offset[v] + j,
+                                                          absl::StrCat("d", v, "_", j)));
+      }
+    }
+    aux_.clear();
+    for (int i = 0; i < layout.num_aux; ++i) {
+      aux_.push_back(load_i64(fn_->getArg(2), i, absl::StrCat("aux", i)));
+    }
+    aux_offset_ = &layout.aux_offset;
+    flag_ = b_.CreateAlloca(i32_, nullptr, "flags");
+    b_.CreateStore(b_.getInt32(0), flag_);
+    memo_.clear();
+    access_group_ = llvm::MDNode::getDistinct(ctx_, {});
+    std::vector<llvm::Value*> idx;
+    EmitInjectiveLevel(idx, b_.getInt64(0));
+    b_.CreateRet(b_.CreateLoad(i32_, flag_));
+  }
+
  private:
+  // ---- the injective path ----
+
+  // for (i = 0; i < dim; ++i) over output dim idx.size(); the body stores the result at the
+  // linear index `lin`.
+  void EmitInjectiveLevel(std::vector<llvm::Value*>& idx, llvm::Value* lin) {
+    const int d = static_cast<int>(idx.size());
+    const int out = plan_.result;
+    if (d == plan_.rank(out)) {
+      llvm::Value* result = Eval(out, idx);
+      const DType t = plan_.dtypes[out];
+      if (t == DType::kBool) result = b_.CreateZExt(result, i8_);
+      b_.CreateAlignedStore(result, b_.CreateInBoundsGEP(MemType(t), inj_bases_[0], lin),
+                            llvm::Align(DTypeSize(t)))
+          ->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
+      return;
+    }
+    llvm::Value* n = inj_dims_[out][d];
+    llvm::BasicBlock* preheader = b_.GetInsertBlock();
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("loop", d), fn_);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, absl::StrCat("body", d), fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, absl::StrCat("exit", d), fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(i64_, 2, absl::StrCat("i", d));
+    iv->addIncoming(b_.getInt64(0), preheader);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, n), body, exit);
+    b_.SetInsertPoint(body);
+    const auto saved = memo_;  // values computed inside the loop do not dominate its exit
+    idx.push_back(iv);
+    EmitInjectiveLevel(idx, b_.CreateAdd(b_.CreateMul(lin, n), iv));
+    idx.pop_back();
+    memo_ = saved;
+    llvm::Value* iv_next = b_.CreateAdd(iv, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    // The innermost loop: its iterations are independent (Run refuses any overlap of the
+    // output with an input), so loads and stores are marked parallel and LLVM may vectorise
+    // it without run-time alias checks (it does where the reads are contiguous, e.g. a take
+    // of rows). Outer loops: neither vectorised nor unrolled (quicker to compile).
+    const bool innermost = d + 1 == plan_.rank(out);
+    fast_ = innermost;
+    b_.CreateBr(header)->setMetadata(llvm::LLVMContext::MD_loop, MakeLoopId());
+    fast_ = false;
+    iv->addIncoming(iv_next, b_.GetInsertBlock());
+    b_.SetInsertPoint(exit);
+  }
+
+  // Value v's element at `idx` (one i64 per dim of v), in registers.
+  llvm::Value* Eval(int v, const std::vector<llvm::Value*>& idx) {
+    auto key = std::make_pair(v, idx);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    llvm::Value* r = v < plan_.num_params ? LoadParam(v, idx)
+                                          : EvalStep(plan_.steps[v - plan_.num_params], idx);
+    memo_.emplace(std::move(key), r);
+    return r;
+  }
+
+  llvm::Value* LoadParam(int v, const std::vector<llvm::Value*>& idx) {
+    llvm::Value* offset = b_.getInt64(0);
+    for (size_t j = 0; j < idx.size(); ++j) {
+      offset = j == 0 ? idx[0] : b_.CreateAdd(b_.CreateMul(offset, inj_dims_[v][j]), idx[j]);
+    }
+    const DType t = plan_.dtypes[v];
+    llvm::LoadInst* x = b_.CreateAlignedLoad(
+        MemType(t), b_.CreateInBoundsGEP(MemType(t), inj_bases_[1 + v], offset),
+        llvm::Align(DTypeSize(t)));
+    x->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
+    return t == DType::kBool ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
+  }
+
+  // NumPy broadcasting of value a into an index of higher (or equal) rank: right-aligned,
+  // unit dims read element 0.
+  std::vector<llvm::Value*> BroadcastIndex(int a, const std::vector<llvm::Value*>& idx) {
+    const int rank = plan_.rank(a);
+    const size_t offset = idx.size() - rank;
+    std::vector<llvm::Value*> r(rank);
+    for (int j = 0; j < rank; ++j) {
+      const DimExpr& d = plan_.dims[a][j];
+      llvm::Value* i = idx[offset + j];
+      if (d.is_constant()) {
+        r[j] = d.constant() == 1 ? b_.getInt64(0) : i;
+      } else {
+        r[j] = b_.CreateSelect(b_.CreateICmpEQ(inj_dims_[a][j], b_.getInt64(1)), b_.getInt64(0), i);
+      }
+    }
+    return r;
+  }
+
+  llvm::Value* EvalStep(const Step& step, const std::vector<llvm::Value*>& idx) {
+    const std::vector<int>& a = step.args;
+    if (step.form != OpForm::kInjective) {
+      std::vector<llvm::Value*> operands;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (step.form == OpForm::kBiasAdd && i == 1) {
+          operands.push_back(Eval(a[1], {idx[step.axis]}));
+        } else {
+          operands.push_back(Eval(a[i], BroadcastIndex(a[i], idx)));
+        }
+      }
+      return EmitStep(step, operands);
+    }
+    const int data = a[0];
+    const int rank = plan_.rank(data);
+    std::vector<llvm::Value*> in;
+    switch (step.op) {
+      case JitOp::kTranspose:
+        in.resize(rank);
+        for (int j = 0; j < rank; ++j) in[step.ints[j]] = idx[j];
+        return Eval(data, in);
+      case JitOp::kReshape:
+      case JitOp::kDynReshape: {
+        // Linearise over the result's dims, delinearise over the data's.
+        llvm::Value* lin = b_.getInt64(0);
+        const int v = step.result;
+        for (size_t j = 0; j < idx.size(); ++j) {
+          lin = j == 0 ? idx[0] : b_.CreateAdd(b_.CreateMul(lin, inj_dims_[v][j]), idx[j]);
+        }
+        in.resize(rank);
+        const int offset = (*aux_offset_)[step.result - plan_.num_params];
+        for (int k = rank - 1; k > 0; --k) {
+          llvm::Value* d = inj_dims_[data][k];
+          llvm::Value* q = Divide(lin, d, offset + k);
+          in[k] = b_.CreateSub(lin, b_.CreateMul(q, d));
+          lin = q;
+        }
+        if (rank > 0) in[0] = lin;
+        return Eval(data, in);
+      }
+      case JitOp::kExpandDims:
+        for (int j = 0; j < static_cast<int>(idx.size()); ++j) {
+          if (j < step.axis || j >= step.axis + step.num) in.push_back(idx[j]);
+        }
+        return Eval(data, in);
+      case JitOp::kSqueeze: {
+        size_t next = 0;
+        for (int j = 0; j < rank; ++j) in.push_back(step.ints[j] ? b_.getInt64(0) : idx[next++]);
+        return Eval(data, in);
+      }
+      case JitOp::kStridedSlice:
+      case JitOp::kDynStridedSlice: {
+        const int offset = (*aux_offset_)[step.result - plan_.num_params];
+        for (int j = 0; j < rank; ++j) {
+          in.push_back(b_.CreateAdd(aux_[offset + 2 * j],
+                                    b_.CreateMul(idx[j], aux_[offset + 2 * j + 1])));
+        }
+        return Eval(data, in);
+      }
+      case JitOp::kTake:
+        return EvalTake(step, idx);
+      case JitOp::kConcatenate:
+        return EvalConcatenate(step, idx);
+      case JitOp::kBroadcastTo:
+      case JitOp::kDynBroadcastTo:
+        return Eval(data, BroadcastIndex(data, idx));
+      default:
+        return nullptr;  // excluded by Analyze
+    }
+  }
+
+  // lin / d for 0 <= lin < 2^32 (the not-`wide` entry) and a run-time 1 <= d < 2^32: the high
+  // half of lin * m, m = floor((2^64 - 1) / d) + 1 from aux (0 for d = 1, selected away);
+  // exact in that range (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
+  // 2019), and a multiply instead of a 64-bit divide on every element. Constant divisors are
+  // left to LLVM.
+  llvm::Value* Divide(llvm::Value* lin, llvm::Value* d, int aux_index) {
+    if (wide_ || llvm::isa<llvm::Constant>(d)) return b_.CreateUDiv(lin, d);
+    llvm::Type* i128 = llvm::Type::getInt128Ty(ctx_);
+    llvm::Value* product =
+        b_.CreateMul(b_.CreateZExt(lin, i128), b_.CreateZExt(aux_[aux_index], i128));
+    llvm::Value* q = b_.CreateTrunc(b_.CreateLShr(product, 64), i64_);
+    return b_.CreateSelect(b_.CreateICmpEQ(d, b_.getInt64(1)), lin, q);
+  }
+
+  // take: the index read from `indices` at the result index's middle dims, resolved into
+  // [0, n) by the mode exactly as the reference does (Run has checked what can fail).
+  llvm::Value* EvalTake(const Step& step, const std::vector<llvm::Value*>& idx) {
+    const int data = step.args[0], indices = step.args[1];
+    const int ri = plan_.rank(indices);
+    const int axis = static_cast<int>(step.axis);
+    std::vector<llvm::Value*> at(idx.begin() + axis, idx.begin() + axis + ri);
+    llvm::Value* k = Eval(indices, at);
+    k = b_.CreateIntCast(k, i64_, SignedIntDType(plan_.dtypes[indices]));
+    llvm::Value* n = inj_dims_[data][axis];
+    llvm::Value* zero = b_.getInt64(0);
+    switch (step.mode) {
+      case TakeMode::kClip: {
+        k = b_.CreateSelect(b_.CreateICmpSLT(k, zero), zero, k);
+        llvm::Value* last = b_.CreateSub(n, b_.getInt64(1));
+        k = b_.CreateSelect(b_.CreateICmpSGT(k, last), last, k);
+        break;
+      }
+      case TakeMode::kWrap: {
+        llvm::Value* r = b_.CreateSRem(k, n);
+        k = b_.CreateSelect(b_.CreateICmpSLT(r, zero), b_.CreateAdd(r, n), r);
+        break;
+      }
+      case TakeMode::kFast: {
+        k = b_.CreateSelect(b_.CreateICmpSLT(k, zero), b_.CreateAdd(k, n), k);
+        llvm::Value* bad = b_.CreateICmpUGE(k, n);
+        llvm::Value* flags = b_.CreateLoad(i32_, flag_);
+        llvm::Value* bit = b_.CreateSelect(bad, b_.getInt32(kFlagIndexOutOfRange), b_.getInt32(0));
+        b_.CreateStore(b_.CreateOr(flags, bit), flag_);
+        k = b_.CreateSelect(bad, zero, k);
+        break;
+      }
+    }
+    std::vector<llvm::Value*> in(idx.begin(), idx.begin() + axis);
+    in.push_back(k);
+    in.insert(in.end(), idx.begin() + axis + ri, idx.end());
+    return Eval(data, in);
+  }
+
+  // concatenate: a branch per input, chosen by the range the axis index falls in; only the
+  // chosen input is read.
+  llvm::Value* EvalConcatenate(const Step& step, const std::vector<llvm::Value*>& idx) {
+    const std::vector<int>& a = step.args;
+    const int axis = static_cast<int>(step.axis);
+    llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "concat.merge", fn_);
+    std::vector<std::pair<llvm::Value*, llvm::BasicBlock*>> incoming;
+    llvm::Value* begin = b_.getInt64(0);
+    for (size_t i = 0; i < a.size(); ++i) {
+      llvm::Value* end = b_.CreateAdd(begin, inj_dims_[a[i]][axis]);
+      llvm::BasicBlock* next = nullptr;
+      if (i + 1 < a.size()) {
+        llvm::BasicBlock* then = llvm::BasicBlock::Create(ctx_, "concat.in", fn_);
+        next = llvm::BasicBlock::Create(ctx_, "concat.next", fn_);
+        b_.CreateCondBr(b_.CreateICmpSLT(idx[axis], end), then, next);
+        b_.SetInsertPoint(then);
+      }
+      const auto saved = memo_;
+      std::vector<llvm::Value*> in = idx;
+      in[axis] = b_.CreateSub(idx[axis], begin);
+      llvm::Value* x = Eval(a[i], in);
+      memo_ = saved;
+      incoming.emplace_back(x, b_.GetInsertBlock());
+      b_.CreateBr(merge);
+      if (next != nullptr) b_.SetInsertPoint(next);
+      begin = end;
+    }
+    b_.SetInsertPoint(merge);
+    llvm::PHINode* phi = b_.CreatePHI(incoming[0].first->getType(), incoming.size());
+    for (const auto& [x, block] : incoming) phi->addIncoming(x, block);
+    return phi;
+  }
+
   llvm::Type* RegType(DType t) const {
     switch (t) {
       case DType::kF32:
@@ -896,6 +1414,18 @@ class Emitter {
         return b_.CreateSelect(ToBool(x, plan_.dtypes[step.args[0]]), v[1], v[2]);
       case JitOp::kCast:
         return Convert(x, t, plan_.dtypes[step.result]);
+      case JitOp::kTranspose:
+      case JitOp::kReshape:
+      case JitOp::kDynReshape:
+      case JitOp::kExpandDims:
+      case JitOp::kSqueeze:
+      case JitOp::kStridedSlice:
+      case JitOp::kDynStridedSlice:
+      case JitOp::kTake:
+      case JitOp::kConcatenate:
+      case JitOp::kBroadcastTo:
+      case JitOp::kDynBroadcastTo:
+        return nullptr;  // index maps, not arithmetic: EvalStep
     }
     return nullptr;
   }
@@ -920,6 +1450,15 @@ class Emitter {
   llvm::Value* flag_ = nullptr;
   llvm::MDNode* access_group_ = nullptr;
   llvm::MDNode* inner_loop_id_ = nullptr;
+
+  // The injective entry point.
+  std::vector<llvm::Value*> inj_bases_;               // [0] output, [1 + p] parameter p
+  std::vector<std::vector<llvm::Value*>> inj_dims_;   // [value][dim]: constant or loaded
+  std::vector<llvm::Value*> aux_;
+  const std::vector<int>* aux_offset_ = nullptr;
+  bool wide_ = false;
+  // (value, index) -> its element; only looked up, never iterated.
+  std::map<std::pair<int, std::vector<llvm::Value*>>, llvm::Value*> memo_;
 };
 
 struct BuiltModule {
@@ -984,6 +1523,35 @@ bool BroadcastInto(Shape& acc, absl::Span<const int64_t> b) {
   return true;
 }
 
+// The shape of elementwise step `v` from its operands' (NumPy broadcasting; bias_add's bias
+// must match its axis).
+absl::Status BroadcastStepShape(const Plan& plan, const Step& step, int v,
+                                absl::Span<Shape> shapes) {
+  auto invalid = [&](const std::string& message) {
+    return absl::InvalidArgumentError(absl::StrCat("@", plan.fn, ": ", message));
+  };
+  Shape& out = shapes[v];
+  if (step.form == OpForm::kBiasAdd) {
+    out = shapes[step.args[0]];
+    const int64_t bias = shapes[step.args[1]][0];
+    if (bias != out[step.axis]) {
+      return invalid(absl::StrCat(step.op_name, " ", plan.names[v], ": bias has ", bias,
+                                  " elements but data axis ", step.axis, " has ", out[step.axis]));
+    }
+    return absl::OkStatus();
+  }
+  out.clear();
+  for (int a : step.args) {
+    if (!BroadcastInto(out, shapes[a])) {
+      std::vector<std::string> operand_shapes;
+      for (int b : step.args) operand_shapes.push_back(ShapeString(shapes[b]));
+      return invalid(absl::StrCat(step.op_name, " ", plan.names[v], ": operand shapes ",
+                                  absl::StrJoin(operand_shapes, ", "), " do not broadcast"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunProgram(const Program& p, absl::Span<const TensorArg> args) {
   const Plan& plan = p.plan;
   const Lowered& lowered = p.lowered;
@@ -1021,28 +1589,8 @@ absl::Status RunProgram(const Program& p, absl::Span<const TensorArg> args) {
   absl::InlinedVector<Shape, 8> shapes(plan.dtypes.size());
   for (int i = 0; i < np; ++i) shapes[i].assign(args[i].shape.begin(), args[i].shape.end());
   for (size_t k = 0; k < plan.steps.size(); ++k) {
-    const Step& step = plan.steps[k];
-    const int v = np + static_cast<int>(k);
-    Shape& out = shapes[v];
-    if (step.form == OpForm::kBiasAdd) {
-      out = shapes[step.args[0]];
-      const int64_t bias = shapes[step.args[1]][0];
-      if (bias != out[step.axis]) {
-        return invalid(absl::StrCat(step.op_name, " ", plan.names[v], ": bias has ", bias,
-                                    " elements but data axis ", step.axis, " has ",
-                                    out[step.axis]));
-      }
-      continue;
-    }
-    out.clear();
-    for (int a : step.args) {
-      if (!BroadcastInto(out, shapes[a])) {
-        std::vector<std::string> operand_shapes;
-        for (int b : step.args) operand_shapes.push_back(ShapeString(shapes[b]));
-        return invalid(absl::StrCat(step.op_name, " ", plan.names[v], ": operand shapes ",
-                                    absl::StrJoin(operand_shapes, ", "), " do not broadcast"));
-      }
-    }
+    RETURN_IF_ERROR(BroadcastStepShape(plan, plan.steps[k], np + static_cast<int>(k),
+                                       absl::MakeSpan(shapes)));
   }
   const TensorArg& out = args[np];
   const Shape& expected = shapes[plan.result];
@@ -1192,6 +1740,464 @@ absl::StatusOr<Prepared> Prepare(const Function& primitive, LlvmJit& jit,
   return p;
 }
 
+// ===== The injective path ======================================================================
+// Groups of elementwise ops plus injective ops (transpose, reshape, dyn.reshape, expand_dims,
+// squeeze, strided_slice, dyn.strided_slice, take, concatenate, broadcast_to,
+// dyn.broadcast_to), as TVM schedules them: ONE scalar loop nest over the output index space;
+// the result's element at an index is evaluated by walking the expression back to the
+// parameters, each op mapping its output index to its operands' indices:
+//   elementwise  right-aligned broadcast (a unit dim reads index 0); bias: the data's axis
+//   transpose    in[perm[j]] = out[j]
+//   reshape      linearise over the result's dims, delinearise over the data's (run-time dims)
+//   expand_dims  drop the new axes;  squeeze: insert 0 at the dropped dims
+//   strided_slice  in[j] = start[j] + out[j] * stride[j] (start/stride computed by Run from the
+//                attributes or, for dyn.strided_slice, from the run-time begin/end/strides)
+//   take         read the index at the middle dims, resolve it by the mode (clip, wrap, fast)
+//   concatenate  a branch per input on the axis index range; only that input is read
+//   broadcast_to right-aligned broadcast
+// Loads of a (value, index) pair are shared within one element; loop-invariant index
+// arithmetic is hoisted by LLVM (O3). There are no intermediate buffers. The innermost loop
+// carries llvm.loop.parallel_accesses (Run refuses any overlap of the output with an input),
+// so LLVM vectorises it where that pays (contiguous reads, e.g. the rows of a take) without
+// run-time alias checks; outer loops are neither vectorised nor unrolled (compile time).
+// Reshape divides by run-time dims with multipliers computed by Run (a 64-bit multiply
+// instead of a 64-bit divide per dim and element, exact below 2^32 elements); a second entry
+// point with plain udiv serves element counts from 2^32 on.
+//
+// squeeze without axes drops the dims that are statically 1 (as the shape rule does at
+// compile time); the reference kernel, run on concrete shapes, would also drop a symbolic dim
+// that is 1 at run time and then miss the declared rank.
+//
+// Known gaps (Unimplemented, so the reference kernels run them): dyn.squeeze, dyn.unsqueeze,
+// tile, nn.pad, image.resize2d; dyn.* operands computed inside the group; take in mode "fast"
+// on computed indices.
+//
+// Run (per call, host): the shape program on concrete shapes (every op's shape rule, with the
+// reference kernels' errors: element counts of reshape, squeezed dims that are not 1, slice
+// strides of 0, broadcast_to targets, take on an empty axis and, in mode "fast", every index
+// checked like the reference does even if no output element reads it); the run-time values of
+// dyn.* operands are read from their arguments (parameters of the group, on the host); every
+// intermediate must fit its declared type (the emitted code uses declared constant dims); then
+// dims of every value and the slice starts/strides are passed to the entry point. The output
+// must not overlap any input (the kernel reads inputs at permuted indices).
+
+using Ints = absl::InlinedVector<int64_t, 8>;
+
+struct InjectiveProgram {
+  Plan plan;
+  InjectiveLayout layout;
+  std::unique_ptr<JitCode> code;
+  KernelFn fn = nullptr;       // (bases, dims, aux)
+  KernelFn fn_wide = nullptr;  // element counts >= 2^32 (layout.needs_wide only)
+  std::string description;
+};
+
+InjectiveLayout MakeLayout(const Plan& plan) {
+  InjectiveLayout layout;
+  for (size_t v = 0; v < plan.dims.size(); ++v) {
+    layout.dim_offset.push_back(layout.num_dims);
+    layout.num_dims += static_cast<int>(plan.dims[v].size());
+  }
+  for (const Step& s : plan.steps) {
+    const bool slice = s.op == JitOp::kStridedSlice || s.op == JitOp::kDynStridedSlice;
+    const bool reshape = s.op == JitOp::kReshape || s.op == JitOp::kDynReshape;
+    layout.aux_offset.push_back(slice || reshape ? layout.num_aux : -1);
+    if (slice) layout.num_aux += 2 * plan.rank(s.args[0]);
+    if (reshape) {
+      layout.num_aux += plan.rank(s.args[0]);
+      for (size_t k = 1; k < plan.dims[s.args[0]].size(); ++k) {
+        layout.needs_wide |= !plan.dims[s.args[0]][k].is_constant();
+      }
+    }
+  }
+  return layout;
+}
+
+// The values of a 0-D or 1-D integer argument.
+Ints HostInts(const TensorArg& a) {
+  Ints out;
+  const int64_t n = a.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (a.dtype) {
+      case DType::kI8:
+        out.push_back(static_cast<const int8_t*>(a.data)[i]);
+        break;
+      case DType::kU8:
+        out.push_back(static_cast<const uint8_t*>(a.data)[i]);
+        break;
+      case DType::kI32:
+        out.push_back(static_cast<const int32_t*>(a.data)[i]);
+        break;
+      default:
+        out.push_back(static_cast<const int64_t*>(a.data)[i]);
+        break;
+    }
+  }
+  return out;
+}
+
+// Relay's reshape target (0 copies the input dim, one -1 is inferred) on concrete dims.
+absl::StatusOr<Shape> ReshapeTarget(const Shape& in, const Ints& newshape) {
+  Shape out;
+  int infer_at = -1;
+  int64_t total = 1, known = 1;
+  for (int64_t d : in) total *= d;
+  for (size_t i = 0; i < newshape.size(); ++i) {
+    int64_t x = newshape[i];
+    if (x == 0) {
+      if (i >= in.size()) return absl::InvalidArgumentError("newshape 0 copies a missing dim");
+      x = in[i];
+    } else if (x == -1) {
+      if (infer_at >= 0) return absl::InvalidArgumentError("newshape has more than one -1");
+      infer_at = static_cast<int>(i);
+      out.push_back(-1);
+      continue;
+    } else if (x < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("newshape value ", x, " is not supported"));
+    }
+    out.push_back(x);
+    known *= x;
+  }
+  if (infer_at >= 0) {
+    if (known == 0 || total % known != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot infer -1: ", total,
+                                                     " elements do not split into ",
+                                                     ShapeString(out)));
+    }
+    out[infer_at] = total / known;
+  } else if (total != known) {
+    return absl::InvalidArgumentError(absl::StrCat("element count mismatch: ", ShapeString(in),
+                                                   " has ", total, " elements, ",
+                                                   ShapeString(out), " has ", known));
+  }
+  return out;
+}
+
+// NumPy/Relay slicing on concrete dims (the arithmetic of the strided_slice shape rule):
+// per data axis, the result length, and start / stride into aux.
+absl::Status SliceShape(const Shape& in, const Ints& begin, const Ints& end, const Ints& strides,
+                        const Ints& axes_attr, bool size_mode, Shape& out, int64_t* aux) {
+  constexpr int64_t kMax = (int64_t{1} << 31) - 1;  // shape_rules::kMaxDim
+  const size_t n = begin.size();
+  const int64_t rank = static_cast<int64_t>(in.size());
+  if (end.size() != n) return absl::InvalidArgumentError("begin and end differ in length");
+  if (!strides.empty() && strides.size() != 1 && strides.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("strides has ", strides.size(), " values; expected 1 or ", n));
+  }
+  Ints axes = axes_attr;
+  if (axes.empty()) {
+    if (static_cast<int64_t>(n) > rank) {
+      return absl::InvalidArgumentError(absl::StrCat(n, " begin values for rank ", rank));
+    }
+    for (size_t i = 0; i < n; ++i) axes.push_back(static_cast<int64_t>(i));
+  } else if (axes.size() != n) {
+    return absl::InvalidArgumentError("axes and begin differ in length");
+  }
+  absl::InlinedVector<bool, 8> seen(rank, false);
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) {
+      return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is out of range"));
+    }
+    if (a < 0) a += rank;
+    if (seen[a]) return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is given twice"));
+    seen[a] = true;
+  }
+  out = in;
+  for (int64_t j = 0; j < rank; ++j) aux[2 * j] = 0, aux[2 * j + 1] = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t a = axes[i], d = in[a];
+    int64_t b = begin[i], e = end[i];
+    int64_t s = strides.empty() ? 1 : strides[strides.size() == 1 ? 0 : i];
+    if (size_mode) {
+      if (b < 0) b += d;
+      e = e == -1 ? kMax : b + e;
+      s = 1;
+    }
+    if (s == 0) return absl::InvalidArgumentError("strides must be non-zero");
+    auto clamp = [&](int64_t x, int64_t lo, int64_t hi) {
+      if (x >= kMax) return hi;
+      if (x <= -kMax) return lo;
+      if (x < 0) x += d;
+      return std::min(std::max(x, lo), hi);
+    };
+    int64_t start, len;
+    if (s > 0) {
+      start = clamp(b, 0, d);
+      len = (std::max<int64_t>(clamp(e, 0, d) - start, 0) + s - 1) / s;
+    } else {
+      start = clamp(b, -1, d - 1);
+      len = (std::max<int64_t>(start - clamp(e, -1, d - 1), 0) + (-s) - 1) / (-s);
+    }
+    out[a] = len;
+    aux[2 * a] = start;
+    aux[2 * a + 1] = s;
+  }
+  return absl::OkStatus();
+}
+
+// The shape of injective step `v`; slices also fill their start/stride entries of aux.
+absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
+                                absl::Span<const TensorArg> args, absl::Span<Shape> shapes,
+                                int64_t* aux) {
+  const std::vector<int>& a = step.args;
+  const Shape& in = shapes[a[0]];
+  Shape& out = shapes[v];
+  out.clear();
+  switch (step.op) {
+    case JitOp::kTranspose:
+      for (int64_t p : step.ints) out.push_back(in[p]);
+      return absl::OkStatus();
+    case JitOp::kReshape:
+    case JitOp::kDynReshape: {
+      const Ints target = step.op == JitOp::kReshape ? Ints(step.ints.begin(), step.ints.end())
+                                                     : HostInts(args[a[1]]);
+      if (static_cast<int>(target.size()) != plan.rank(v)) {
+        return absl::InvalidArgumentError(absl::StrCat("newshape has ", target.size(),
+                                                       " values for a result of rank ",
+                                                       plan.rank(v)));
+      }
+      ASSIGN_OR_RETURN(out, ReshapeTarget(in, target));
+      for (size_t k = 1; k < in.size(); ++k) {
+        const uint64_t d = static_cast<uint64_t>(in[k]);
+        aux[k] = d <= 1 ? 0 : static_cast<int64_t>(UINT64_MAX / d + 1);
+      }
+      return absl::OkStatus();
+    }
+    case JitOp::kExpandDims:
+      out = in;
+      out.insert(out.begin() + step.axis, step.num, 1);
+      return absl::OkStatus();
+    case JitOp::kSqueeze:
+      for (size_t j = 0; j < in.size(); ++j) {
+        if (step.ints[j] == 0) {
+          out.push_back(in[j]);
+        } else if (in[j] != 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("cannot squeeze axis ", j, " of size ", in[j]));
+        }
+      }
+      return absl::OkStatus();
+    case JitOp::kStridedSlice:
+      return SliceShape(in, Ints(step.begin.begin(), step.begin.end()),
+                        Ints(step.end.begin(), step.end.end()),
+                        Ints(step.strides.begin(), step.strides.end()),
+                        Ints(step.axes.begin(), step.axes.end()), step.size_mode, out, aux);
+    case JitOp::kDynStridedSlice:
+      return SliceShape(in, HostInts(args[a[1]]), HostInts(args[a[2]]), HostInts(args[a[3]]), {},
+                        step.size_mode, out, aux);
+    case JitOp::kTake: {
+      const Shape& indices = shapes[a[1]];
+      const int64_t axis = step.axis, n = in[axis];
+      out.assign(in.begin(), in.begin() + axis);
+      out.insert(out.end(), indices.begin(), indices.end());
+      out.insert(out.end(), in.begin() + axis + 1, in.end());
+      int64_t outer = 1, num_indices = 1;
+      for (int64_t j = 0; j < axis; ++j) outer *= in[j];
+      for (int64_t d : indices) num_indices *= d;
+      if (outer == 0 || num_indices == 0) return absl::OkStatus();  // nothing is resolved
+      if (n <= 0) {
+        return absl::InvalidArgumentError("take: no index is in range for an axis of size 0");
+      }
+      if (step.mode != TakeMode::kFast) return absl::OkStatus();
+      for (int64_t i : HostInts(args[a[1]])) {
+        if (i < -n || i >= n) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("take: index ", i, " is out of range for an axis of size ", n));
+        }
+      }
+      return absl::OkStatus();
+    }
+    case JitOp::kConcatenate:
+      out = in;
+      for (size_t i = 1; i < a.size(); ++i) {
+        const Shape& s = shapes[a[i]];
+        for (size_t d = 0; d < s.size(); ++d) {
+          if (static_cast<int64_t>(d) == step.axis) {
+            out[d] += s[d];
+          } else if (s[d] != out[d]) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "concatenate: input ", i, " has ", s[d], " at axis ", d, ", expected ", out[d]));
+          }
+        }
+      }
+      return absl::OkStatus();
+    case JitOp::kBroadcastTo:
+    case JitOp::kDynBroadcastTo: {
+      const Ints target = step.op == JitOp::kBroadcastTo ? Ints(step.ints.begin(), step.ints.end())
+                                                         : HostInts(args[a[1]]);
+      if (static_cast<int>(target.size()) != plan.rank(v)) {
+        return absl::InvalidArgumentError(absl::StrCat("broadcast_to: target has ", target.size(),
+                                                       " dims for a result of rank ", plan.rank(v)));
+      }
+      const size_t offset = target.size() - in.size();
+      for (size_t j = 0; j < target.size(); ++j) {
+        const bool bad = target[j] < 0 || (j >= offset && in[j - offset] != 1 &&
+                                           in[j - offset] != target[j]);
+        if (bad) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "cannot broadcast ", ShapeString(in), " to ", ShapeString(target)));
+        }
+      }
+      out.assign(target.begin(), target.end());
+      return absl::OkStatus();
+    }
+    default:
+      return absl::InternalError("not an injective op");
+  }
+}
+
+absl::Status RunInjective(const InjectiveProgram& p, absl::Span<const TensorArg> args) {
+  const Plan& plan = p.plan;
+  const int np = plan.num_params;
+  auto invalid = [&](const std::string& message) {
+    return absl::InvalidArgumentError(absl::StrCat("@", plan.fn, ": ", message));
+  };
+  if (static_cast<int>(args.size()) != np + 1) {
+    return invalid(absl::StrCat("kernel expects ", np + 1, " arguments (", np,
+                                " parameters and 1 result), got ", args.size()));
+  }
+  for (int i = 0; i <= np; ++i) {
+    const int v = i < np ? i : plan.result;
+    if (args[i].dtype != plan.dtypes[v] || static_cast<int>(args[i].shape.size()) != plan.rank(v)) {
+      return invalid(absl::StrCat("argument ", i, " is ", DTypeName(args[i].dtype),
+                                  ShapeString(args[i].shape), ", which does not fit its type ",
+                                  TypeString(plan, v)));
+    }
+    if (args[i].data == nullptr && args[i].num_elements() > 0) {
+      return invalid(absl::StrCat("argument ", i, " has no data"));
+    }
+  }
+  // The shape program; every value must fit its declared type.
+  absl::InlinedVector<Shape, 8> shapes(plan.dtypes.size());
+  absl::InlinedVector<int64_t, 16> aux(p.layout.num_aux, 0);
+  for (int i = 0; i < np; ++i) shapes[i].assign(args[i].shape.begin(), args[i].shape.end());
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const Step& step = plan.steps[k];
+    const int v = np + static_cast<int>(k);
+    if (step.form != OpForm::kInjective) {
+      RETURN_IF_ERROR(BroadcastStepShape(plan, step, v, absl::MakeSpan(shapes)));
+    } else {
+      const int offset = p.layout.aux_offset[k];
+      absl::Status s = InjectiveStepShape(plan, step, v, args, absl::MakeSpan(shapes),
+                                          offset >= 0 ? aux.data() + offset : nullptr);
+      if (!s.ok()) return invalid(absl::StrCat(step.op_name, " ", plan.names[v], ": ", s.message()));
+    }
+  }
+  for (size_t v = 0; v < shapes.size(); ++v) {
+    bool ok = static_cast<int>(shapes[v].size()) == plan.rank(v);
+    for (size_t d = 0; ok && d < shapes[v].size(); ++d) {
+      const DimExpr& declared = plan.dims[v][d];
+      ok = shapes[v][d] >= 0 && (!declared.is_constant() || declared.constant() == shapes[v][d]);
+    }
+    if (!ok) {
+      return invalid(absl::StrCat(plan.names[v], " has shape ", ShapeString(shapes[v]),
+                                  ", which does not fit its type ", TypeString(plan, v)));
+    }
+  }
+  const TensorArg& out = args[np];
+  const Shape& expected = shapes[plan.result];
+  if (!std::equal(expected.begin(), expected.end(), out.shape.begin(), out.shape.end())) {
+    return invalid(absl::StrCat("argument ", np, " (result 0) has shape ", ShapeString(out.shape),
+                                ", expected ", ShapeString(expected)));
+  }
+  if (out.num_elements() == 0) return absl::OkStatus();
+  for (int i = 0; i < np; ++i) {
+    if (args[i].num_elements() == 0) continue;
+    if (Overlaps(args[i], out)) {
+      return invalid(absl::StrCat("argument ", i, " (", plan.names[i],
+                                  ") overlaps the output; the injective JIT reads its inputs at "
+                                  "permuted indices"));
+    }
+  }
+  absl::InlinedVector<int64_t, 64> dims(p.layout.num_dims);
+  for (size_t v = 0; v < shapes.size(); ++v) {
+    std::copy(shapes[v].begin(), shapes[v].end(), dims.begin() + p.layout.dim_offset[v]);
+  }
+  absl::InlinedVector<void*, 8> bases(np + 1);
+  bases[0] = out.data;
+  for (int i = 0; i < np; ++i) bases[i + 1] = args[i].data;
+  bool wide = false;
+  for (const Shape& s : shapes) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    wide |= n >= (int64_t{1} << 32);
+  }
+  const KernelFn fn = wide && p.fn_wide != nullptr ? p.fn_wide : p.fn;
+  const int32_t flags = fn(bases.data(), dims.data(), aux.data());
+  if ((flags & kFlagDivisionByZero) != 0) return invalid("integer division by zero");
+  if ((flags & kFlagIndexOutOfRange) != 0) return invalid("take: index out of range");
+  return absl::OkStatus();
+}
+
+class JitInjectiveInstance : public KernelInstance {
+ public:
+  explicit JitInjectiveInstance(std::shared_ptr<const InjectiveProgram> program)
+      : program_(std::move(program)) {}
+  absl::Status Run(absl::Span<const TensorArg> args) override {
+    return RunInjective(*program_, args);
+  }
+
+ private:
+  std::shared_ptr<const InjectiveProgram> program_;
+};
+
+class JitInjectiveKernel : public CompiledKernel {
+ public:
+  explicit JitInjectiveKernel(std::shared_ptr<const InjectiveProgram> program)
+      : program_(std::move(program)) {}
+  absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
+      absl::Span<const Tensor* const>) const override {
+    return std::make_unique<JitInjectiveInstance>(program_);
+  }
+  std::string Describe() const override { return program_->description; }
+
+ private:
+  std::shared_ptr<const InjectiveProgram> program_;
+};
+
+// Phase 1 for the injective path: the plan, if the group has at least one injective op (else
+// it is the elementwise path's).
+absl::StatusOr<Plan> AnalyzeInjective(const Function& primitive) {
+  ASSIGN_OR_RETURN(Plan plan, Analyzer(primitive, /*allow_injective=*/true).Run());
+  // The loop body evaluates every use of a value at its own index: bound the expression tree.
+  std::vector<size_t> terms(plan.dtypes.size(), 1);
+  bool injective = false;
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    size_t n = 1;
+    for (int a : plan.steps[k].args) n += terms[a];
+    terms[plan.num_params + k] = std::min(n, kMaxExprs + 1);
+    injective |= plan.steps[k].form == OpForm::kInjective;
+  }
+  if (!injective) {
+    return absl::UnimplementedError(
+        absl::StrCat("@", primitive.name(), ": no injective op (the elementwise JIT's group)"));
+  }
+  if (terms[plan.result] > kMaxExprs) {
+    return absl::UnimplementedError(absl::StrCat(
+        "@", primitive.name(), ": the fused expression needs more than ", kMaxExprs, " terms"));
+  }
+  return plan;
+}
+
+BuiltModule BuildInjectiveModule(const Plan& plan, const InjectiveLayout& layout,
+                                 const std::string& symbol) {
+  BuiltModule m;
+  m.context = std::make_unique<llvm::LLVMContext>();
+  m.module = std::make_unique<llvm::Module>(symbol, *m.context);
+  m.fast_name = symbol;
+  Lowered lowered;  // the injective entry does not use the elementwise accesses
+  lowered.out_rank = plan.rank(plan.result);
+  lowered.depth = std::max(lowered.out_rank, 1);
+  Emitter emitter(plan, lowered, *m.module);
+  emitter.EmitInjectiveEntry(symbol, layout, /*wide=*/false);
+  if (layout.needs_wide) {
+    m.generic_name = symbol + "_wide";
+    emitter.EmitInjectiveEntry(m.generic_name, layout, /*wide=*/true);
+  }
+  return m;
+}
+
 }  // namespace
 
 bool IsJitElementwise(const Function& primitive) {
@@ -1216,6 +2222,29 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitElementwise(
   program->fast = reinterpret_cast<KernelFn>(program->code->symbol(0));
   if (symbols.size() > 1) program->generic = reinterpret_cast<KernelFn>(program->code->symbol(1));
   return std::make_unique<JitElementwiseKernel>(std::move(program));
+}
+
+bool IsJitInjective(const Function& primitive) { return AnalyzeInjective(primitive).ok(); }
+
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitInjective(
+    const Function& primitive, const JitElementwiseOptions& options) {
+  ASSIGN_OR_RETURN(LlvmJit * jit, LlvmJit::Get());
+  LlvmJitOptions jit_options;
+  jit_options.dump_ir = options.dump_llvm_ir;
+  auto program = std::make_shared<InjectiveProgram>();
+  ASSIGN_OR_RETURN(program->plan, AnalyzeInjective(primitive));
+  program->layout = MakeLayout(program->plan);
+  program->description = Describe(program->plan);
+  BuiltModule built = BuildInjectiveModule(
+      program->plan, program->layout, jit->UniqueSymbol(absl::StrCat("jit_", primitive.name())));
+  RETURN_IF_ERROR(jit->Optimize(*built.module, jit_options));
+  std::vector<std::string> symbols = {built.fast_name};
+  if (!built.generic_name.empty()) symbols.push_back(built.generic_name);
+  ASSIGN_OR_RETURN(program->code,
+                   jit->Add(std::move(built.context), std::move(built.module), symbols));
+  program->fn = reinterpret_cast<KernelFn>(program->code->symbol(0));
+  if (symbols.size() > 1) program->fn_wide = reinterpret_cast<KernelFn>(program->code->symbol(1));
+  return std::make_unique<JitInjectiveKernel>(std::move(program));
 }
 
 absl::StatusOr<std::string> JitElementwiseOptimizedIr(const Function& primitive) {

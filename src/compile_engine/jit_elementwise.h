@@ -1,5 +1,6 @@
-// CPU JIT for fused elementwise / broadcast groups: a whole primitive function becomes one loop
-// nest (no intermediate buffers) compiled by the process LLVM JIT (llvm_jit.h).
+// CPU JIT for fused elementwise / broadcast groups, and for groups that also move data
+// (injective ops, see CompileJitInjective): a whole primitive function becomes one loop nest (no
+// intermediate buffers) compiled by the process LLVM JIT (llvm_jit.h).
 //
 // Handles primitive functions with one result whose every binding is a call of:
 //   unary      nn.relu, negative, abs (f32, f64, i8, i32, i64, u8)
@@ -41,6 +42,18 @@ bool IsJitElementwise(const Function& primitive);
 // Compiles the whole body into ONE loop nest. Unimplemented (naming the op / dtype) for anything
 // unsupported; Internal if LLVM fails.
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitElementwise(
+    const Function& primitive, const JitElementwiseOptions& options = {});
+
+// The injective path: groups of the elementwise ops above plus at least one injective op
+//   transpose, reshape, dyn.reshape, expand_dims, squeeze, strided_slice, dyn.strided_slice,
+//   take, concatenate, broadcast_to, dyn.broadcast_to
+// (the run-time operands of dyn.* ops must be integer parameters of the group; take in mode
+// "fast" needs its indices as a parameter). One scalar loop nest over the output; each op maps
+// its output index to its operands' (see jit_elementwise.cc). The output must not overlap an
+// input. IsJitInjective is true exactly when CompileJitInjective cannot answer Unimplemented;
+// it is false for purely elementwise groups (IsJitElementwise's).
+bool IsJitInjective(const Function& primitive);
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitInjective(
     const Function& primitive, const JitElementwiseOptions& options = {});
 
 // The optimised LLVM IR of the kernel module CompileJitElementwise would build (not added to

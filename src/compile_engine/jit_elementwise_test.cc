@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 #include "support/ir_test_util.h"
+#include "support/kernel_test_util.h"
 
 namespace hetpass {
 namespace {
@@ -724,6 +726,438 @@ TEST(JitElementwiseTest, ConcurrentCompilation) {
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < 8; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
 }
+
+
+// ===== The injective path =====================================================================
+
+namespace injective {
+
+using ::hetpass::testing::Interpret;
+
+// A random shape of `rank` dims drawn from {0, 1, 2, 3, 5} (0 and 1 with low weight).
+std::vector<int64_t> RandomShape(int rank, std::mt19937& rng) {
+  static constexpr int64_t kDims[] = {0, 1, 1, 2, 3, 3, 5, 5, 2, 3};
+  std::vector<int64_t> shape;
+  for (int i = 0; i < rank; ++i) shape.push_back(kDims[rng() % 10]);
+  return shape;
+}
+
+Tensor Ints(DType dtype, const std::vector<int64_t>& values) {
+  Tensor t = Tensor::Zeros(dtype, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) t.SetInt64(i, values[i]);
+  return t;
+}
+
+std::unique_ptr<CompiledKernel> CompileInjective(const Function& f) {
+  EXPECT_TRUE(IsJitInjective(f));
+  EXPECT_FALSE(IsJitElementwise(f));
+  absl::StatusOr<std::unique_ptr<CompiledKernel>> kernel = CompileJitInjective(f);
+  EXPECT_TRUE(kernel.ok()) << kernel.status();
+  return kernel.ok() ? *std::move(kernel) : nullptr;
+}
+
+// Runs the injective kernel of `text` on `inputs` and compares with the reference kernel
+// (CompileReferenceKernel): bitwise-equal results (data movement and f32 arithmetic in the same
+// order), or an error from both. Returns whether the reference succeeded.
+bool Check(const std::string& text, const std::vector<Tensor>& inputs) {
+  std::string shapes;
+  for (const Tensor& t : inputs) absl::StrAppend(&shapes, t.type().ToString(), " ");
+  SCOPED_TRACE(absl::StrCat(text, "inputs: ", shapes));
+  // Compiled once per text (the random cases reuse it).
+  struct Compiled {
+    std::unique_ptr<Module> module;
+    std::unique_ptr<CompiledKernel> kernel;
+  };
+  static auto* cache = new std::map<std::string, Compiled>();
+  Compiled& c = (*cache)[text];
+  if (c.module == nullptr) {
+    c.module = Parse(text);
+    EXPECT_NE(c.module, nullptr);
+    if (c.module == nullptr) return false;
+    c.kernel = CompileInjective(OnlyFunction(*c.module));
+  }
+  const Function& f = OnlyFunction(*c.module);
+  if (c.kernel == nullptr) return false;
+  const CompiledKernel* kernel = c.kernel.get();
+  absl::StatusOr<Tensor> want = Interpret(f, inputs);
+  if (!want.ok()) {
+    // The shape the reference failed on is unknown here: any output of the declared rank
+    // must be refused.
+    std::vector<int64_t> shape(f.body().results()[0]->type().shape().size(), 1);
+    Tensor got = Tensor::Zeros(f.body().results()[0]->type().dtype(), shape);
+    absl::Status run = RunKernel(*kernel, inputs, got);
+    EXPECT_FALSE(run.ok()) << "the reference fails with " << want.status();
+    EXPECT_EQ(run.code(), absl::StatusCode::kInvalidArgument) << run;
+    return false;
+  }
+  Tensor got = Tensor::Zeros(want->dtype(), want->shape());
+  if (got.nbytes() > 0) std::memset(got.mutable_data(), 0x7f, got.nbytes());
+  absl::Status run = RunKernel(*kernel, inputs, got);
+  EXPECT_TRUE(run.ok()) << run;
+  if (run.ok()) ExpectClose(got, *want, 0, 0, text);
+  return true;
+}
+
+// Tests transpose with every permutation form (explicit, negative axes, empty = reverse) on
+// random shapes with 0 and 1 dims, on f32, i64 and bool.
+TEST(JitInjectiveTest, TransposeMatchesReference) {
+  std::mt19937 rng(101);
+  const std::vector<std::pair<std::string, int>> perms = {
+      {"[1, 0, 2]", 3}, {"[2, 0, 1]", 3}, {"[0, -1, 1]", 3}, {"[]", 3}, {"[1, 0]", 2},
+      {"[3, 1, 0, 2]", 4}};
+  for (const auto& [perm, rank] : perms) {
+    for (DType dtype : {DType::kF32, DType::kI64, DType::kBool}) {
+      std::vector<std::string> dims(rank, "?");
+      const std::string type =
+          absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(dims, ", "), "]");
+      const std::string text = Func(absl::StrCat("%x: ", type), type,
+                                    absl::StrCat("  %r = transpose(%x) {axes = ", perm, "} : ",
+                                                 type, "\n  return %r\n"));
+      for (int i = 0; i < 4; ++i) Check(text, {Random(dtype, RandomShape(rank, rng), rng)});
+    }
+  }
+}
+
+// Tests reshape (0 and -1 targets), dyn.reshape with run-time targets (including ones whose
+// element count does not match: an error from both), expand_dims and squeeze. (squeeze without
+// axes drops the statically-1 dims; a symbolic dim that is 1 at run time stays, where the
+// reference, seeing only constants, would drop it and miss the declared rank: not compared.)
+TEST(JitInjectiveTest, ReshapeFamilyMatchesReference) {
+  std::mt19937 rng(102);
+  for (int i = 0; i < 8; ++i) {
+    const std::vector<int64_t> s = RandomShape(3, rng);
+    const Tensor x = Random(DType::kF32, s, rng);
+    Check(Func("%x: f32[?, ?, ?]", "f32[?, ?]",
+               "  %y = reshape(%x) {newshape = [0, -1]} : f32[?, ?]\n"
+               "  %r = add(%y, %y) : f32[?, ?]\n  return %r\n"),
+          {x});
+    Check(Func("%x: f32[?, ?, ?]", "f32[?]",
+               "  %r = reshape(%x) {newshape = [-1]} : f32[?]\n  return %r\n"),
+          {x});
+    const std::string dyn = Func("%x: f32[?, ?, ?], %t: i64[3]", "f32[?, ?, ?]",
+                                 "  %y = dyn.reshape(%x, %t) : f32[?, ?, ?]\n"
+                                 "  %r = negative(%y) : f32[?, ?, ?]\n  return %r\n");
+    Check(dyn, {x, Ints(DType::kI64, {s[1], -1, s[0]})});
+    Check(dyn, {x, Ints(DType::kI64, {0, s[2], s[1]})});
+    Check(dyn, {x, Ints(DType::kI64, {s[0] + 1, s[1], s[2]})});  // count mismatch unless 0
+    Check(Func("%x: f32[?, ?, ?], %t: i32[2]", "f32[?, ?]",
+               "  %r = dyn.reshape(%x, %t) : f32[?, ?]\n  return %r\n"),
+          {x, Ints(DType::kI32, {-1, s[2]})});
+    Check(Func("%x: f32[?, ?]", "f32[?, 1, 1, ?]",
+               "  %y = expand_dims(%x) {axis = 1, num_newaxis = 2} : f32[?, 1, 1, ?]\n"
+               "  %r = abs(%y) : f32[?, 1, 1, ?]\n  return %r\n"),
+          {Random(DType::kF32, RandomShape(2, rng), rng)});
+    Check(Func("%x: i64[?]", "i64[?, 1]",
+               "  %r = expand_dims(%x) {axis = -1} : i64[?, 1]\n  return %r\n"),
+          {Random(DType::kI64, RandomShape(1, rng), rng)});
+    std::vector<int64_t> sq = RandomShape(2, rng);
+    sq.insert(sq.begin() + 1, 1);
+    Check(Func("%x: f32[?, 1, ?]", "f32[?, ?]",
+               "  %r = squeeze(%x) {axis = [1]} : f32[?, ?]\n  return %r\n"),
+          {Random(DType::kF32, sq, rng)});
+    Check(Func("%x: f32[?, 1, 3, 1]", "f32[?, 3]",
+               "  %r = squeeze(%x) : f32[?, 3]\n  return %r\n"),
+          {Random(DType::kF32, {sq[0] == 1 ? 2 : sq[0], 1, 3, 1}, rng)});
+  }
+}
+
+// Tests strided_slice with static attributes: negative begin/end, negative strides, clamping
+// beyond the dims, axes, and slice_mode "size", on random shapes with 0 and 1 dims.
+TEST(JitInjectiveTest, StridedSliceMatchesReference) {
+  std::mt19937 rng(103);
+  const std::vector<std::string> attrs = {
+      "begin = [1, 0], end = [4, 3]",
+      "begin = [-1, 0], end = [-100, 5], strides = [-1, 2]",
+      "begin = [4, -1], end = [0, -4], strides = [-2, -1]",
+      "begin = [0], end = [2147483647], strides = [3]",
+      "begin = [-2], end = [-2147483648], strides = [-1], axes = [1]",
+      "begin = [1, 0], end = [2, -1], slice_mode = \"size\"",
+      "begin = [100, -100], end = [200, 100]",
+  };
+  for (const std::string& a : attrs) {
+    const std::string text = Func("%x: f32[?, ?]", "f32[?, ?]",
+                                  absl::StrCat("  %r = strided_slice(%x) {", a,
+                                               "} : f32[?, ?]\n  return %r\n"));
+    for (int i = 0; i < 6; ++i) Check(text, {Random(DType::kF32, RandomShape(2, rng), rng)});
+  }
+}
+
+// Tests dyn.strided_slice with random run-time begin/end/strides (i64 and i32), including
+// zero strides (an error from both).
+TEST(JitInjectiveTest, DynStridedSliceMatchesReference) {
+  std::mt19937 rng(104);
+  for (DType index : {DType::kI64, DType::kI32}) {
+    const std::string it = absl::StrCat(DTypeName(index), "[3]");
+    const std::string text =
+        Func(absl::StrCat("%x: f32[?, ?, ?], %b: ", it, ", %e: ", it, ", %s: ", it),
+             "f32[?, ?, ?]",
+             "  %r = dyn.strided_slice(%x, %b, %e, %s) : f32[?, ?, ?]\n  return %r\n");
+    int zero_strides = 0, failures = 0;
+    for (int i = 0; i < 40; ++i) {
+      std::vector<int64_t> b, e, s;
+      for (int j = 0; j < 3; ++j) {
+        b.push_back(static_cast<int64_t>(rng() % 15) - 7);
+        e.push_back(static_cast<int64_t>(rng() % 15) - 7);
+        s.push_back(static_cast<int64_t>(rng() % 7) - 3);
+        zero_strides += s.back() == 0;
+      }
+      failures += !Check(text, {Random(DType::kF32, RandomShape(3, rng), rng), Ints(index, b),
+                                Ints(index, e), Ints(index, s)});
+    }
+    EXPECT_GT(zero_strides, 0);
+    EXPECT_GT(failures, 0);  // the zero strides
+    EXPECT_LT(failures, 40);
+  }
+}
+
+// Tests take in the three modes on several axes and index ranks, with indices out of range
+// (clip and wrap resolve them; fast is an error from both), i64/i32/u8 indices, and an empty
+// data axis (an error from both when an index must be resolved).
+TEST(JitInjectiveTest, TakeMatchesReference) {
+  std::mt19937 rng(105);
+  int fast_ok = 0, fast_failed = 0;
+  for (const char* mode : {"clip", "wrap", "fast"}) {
+    for (int axis : {0, 1, -1}) {
+      for (DType index : {DType::kI64, DType::kI32, DType::kU8}) {
+        const std::string text = Func(
+            absl::StrCat("%x: f32[?, ?], %i: ", DTypeName(index), "[?, ?]"), "f32[?, ?, ?]",
+            absl::StrCat("  %r = take(%x, %i) {axis = ", axis, ", mode = \"", mode,
+                         "\"} : f32[?, ?, ?]\n  return %r\n"));
+        for (int i = 0; i < 5; ++i) {
+          const double lo = index == DType::kU8 ? 0 : -8;
+          const bool ok = Check(text, {Random(DType::kF32, RandomShape(2, rng), rng),
+                                       Random(index, RandomShape(2, rng), rng, lo, 8)});
+          if (std::string(mode) == "fast") ++(ok ? fast_ok : fast_failed);
+        }
+      }
+    }
+    // Scalar indices on a 1-D i64 tensor (the shape arithmetic the importer emits) and a rank-0
+    // result.
+    Check(Func("%s: i64[3], %i: i64[]", "i64[]",
+               absl::StrCat("  %r = take(%s, %i) {mode = \"", mode, "\"} : i64[]\n  return %r\n")),
+          {Ints(DType::kI64, {7, 8, 9}), Tensor::Scalar(DType::kI64, -1)});
+  }
+  // Both outcomes of mode "fast" were compared (in-range results, out-of-range errors).
+  EXPECT_GT(fast_ok, 0);
+  EXPECT_GT(fast_failed, 0);
+}
+
+// Tests concatenate of 1 to 3 inputs on every axis, with empty pieces, and of i64[1] pieces
+// (shape arithmetic).
+TEST(JitInjectiveTest, ConcatenateMatchesReference) {
+  std::mt19937 rng(106);
+  for (int axis : {0, 1, -1}) {
+    const std::string text = Func("%a: f32[?, ?], %b: f32[?, ?], %c: f32[?, ?]", "f32[?, ?]",
+                                  absl::StrCat("  %r = concatenate(%a, %b, %c) {axis = ", axis,
+                                               "} : f32[?, ?]\n  return %r\n"));
+    for (int i = 0; i < 8; ++i) {
+      std::vector<int64_t> s = RandomShape(2, rng);
+      const int a = axis < 0 ? 1 : axis;
+      std::vector<Tensor> in;
+      for (int k = 0; k < 3; ++k) {
+        std::vector<int64_t> sk = s;
+        sk[a] = static_cast<int64_t>(rng() % 4);
+        in.push_back(Random(DType::kF32, sk, rng));
+      }
+      Check(text, in);
+    }
+    // Mismatched non-axis dims: an error from both.
+    Check(text, {Random(DType::kF32, {2, 2}, rng), Random(DType::kF32, {3, 3}, rng),
+                 Random(DType::kF32, {2, 2}, rng)});
+  }
+  Check(Func("%a: i64[1], %b: i64[1]", "i64[3]",
+             "  %r = concatenate(%a, %b, %a) : i64[3]\n  return %r\n"),
+        {Ints(DType::kI64, {4}), Ints(DType::kI64, {-1})});
+  Check(Func("%a: f32[?, ?]", "f32[?, ?]", "  %r = concatenate(%a) {axis = 1} : f32[?, ?]\n"
+                                           "  return %r\n"),
+        {Random(DType::kF32, {2, 3}, rng)});
+}
+
+// Tests broadcast_to and dyn.broadcast_to, with targets that do not fit (errors from both).
+TEST(JitInjectiveTest, BroadcastToMatchesReference) {
+  std::mt19937 rng(107);
+  Check(Func("%x: f32[?, 1]", "f32[2, ?, 4]",
+             "  %r = broadcast_to(%x) {shape = [2, 3, 4]} : f32[2, 3, 4]\n  return %r\n"),
+        {Random(DType::kF32, {3, 1}, rng)});
+  const std::string dyn = Func("%x: i64[1, ?], %t: i64[3]", "i64[?, ?, ?]",
+                               "  %r = dyn.broadcast_to(%x, %t) : i64[?, ?, ?]\n  return %r\n");
+  for (int i = 0; i < 6; ++i) {
+    const std::vector<int64_t> s = RandomShape(2, rng);
+    const int64_t n = s[1];
+    Check(dyn, {Random(DType::kI64, {1, n}, rng, -100, 100), Ints(DType::kI64, {s[0], 2, n})});
+    Check(dyn, {Random(DType::kI64, {1, n}, rng, -100, 100), Ints(DType::kI64, {2, 1, n + 1})});
+  }
+}
+
+// Tests fused chains as the transformer's fuser hands them over.
+TEST(JitInjectiveTest, FusedChainsMatchReference) {
+  std::mt19937 rng(108);
+  // q = transpose(reshape(slice(qkv))) / sqrt(d)
+  const std::string attention = Func(
+      "%qkv: f32[?, ?, 192], %b: i64[3], %e: i64[3], %s: i64[3], %t: i64[3], %c: f32[]",
+      "f32[?, ?, 16]",
+      "  %q = dyn.strided_slice(%qkv, %b, %e, %s) : f32[?, ?, ?]\n"
+      "  %r = dyn.reshape(%q, %t) : f32[?, ?, 16]\n"
+      "  %p = transpose(%r) {axes = [1, 0, 2]} : f32[?, ?, 16]\n"
+      "  %d = divide(%p, %c) : f32[?, ?, 16]\n"
+      "  return %d\n");
+  for (int64_t seq : {1, 7, 12}) {
+    for (int64_t batch : {1, 3}) {
+      Check(attention, {Random(DType::kF32, {seq, batch, 192}, rng), Ints(DType::kI64, {0, 0, 64}),
+                        Ints(DType::kI64, {INT64_MAX, INT64_MAX, 128}), Ints(DType::kI64, {1, 1, 1}),
+                        Ints(DType::kI64, {seq, batch * 4, 16}), Tensor::Scalar(DType::kF32, 4.0)});
+    }
+  }
+  // mask = where(reshape(broadcast_to(m)), -inf, 0) * scores
+  Check(Func("%m: bool[?, 1, 1, ?], %shape: i64[4], %t: i64[3], %ninf: f32[], %x: f32[1, ?, ?]",
+             "f32[?, ?, ?]",
+             "  %a = dyn.broadcast_to(%m, %shape) : bool[?, ?, ?, ?]\n"
+             "  %b = dyn.reshape(%a, %t) : bool[?, ?, ?]\n"
+             "  %c = where(%b, %ninf, %x) : f32[?, ?, ?]\n"
+             "  %d = multiply(%c, %x) : f32[?, ?, ?]\n"
+             "  return %d\n"),
+        {Random(DType::kBool, {3, 1, 1, 5}, rng), Ints(DType::kI64, {3, 4, 5, 5}),
+         Ints(DType::kI64, {12, 5, 5}), Tensor::Scalar(DType::kF32, -1e9), Random(DType::kF32, {1, 5, 5}, rng)});
+  // embedding: take(tokens) + positions
+  Check(Func("%w: f32[100, 64], %ids: i64[?, ?], %pos: f32[?, ?, 64]", "f32[?, ?, 64]",
+             "  %g = take(%w, %ids) {mode = \"wrap\"} : f32[?, ?, 64]\n"
+             "  %a = add(%g, %pos) : f32[?, ?, 64]\n"
+             "  return %a\n"),
+        {Random(DType::kF32, {100, 64}, rng), Random(DType::kI64, {3, 12}, rng, -120, 120),
+         Random(DType::kF32, {3, 12, 64}, rng)});
+  // output projection: transpose(reshape(x)) + residual
+  Check(Func("%x: f32[?, 64], %t: i64[3], %res: f32[?, ?, 64]", "f32[?, ?, 64]",
+             "  %r = dyn.reshape(%x, %t) : f32[?, ?, 64]\n"
+             "  %p = transpose(%r) {axes = [1, 0, 2]} : f32[?, ?, 64]\n"
+             "  %a = add(%p, %res) : f32[?, ?, 64]\n"
+             "  return %a\n"),
+        {Random(DType::kF32, {36, 64}, rng), Ints(DType::kI64, {3, 12, 64}),
+         Random(DType::kF32, {12, 3, 64}, rng)});
+  // shape arithmetic: reshape(concatenate(expand_dims(take(shape, 0)), n))
+  Check(Func("%shape: i64[2], %k: i64[], %n: i64[1]", "i64[2]",
+             "  %g = take(%shape, %k) : i64[]\n"
+             "  %u = expand_dims(%g) {axis = 0} : i64[1]\n"
+             "  %c = concatenate(%u, %n) : i64[2]\n"
+             "  %r = reshape(%c) {newshape = [-1]} : i64[2]\n"
+             "  return %r\n"),
+        {Ints(DType::kI64, {3, 12}), Tensor::Scalar(DType::kI64, 0), Ints(DType::kI64, {12})});
+  // elementwise ops on both sides of a transpose, with broadcasting intermediates.
+  Check(Func("%x: f32[?, ?], %y: f32[?], %z: f32[?, 1]", "f32[?, ?]",
+             "  %a = multiply(%x, %y) : f32[?, ?]\n"
+             "  %b = transpose(%a) : f32[?, ?]\n"
+             "  %c = add(%b, %z) : f32[?, ?]\n"
+             "  %d = nn.relu(%c) : f32[?, ?]\n"
+             "  return %d\n"),
+        {Random(DType::kF32, {4, 6}, rng), Random(DType::kF32, {6}, rng),
+         Random(DType::kF32, {6, 1}, rng)});
+}
+
+// Tests larger inner dims (vectorised inner loops with remainders): gathers of rows, slices
+// and reshapes followed by elementwise ops.
+TEST(JitInjectiveTest, LargerInnerDimsMatchReference) {
+  std::mt19937 rng(111);
+  const std::string gather = Func("%w: f32[?, ?], %ids: i32[?], %b: f32[?]", "f32[?, ?]",
+                                  "  %g = take(%w, %ids) {mode = \"wrap\"} : f32[?, ?]\n"
+                                  "  %a = add(%g, %b) : f32[?, ?]\n"
+                                  "  return %a\n");
+  const std::string slice = Func("%x: f32[?, ?], %b: i64[2], %e: i64[2], %s: i64[2]", "f32[?]",
+                                 "  %q = dyn.strided_slice(%x, %b, %e, %s) : f32[?, ?]\n"
+                                 "  %r = reshape(%q) {newshape = [-1]} : f32[?]\n"
+                                 "  %m = multiply(%r, %r) : f32[?]\n"
+                                 "  return %m\n");
+  for (int64_t inner : {1, 3, 8, 17, 64, 100}) {
+    Check(gather, {Random(DType::kF32, {7, inner}, rng),
+                   Random(DType::kI32, {11}, rng, -20, 20), Random(DType::kF32, {inner}, rng)});
+    Check(slice, {Random(DType::kF32, {5, inner}, rng), Ints(DType::kI64, {1, 1}),
+                  Ints(DType::kI64, {-1, 1000}), Ints(DType::kI64, {1, 1})});
+    Check(slice, {Random(DType::kF32, {5, inner}, rng), Ints(DType::kI64, {-1, -1}),
+                  Ints(DType::kI64, {-1000, -1000}), Ints(DType::kI64, {-2, -1})});
+  }
+}
+
+// Tests what the injective path refuses: purely elementwise groups (the other path's),
+// run-time operands computed inside the group, and fast-mode take of computed indices; and
+// that the elementwise path still refuses injective ops.
+TEST(JitInjectiveTest, RefusalsAreUnimplemented) {
+  const std::vector<std::string> cases = {
+      Func("%x: f32[4]", "f32[4]", "  %r = negative(%x) : f32[4]\n  return %r\n"),
+      Func("%x: f32[4], %t: i64[1]", "f32[4]",
+           "  %u = negative(%t) : i64[1]\n"
+           "  %r = dyn.reshape(%x, %u) : f32[4]\n  return %r\n"),
+      Func("%x: f32[4], %i: i64[2]", "f32[2]",
+           "  %j = negative(%i) : i64[2]\n"
+           "  %r = take(%x, %j) {mode = \"fast\"} : f32[2]\n  return %r\n"),
+      Func("%x: f32[n, 10]", "f32[n, 10]", "  %r = nn.softmax(%x) : f32[n, 10]\n  return %r\n"),
+  };
+  for (const std::string& text : cases) {
+    SCOPED_TRACE(text);
+    std::unique_ptr<Module> m = Parse(text);
+    ASSERT_NE(m, nullptr);
+    EXPECT_FALSE(IsJitInjective(OnlyFunction(*m)));
+    EXPECT_EQ(CompileJitInjective(OnlyFunction(*m)).status().code(),
+              absl::StatusCode::kUnimplemented);
+  }
+  std::unique_ptr<Module> m =
+      Parse(Func("%x: f32[2, 3]", "f32[3, 2]", "  %r = transpose(%x) : f32[3, 2]\n  return %r\n"));
+  ASSERT_NE(m, nullptr);
+  EXPECT_FALSE(IsJitElementwise(OnlyFunction(*m)));
+  EXPECT_THAT(CompileJitElementwise(OnlyFunction(*m)).status().message(),
+              HasSubstr("op transpose is not supported by the CPU JIT"));
+}
+
+// Tests that an output overlapping an input is refused (a transpose cannot run in place), and
+// that a wrong output shape is an error.
+TEST(JitInjectiveTest, OverlapAndShapeErrors) {
+  std::unique_ptr<Module> m = Parse(
+      Func("%x: f32[?, ?]", "f32[?, ?]", "  %r = transpose(%x) : f32[?, ?]\n  return %r\n"));
+  ASSERT_NE(m, nullptr);
+  std::unique_ptr<CompiledKernel> kernel = CompileInjective(OnlyFunction(*m));
+  ASSERT_NE(kernel, nullptr);
+  std::mt19937 rng(109);
+  Tensor x = Random(DType::kF32, {3, 3}, rng);
+  auto instance = kernel->Instantiate({nullptr});
+  ASSERT_TRUE(instance.ok());
+  std::vector<TensorArg> args = {Arg(x), Arg(x)};
+  absl::Status s = (*instance)->Run(args);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("overlaps the output"));
+  Tensor wrong = Tensor::Zeros(DType::kF32, {3, 4});
+  s = RunKernel(*kernel, {x}, wrong);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("expected [3, 3]"));
+}
+
+// Tests the entry point for element counts of 2^32 and more (a reshape of a broadcast that is
+// never materialised, sliced down to a few elements), where the division multipliers are not
+// exact and udiv is used. The reference would materialise 2^33 elements: the expected values
+// are computed here.
+TEST(JitInjectiveTest, HugeIntermediateUsesTheWideEntry) {
+  std::unique_ptr<Module> m =
+      Parse(Func("%x: f32[1, ?, 2], %t: i64[3], %u: i64[2]", "f32[?, ?]",
+                 "  %a = dyn.broadcast_to(%x, %t) : f32[?, ?, ?]\n"
+                 "  %b = dyn.reshape(%a, %u) : f32[?, ?]\n"
+                 "  %c = strided_slice(%b) {begin = [1, 131060], end = [3, 131072]} : f32[?, ?]\n"
+                 "  return %c\n"));
+  ASSERT_NE(m, nullptr);
+  std::unique_ptr<CompiledKernel> kernel = CompileInjective(OnlyFunction(*m));
+  ASSERT_NE(kernel, nullptr);
+  std::mt19937 rng(110);
+  const Tensor x = Random(DType::kF32, {1, 65536, 2}, rng);
+  Tensor got = Tensor::Zeros(DType::kF32, {2, 12});
+  ASSERT_TRUE(RunKernel(*kernel,
+                        {x, Ints(DType::kI64, {65536, 65536, 2}), Ints(DType::kI64, {65536, -1})},
+                        got)
+                  .ok());
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 12; ++j) {
+      // b[1 + i][131060 + j] = a at linear index (1 + i) * 131072 + 131060 + j, which is
+      // x[0][(131060 + j) / 2][(131060 + j) % 2] = x's element 131060 + j.
+      EXPECT_EQ(got.GetDouble(i * 12 + j), x.GetDouble(131060 + j)) << i << ", " << j;
+    }
+  }
+}
+
+}  // namespace injective
 
 }  // namespace
 }  // namespace hetpass

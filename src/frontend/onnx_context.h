@@ -44,7 +44,10 @@ class ImportContext {
   Value* Const(Tensor t, std::string name = "");
   Value* ScalarLike(Value* like, double v);  // a scalar of `like`'s dtype (f32 when unknown)
 
-  // The data of a value produced by a constant node, if it is one.
+  // The data of a value produced by a constant node, or computable at import from constants
+  // and static dims alone (shape arithmetic such as Unsqueeze(Constant) or Gather(Shape(x), 1)
+  // with dim 1 static): registry ops evaluated with their reference kernels, small tensors
+  // only, memoised. Converters then emit static ops where the exporter left computations.
   std::optional<Tensor> ConstValue(const Value* v) const;
   // Type known so far (unset when the local rule could not type it).
   Type TypeOf(const Value* v) const;
@@ -65,6 +68,10 @@ class ImportContext {
   int64_t model_opset_;
   const onnx::NodeProto* current_ = nullptr;
   absl::flat_hash_map<const Value*, Type> types_;
+  mutable absl::flat_hash_map<const Value*, std::optional<Tensor>> folded_;
+
+  std::optional<Tensor> Fold(const Value* v, int depth) const;
+  std::optional<Tensor> FoldCall(const Node& n, int depth) const;
 };
 
 // Converts one node; `inputs` has nullptr for absent optional inputs. Returns one value per

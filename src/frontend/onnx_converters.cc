@@ -548,7 +548,19 @@ Outs Flatten(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   } else if (auto head = static_prod(0, axis)) {
     newshape = {*head, -1};
   } else {
-    return ctx.Unimplemented("flatten of symbolic dims on both sides of axis");
+    // Run-time dims on both sides: [prod(shape[:axis]), prod(shape[axis:])] computed on the
+    // host from the shape alone (shape_of is metadata: no copy), then dyn.reshape.
+    ASSIGN_OR_RETURN(Value * s, ctx.Op("shape_of", {x}));
+    auto part = [&](int64_t b, int64_t e) -> absl::StatusOr<Value*> {
+      ASSIGN_OR_RETURN(Value * piece, ctx.Op("strided_slice", {s},
+                                             {{"begin", std::vector<int64_t>{b}},
+                                              {"end", std::vector<int64_t>{e}}}));
+      return ctx.Op("prod", {piece}, {{"axis", std::vector<int64_t>{0}}, {"keepdims", true}});
+    };
+    ASSIGN_OR_RETURN(Value * rows, part(0, axis));
+    ASSIGN_OR_RETURN(Value * cols, part(axis, rank));
+    ASSIGN_OR_RETURN(Value * target, ctx.Op("concatenate", {rows, cols}, {{"axis", int64_t{0}}}));
+    return One(ctx.Op("dyn.reshape", {x, target}));
   }
   return One(ctx.Op("reshape", {x}, {{"newshape", newshape}}));
 }
@@ -1067,6 +1079,35 @@ Outs Resize(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return One(ctx.Op("image.resize2d", {x}, attrs));
 }
 
+// ---- NonMaxSuppression -----------------------------------------------------------------------
+
+// NonMaxSuppression-11 (unchanged through opset 17; opset-10 models are turned away by the
+// importer's generic older-version check, as 10 != 11): one non_max_suppression. Absent
+// optional inputs become constants with ONNX's defaults (max_output_boxes_per_class 0,
+// iou_threshold 0), except score_threshold: an absent one is has_score_threshold = false with a
+// placeholder input, because no threshold value filters nothing (ONNX Runtime keeps even -inf
+// scores without it). Computed inputs stay inputs: the registry op's counter decides the
+// output size on the device.
+Outs NonMaxSuppression(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * boxes, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * scores, Need(ctx, in, 1));
+  const int64_t center_point_box = IntAttr(n, "center_point_box", 0);
+  if (center_point_box != 0 && center_point_box != 1) {
+    return ctx.Error(absl::StrFormat("center_point_box must be 0 or 1, got %d", center_point_box));
+  }
+  Value* max_output = In(in, 2);
+  if (max_output == nullptr) max_output = ctx.Const(Tensor::FromInt64s(DType::kI64, {}, {0}));
+  Value* iou_threshold = In(in, 3);
+  if (iou_threshold == nullptr) iou_threshold = ctx.Const(Tensor::Scalar(DType::kF32, 0));
+  Value* score_threshold = In(in, 4);
+  const bool has_score_threshold = score_threshold != nullptr;
+  if (!has_score_threshold) score_threshold = ctx.Const(Tensor::Scalar(DType::kF32, 0));
+  return One(ctx.Op("non_max_suppression",
+                    {boxes, scores, max_output, iou_threshold, score_threshold},
+                    {{"center_point_box", center_point_box},
+                     {"has_score_threshold", has_score_threshold}}));
+}
+
 // ---- Constant --------------------------------------------------------------------------------
 
 Outs Constant(ImportContext& ctx, const onnx::NodeProto& n, const Ins&) {
@@ -1138,6 +1179,7 @@ constexpr Entry kConverters[] = {
     {"Min", Variadic<kMinimum>},
     {"Mul", Binary<kMul>},
     {"Neg", Unary<kNeg>},
+    {"NonMaxSuppression", NonMaxSuppression},
     {"NonZero", NonZero},
     {"Not", Not},
     {"Or", Or},

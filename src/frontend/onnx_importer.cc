@@ -117,10 +117,82 @@ Value* ImportContext::ScalarLike(Value* like, double v) {
   return Const(Tensor::Scalar(DTypeOf(like), v));
 }
 
-std::optional<Tensor> ImportContext::ConstValue(const Value* v) const {
+std::optional<Tensor> ImportContext::ConstValue(const Value* v) const { return Fold(v, 0); }
+
+// The value of `v` when it follows from constants and static dims alone: constants, shape_of
+// of a value whose local type is static, and registry ops over such values, evaluated with
+// their reference kernels. Small tensors only (shape arithmetic), bounded depth.
+std::optional<Tensor> ImportContext::Fold(const Value* v, int depth) const {
+  constexpr int kMaxDepth = 48;
   if (v == nullptr || v->producer() == nullptr) return std::nullopt;
-  if (v->producer()->kind() != NodeKind::kConstant) return std::nullopt;
-  return v->producer()->constant_value();
+  if (v->producer()->kind() == NodeKind::kConstant) return v->producer()->constant_value();
+  if (depth > kMaxDepth) return std::nullopt;
+  if (auto it = folded_.find(v); it != folded_.end()) return it->second;
+  std::optional<Tensor> r = FoldCall(*v->producer(), depth);
+  folded_[v] = r;
+  return r;
+}
+
+// Fold's work for one call node (not memoised itself).
+std::optional<Tensor> ImportContext::FoldCall(const Node& n, int depth) const {
+  constexpr int64_t kMaxElements = 64;
+  if (n.kind() != NodeKind::kCall || n.num_results() != 1 || !n.op()->reference()) {
+    return std::nullopt;
+  }
+  const OpDef& op = *n.op();
+  // shape_of's value as a tensor of its dtype; with `partial`, symbolic dims read as 0 (for
+  // Gather picking only static ones).
+  auto shape_value = [&](const Node& shape_of, bool partial) -> std::optional<Tensor> {
+    const Type t = TypeOf(shape_of.operand(0));
+    const AttrValue* dtype = shape_of.attrs().Find("dtype");
+    if (!t.is_tensor() || dtype == nullptr) return std::nullopt;
+    std::vector<int64_t> dims;
+    for (const DimExpr& d : t.shape()) {
+      if (!d.is_constant() && !partial) return std::nullopt;
+      dims.push_back(d.is_constant() ? d.constant() : 0);
+    }
+    return Tensor::FromInt64s(std::get<DType>(*dtype), {t.rank()}, dims);
+  };
+  if (op.name() == "shape_of") return shape_value(n, /*partial=*/false);
+  std::vector<Tensor> ins;
+  ins.reserve(n.num_operands());
+  const Node* source = n.operand(0) ? n.operand(0)->producer() : nullptr;
+  if (op.name() == "take" && source != nullptr && source->kind() == NodeKind::kCall &&
+      source->op()->name() == "shape_of") {
+    // Static dims picked out of a partly symbolic shape (Shape -> Gather): only the picked
+    // dims matter, and the indices must be constant.
+    std::optional<Tensor> idx = Fold(n.operand(1), depth + 1);
+    std::optional<Tensor> shape = shape_value(*source, /*partial=*/true);
+    if (!idx || !shape) return std::nullopt;
+    const Type t = TypeOf(source->operand(0));
+    const int64_t rank = t.rank();
+    for (int64_t i = 0; i < idx->num_elements(); ++i) {
+      int64_t k = static_cast<int64_t>(idx->GetDouble(i));
+      if (k < 0) k += rank;
+      if (k < 0 || k >= rank || !t.shape()[k].is_constant()) return std::nullopt;
+    }
+    ins.push_back(*std::move(shape));
+    ins.push_back(*std::move(idx));
+  } else {
+    for (const Value* operand : n.operands()) {
+      std::optional<Tensor> t = Fold(operand, depth + 1);
+      // Small operands only: folding weights is fold-constants' job, not the importer's.
+      if (!t || t->num_elements() > kMaxElements) return std::nullopt;
+      ins.push_back(*std::move(t));
+    }
+  }
+  std::vector<ShapeInput> shape_ins;
+  for (const Tensor& t : ins) shape_ins.push_back(ShapeInput{t.type(), &t});
+  auto types = op.InferTypes(n.attrs(), std::move(shape_ins));
+  if (!types.ok() || types->size() != 1) return std::nullopt;
+  for (const DimExpr& d : (*types)[0].shape()) {
+    if (!d.is_constant()) return std::nullopt;
+  }
+  auto out = op.reference()(ins, n.attrs(), *types);
+  if (!out.ok() || out->size() != 1 || (*out)[0].num_elements() > kMaxElements) {
+    return std::nullopt;
+  }
+  return (*out)[0];
 }
 
 Type ImportContext::TypeOf(const Value* v) const {
@@ -476,6 +548,15 @@ class GraphImporter {
     }
     if (then_g->input_size() != 0 || else_g->input_size() != 0) {
       return ctx.Error("If branches take no inputs");
+    }
+    // A condition that follows from constants and static shapes (exporters test a dim, e.g.
+    // torchvision's "squeeze if dim 1 is 1") picks its branch now. This is not only shorter:
+    // such branches may yield different ranks, which no `if` result type can join.
+    if (std::optional<Tensor> cond = ctx.ConstValue(inputs[0]);
+        cond && cond->num_elements() == 1) {
+      const onnx::GraphProto* taken = cond->GetDouble(0) != 0 ? then_g : else_g;
+      return ImportBody(*taken, ctx.block(), ctx, {},
+                        absl::StrCat(ctx.Where(), taken == then_g ? "then_branch" : "else_branch"));
     }
     Node* n = AppendRegionNode(NodeKind::kIf, {inputs[0]}, ctx);
     ASSIGN_OR_RETURN(std::vector<Value*> then_r,

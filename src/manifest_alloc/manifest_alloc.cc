@@ -12,8 +12,9 @@
 // Per invoke of a primitive @P on device D, results r_i of type T_i:
 //   1. Known T_i:   %st = memory.alloc_storage() : storage[bytes(T_i)] @D
 //                   %t  = memory.alloc_tensor(%st) : T_i @D
-//   2. @P is a data-dependent op with a shape counter (argwhere): the counter runs on D into an
-//      8-byte scalar, only that scalar is copied to the host, and
+//   2. @P is a data-dependent op with a shape counter (argwhere, non_max_suppression): the
+//      counter runs on D, on @P's arguments with the op's attributes, into an 8-byte scalar;
+//      only that scalar is copied to the host, and
 //                   %t  = memory.alloc_tensor_dyn(%count_on_host) : T_i @D
 //      fills the unknown dim. The searched tensor never crosses.
 //   3. Otherwise the host shape function:
@@ -152,11 +153,41 @@ class Manifester {
     return only.op();
   }
 
-  // A primitive wrapping the counter op, one per counter and input type.
-  absl::StatusOr<std::string> CounterFunction(const OpDef& counted, const Type& input) {
-    const std::string key = absl::StrCat(counted.shape_counter(), "|", input.ToString());
+  // A primitive wrapping the counter op of primitive @P's single op, one per counter,
+  // parameter types and attributes. It takes @P's parameters and calls the counter on the op's
+  // operands with the op's attributes: argwhere's count_nonzero reads its one tensor,
+  // non_max_suppression_count all five inputs and center_point_box. (Operands are mapped
+  // through the parameters because one value may feed several operands: fuse-ops makes one
+  // parameter per distinct value.) `invoke` calls @P; errors name it.
+  absl::StatusOr<std::string> CounterFunction(const Node& invoke, const Function& primitive) {
+    const Node& only = *primitive.body().nodes()[0];
+    const OpDef& counted = *only.op();
+    std::string key = counted.shape_counter();
+    for (const auto& param : primitive.body().params()) {
+      absl::StrAppend(&key, "|", param->type().ToString());
+    }
+    absl::StrAppend(&key, "|", only.attrs().ToString());
     auto it = counters_.find(key);
     if (it != counters_.end()) return it->second;
+    const OpDef* counter_op = registry_.Find(counted.shape_counter());
+    HETPASS_CHECK(counter_op != nullptr, "shape counter missing from the registry");
+    absl::StatusOr<Attrs> counter_attrs = counter_op->CheckAttrs(only.attrs());
+    if (!counter_attrs.ok()) {
+      return Error(invoke, absl::StrCat("the shape counter ", counter_op->name(),
+                                        " rejects the attributes of ", counted.name(), ": ",
+                                        counter_attrs.status().message()));
+    }
+    // Checked before anything is added to the module.
+    absl::flat_hash_map<const Value*, int> param_index;
+    for (int i = 0; i < primitive.body().num_params(); ++i) {
+      param_index[primitive.body().params()[i].get()] = i;
+    }
+    for (const Value* operand : only.operands()) {
+      if (!param_index.contains(operand)) {
+        return Error(invoke, absl::StrCat("an operand of ", counted.name(), " in @",
+                                          primitive.name(), " is not a parameter"));
+      }
+    }
     std::string name;
     for (int k = 0;; ++k) {
       name = absl::StrCat("count_", counted.name(), "_", k);
@@ -164,10 +195,15 @@ class Manifester {
     }
     Function* fn = module_.AddFunction(name);
     fn->mutable_attrs().Set(kPrimitiveAttr, true);
-    Value* p = fn->body().AddParam(input, "data");
+    std::vector<Value*> params;
+    for (const auto& param : primitive.body().params()) {
+      params.push_back(fn->body().AddParam(
+          param->type(), primitive.body().num_params() == 1 ? "data" : param->name()));
+    }
     auto call = std::make_unique<Node>(NodeKind::kCall);
-    call->set_op(registry_.Find(counted.shape_counter()));
-    call->AddOperand(p);
+    call->set_op(counter_op);
+    call->set_attrs(*std::move(counter_attrs));
+    for (const Value* operand : only.operands()) call->AddOperand(params[param_index.at(operand)]);
     Value* r = call->AddResult(Type::Tensor(DType::kI64, {}), "count");
     fn->body().Append(std::move(call));
     fn->body().set_results({r});
@@ -190,10 +226,10 @@ class Manifester {
       if (Known(r->type())) {
         outs.push_back(AllocKnown(r->type(), d, loc, name));
       } else if (counted != nullptr && n->num_results() == 1) {
-        ASSIGN_OR_RETURN(std::string counter, CounterFunction(*counted, args[0]->type()));
+        ASSIGN_OR_RETURN(std::string counter, CounterFunction(*n, *callee));
         const Type scalar = Type::Tensor(DType::kI64, {});
         Value* count = AllocKnown(scalar, d, loc, name.empty() ? "" : absl::StrCat(name, "_count"));
-        EmitKernel(counter, {args[0]}, {count}, d, loc);
+        EmitKernel(counter, args, {count}, d, loc);
         outs.push_back(AllocDyn(r->type(), OnHost(count, loc), d, loc, name));
       } else {
         if (shapes.empty()) {

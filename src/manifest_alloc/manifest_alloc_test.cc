@@ -105,6 +105,31 @@ TEST(ManifestAlloc, ArgwhereCopiesOnlyTheCount) {
   EXPECT_THAT(c.text, HasSubstr("memory.alloc_tensor_dyn(%i_count_cpu) : i64[?, 2] @sim"));
 }
 
+// Tests non_max_suppression on the accelerator: its counter runs there on all five operands
+// (mapped through the primitive's four parameters, one constant feeding both thresholds) with
+// the op's attributes, and only the 8-byte count crosses; boxes and scores never do.
+TEST(ManifestAlloc, NonMaxSuppressionCopiesOnlyTheCount) {
+  Compiled c = Compile(::hetpass::testing::kNonMaxSuppressionCount,
+                       "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc");
+  ExpectCopies(c.ledger, {.h2d = 0, .d2h = 1});
+  ASSERT_EQ(c.ledger.entries.size(), 1u);
+  EXPECT_EQ(c.ledger.entries[0].bytes, DimExpr(8));
+  EXPECT_EQ(c.shape_functions, 1);  // the cast's: it reads the shape of %sel, no copy
+  EXPECT_THAT(c.text, HasSubstr("memory.alloc_tensor_dyn(%sel_count_cpu) : i64[?, 3] @sim"));
+  EXPECT_THAT(c.text, HasSubstr("invoke @count_non_max_suppression_0(%boxes, %scores, %max, "
+                                "%half, %sel_count) {outputs = 1} @sim"));
+  const Function* counter = c.module->FindFunction("count_non_max_suppression_0");
+  ASSERT_NE(counter, nullptr) << c.text;
+  EXPECT_EQ(counter->body().num_params(), 4);
+  const Node& call = *counter->body().nodes()[0];
+  EXPECT_EQ(call.op()->name(), "non_max_suppression_count");
+  ASSERT_EQ(call.num_operands(), 5);
+  EXPECT_EQ(call.operand(3), call.operand(4));  // the shared threshold constant
+  EXPECT_EQ(call.attrs().GetInt("center_point_box"), 1);
+  ExpectIdempotent(::hetpass::testing::kNonMaxSuppressionCount,
+                   "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc");
+}
+
 // Tests a reshape target from shape arithmetic: known symbolically, so no shape function and no
 // copy; and the ops TVM over-declared, with run-time host values: shape functions run, but no
 // data tensor crosses.

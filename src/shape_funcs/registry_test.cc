@@ -108,7 +108,7 @@ TEST(RegistryTest, NeedsValuesOnlyWhereDeclared) {
   EXPECT_EQ(absl::StrJoin(value_ops, ","),
             "arange,argwhere,dyn.broadcast_to,dyn.full,dyn.image.resize2d,dyn.nn.pad,dyn.ones,"
             "dyn.reshape,dyn.squeeze,dyn.strided_slice,dyn.tile,dyn.topk,dyn.unsqueeze,dyn.zeros,"
-            "memory.alloc_tensor_dyn");
+            "memory.alloc_tensor_dyn,non_max_suppression");
 }
 
 TEST(RegistryTest, CheckAttrsErrors) {

@@ -194,6 +194,38 @@ inline Trial TopKTrial(Gen& g, bool dyn) {
   return Trial{a, {g.F(shape)}};
 }
 
+// non_max_suppression and its counter: 2-5 boxes on a coarse grid, either scattered (sides
+// 0..2: partial overlaps, ties, flipped corners, zero-area boxes) or clustered (unit boxes a
+// quarter apart, which suppress each other until one coordinate moves); limits and thresholds
+// mostly let suppression decide the count. So perturbing one coordinate often changes the
+// count, which the mask verification needs to see that the boxes' values matter. Parameters
+// are scalars or [1] tensors, as exporters write them.
+inline Trial NonMaxSuppressionTrial(Gen& g) {
+  const int64_t batches = g.Int(1, 2), classes = g.Int(1, 3), boxes = g.Int(2, 5);
+  const bool center = g.Coin(), clustered = g.Coin();
+  Tensor b = Tensor::Zeros(DType::kF32, {batches, boxes, 4});
+  for (int64_t i = 0; i < batches * boxes; ++i) {
+    // A corner (center: the center) and the sides (center: width, height).
+    const double p0 = g.Int(0, clustered ? 1 : 4) * (clustered ? 0.25 : 0.5);
+    const double p1 = g.Int(0, clustered ? 1 : 4) * (clustered ? 0.25 : 0.5);
+    const double s0 = clustered ? 1 : g.Int(0, 8) * 0.25, s1 = clustered ? 1 : g.Int(1, 8) * 0.25;
+    const bool flip = !center && g.Int(0, 3) == 0;
+    const std::vector<double> v = center ? std::vector<double>{p0, p1, s0, s1}
+                                  : flip ? std::vector<double>{p0 + s0, p1 + s1, p0, p1}
+                                         : std::vector<double>{p0, p1, p0 + s0, p1 + s1};
+    for (int k = 0; k < 4; ++k) b.SetDouble(i * 4 + k, v[k]);
+  }
+  Tensor s = Tensor::Zeros(DType::kF32, {batches, classes, boxes});
+  for (int64_t i = 0; i < s.num_elements(); ++i) s.SetDouble(i, g.Int(1, 4) * 0.25);
+  auto scalar = [&](Tensor t) { return g.Coin() ? t : t.Reshaped({1}); };
+  Attrs a = {{"center_point_box", int64_t{center ? 1 : 0}}};
+  if (g.Int(0, 3) == 0) a.Set("has_score_threshold", false);
+  return Trial{a,
+               {b, s, scalar(I64Scalar(g.Pick<int64_t>({0, 1, 2, 3, 4, 4, 4, 4}))),
+                scalar(FT({}, {g.Pick<double>({0, 0, 0, 0.25, 0.5, 1})})),
+                scalar(FT({}, {g.Pick<double>({0, 0.25, 0.5})}))}};
+}
+
 inline const std::map<std::string, Generator>& Generators() {
   static const auto* table = new std::map<std::string, Generator>{
       {"nn.relu", Unary()},
@@ -457,6 +489,8 @@ inline const std::map<std::string, Generator>& Generators() {
          const auto s = g.Shape(g.Int(0, 3), 0, 3);
          return Trial{{}, {g.Coin() ? g.I(s, 0, 1, DType::kBool) : g.F(s)}};
        }},
+      {"non_max_suppression", NonMaxSuppressionTrial},
+      {"non_max_suppression_count", NonMaxSuppressionTrial},
       {"image.resize2d", [](Gen& g) { return ResizeTrial(g, false); }},
       {"dyn.image.resize2d", [](Gen& g) { return ResizeTrial(g, true); }},
   };

@@ -74,6 +74,20 @@ def @main(%x: f32[n, 4] @sim) {
 }
 )";
 
+// non_max_suppression on the accelerator (only its 8-byte count crosses: its counter runs on
+// sim on all five inputs, never copying boxes or scores). One constant feeds both thresholds,
+// so the op has five operands but its primitive four parameters.
+inline constexpr char kNonMaxSuppressionCount[] = R"(
+def @main(%boxes: f32[1, n, 4] @sim, %logits: f32[1, 2, n] @sim) {
+  %scores = sigmoid(%logits)
+  %max = constant<[2]> : i64[1]
+  %half = constant<0.5> : f32[]
+  %sel = non_max_suppression(%boxes, %scores, %max, %half, %half) {center_point_box = 1}
+  %f = cast(%sel) {dtype = f32}
+  return %f
+}
+)";
+
 // 5e: the ops TVM over-declared, with run-time host values.
 inline constexpr char kOverDeclaredOps[] = R"(
 def @main(%x: f32[n, 3, 8, 8], %size: i64[2], %pads: i64[8], %reps: i64[4], %k: i64[]) {

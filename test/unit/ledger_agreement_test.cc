@@ -51,6 +51,10 @@ std::vector<Case> Cases() {
                    kDefault, {RandomTensor(DType::kF32, {6, 1024}, 4)}, {{"n", 6}}, 1, 1, 1, 1});
   cases.push_back({"5d_argwhere_count", ::hetpass::testing::kArgwhereCount,
                    kTargetOutputs, {RandomTensor(DType::kF32, {7, 4}, 5)}, {{"n", 7}}, 0, 1, 0, 1});
+  cases.push_back({"nms_count", ::hetpass::testing::kNonMaxSuppressionCount, kTargetOutputs,
+                   {RandomTensor(DType::kF32, {1, 9, 4}, 8),
+                    RandomTensor(DType::kF32, {1, 2, 9}, 9)},
+                   {{"n", 9}}, 0, 1, 0, 1});
   cases.push_back({"5e_over_declared_ops", ::hetpass::testing::kOverDeclaredOps,
                    kTargetOutputs,
                    {RandomTensor(DType::kF32, {2, 3, 8, 8}, 6), I64({2}, {10, 12}),
@@ -89,6 +93,31 @@ TEST_P(LedgerAgreement, RunTimeCountersEqualTheLedger) {
     ASSERT_EQ(out->size(), ref->size());
     for (size_t i = 0; i < out->size(); ++i) EXPECT_TRUE(TensorsNear((*out)[i], (*ref)[i])) << "output " << i;
     outputs.push_back(*out);
+  }
+}
+
+// Tests that non_max_suppression on sim copies exactly its 8-byte count to the host per run
+// (its counter runs on sim; boxes and scores stay there), run after run, and that its rows are
+// those of the unfused reference.
+TEST(LedgerAgreementNms, OnlyTheEightByteCountCrosses) {
+  auto p = CompileForVm(::hetpass::testing::kNonMaxSuppressionCount, kTargetOutputs, nullptr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto vm = vm::VirtualMachine::Load(p->executable);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  for (int64_t n : {9, 3}) {
+    const std::vector<Tensor> inputs = {RandomTensor(DType::kF32, {1, n, 4}, 10 + n),
+                                        RandomTensor(DType::kF32, {1, 2, n}, 20 + n)};
+    auto out = (*vm)->RunWithHostTensors("main", inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const runtime::DeviceCounters& counters = (*vm)->LastRunCounters();
+    EXPECT_EQ(counters.d2h_calls, 1) << "n=" << n;
+    EXPECT_EQ(counters.d2h_bytes, 8) << "n=" << n;
+    EXPECT_EQ(counters.h2d_calls, 0) << "n=" << n;
+    EXPECT_EQ(counters.syncs, 1) << "n=" << n;
+    auto ref = ReferenceRun(*p->source, inputs);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_EQ(out->size(), 1u);
+    EXPECT_TRUE(TensorsNear((*out)[0], (*ref)[0])) << "n=" << n;
   }
 }
 
