@@ -13,9 +13,10 @@
 #include "absl/strings/str_join.h"
 #include "compile_engine/batch_matmul_kernel.h"
 #include "compile_engine/conv_kernel.h"
-#include "compile_engine/reduce_kernel.h"
+#include "compile_engine/deconv_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/jit_elementwise.h"
+#include "compile_engine/reduce_kernel.h"
 #include "compile_engine/split_kernel.h"
 #include "passes/ir/structural.h"
 #include "passes/support/status_macros.h"
@@ -246,6 +247,9 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
   }
   if (!kernel && options_.use_kernel_library && IsConvGroup(primitive)) {
     RETURN_IF_ERROR(attempt(CompileConvGroup(primitive)));
+  }
+  if (!kernel && options_.use_kernel_library && IsDeconvGroup(primitive)) {
+    RETURN_IF_ERROR(attempt(CompileDeconvGroup(primitive)));
   }
   if (!kernel && options_.use_kernel_library && IsBatchMatmulGroup(primitive)) {
     RETURN_IF_ERROR(attempt(CompileBatchMatmulGroup(primitive)));

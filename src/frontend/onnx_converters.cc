@@ -841,6 +841,183 @@ Outs Conv(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return std::vector<Value*>{y};
 }
 
+// ---- ConvTranspose ---------------------------------------------------------------------------
+
+// The padding of one spatial axis of a ConvTranspose whose output size is given (output_shape,
+// or input * stride under SAME_*): ONNX's total_padding = stride * (in - 1) + output_padding +
+// dilation * (k - 1) + 1 - out, split with the odd unit at the end for SAME_UPPER and at the
+// start otherwise. A negative total (the output is asked to be longer than the kernels reach)
+// cannot be padding; like ONNX Runtime we clamp it to 0 and lengthen the far end instead
+// (output_padding), which is what test_convtranspose_output_shape expects (a zero last row).
+struct TransposePads {
+  int64_t begin = 0, end = 0, extra_output_padding = 0;
+};
+TransposePads PadsForOutputSize(int64_t total, bool same_upper) {
+  TransposePads p;
+  if (total < 0) {
+    p.extra_output_padding = -total;
+    return p;
+  }
+  p.begin = same_upper ? total / 2 : total - total / 2;
+  p.end = total - p.begin;
+  return p;
+}
+
+// ConvTranspose-11 (current through opset 17) as nn.conv2d_transpose; 1-D as 2-D with a unit
+// height (expand_dims / squeeze around it); 3-D is not supported. Explicit pads, auto_pad
+// (NOTSET, VALID, SAME_UPPER, SAME_LOWER) and output_shape (which overrides pads) all become
+// explicit padding: SAME_* needs only the kernel extent, because its total padding
+// output_padding + dilation * (k - 1) + 1 - stride does not depend on the input size (so a
+// dynamic input stays dynamic); output_shape needs static input sizes. The bias is an
+// nn.bias_add on the channel axis, as for Conv.
+Outs ConvTranspose(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * w, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank < 3) {
+    return ctx.Error(absl::StrFormat("X must have rank >= 3 (N, C, spatial...), got %d", rank));
+  }
+  const int spatial = rank - 2;
+  if (spatial > 2) {
+    return ctx.Unimplemented(
+        absl::StrFormat("%d-D transposed convolution (only 1-D and 2-D are supported)", spatial));
+  }
+  const int rw = ctx.RankOf(w);
+  if (rw >= 0 && rw != rank) {
+    return ctx.Error(absl::StrFormat("W must have the rank of X (%d), got %d", rank, rw));
+  }
+  // Per-spatial-axis attributes, checked for length.
+  auto axis_attr = [&](absl::string_view name, int64_t def,
+                       int per_axis) -> absl::StatusOr<std::vector<int64_t>> {
+    std::vector<int64_t> v = Ints(n, name, std::vector<int64_t>(per_axis * spatial, def));
+    if (static_cast<int>(v.size()) != per_axis * spatial) {
+      return ctx.Error(absl::StrFormat("%s must have %d values for %d-D input, got %d", name,
+                                       per_axis * spatial, spatial, v.size()));
+    }
+    return v;
+  };
+  ASSIGN_OR_RETURN(std::vector<int64_t> strides, axis_attr("strides", 1, 1));
+  ASSIGN_OR_RETURN(std::vector<int64_t> dilations, axis_attr("dilations", 1, 1));
+  ASSIGN_OR_RETURN(std::vector<int64_t> output_padding, axis_attr("output_padding", 0, 1));
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads, axis_attr("pads", 0, 2));
+  const std::string auto_pad = StringAttr(n, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER") {
+    return ctx.Error(absl::StrCat("unknown auto_pad '", auto_pad, "'"));
+  }
+  // The kernel extent: kernel_shape, else W's static spatial dims (needed only to compute pads).
+  const Type wt = ctx.TypeOf(w);
+  std::vector<std::optional<int64_t>> kernel(spatial);
+  for (int i = 0; i < spatial && wt.is_tensor() && wt.rank() == rank; ++i) {
+    const DimExpr& d = wt.shape()[2 + i];
+    if (d.is_constant()) kernel[i] = d.constant();
+  }
+  if (auto ks = IntsAttr(n, "kernel_shape")) {
+    if (static_cast<int>(ks->size()) != spatial) {
+      return ctx.Error(absl::StrFormat("kernel_shape must have %d values, got %d", spatial,
+                                       ks->size()));
+    }
+    for (int i = 0; i < spatial; ++i) {
+      if (kernel[i] && *kernel[i] != (*ks)[i]) {
+        return ctx.Error(absl::StrFormat("kernel_shape %s does not match W's spatial dims",
+                                         absl::StrJoin(*ks, "x")));
+      }
+      kernel[i] = (*ks)[i];
+    }
+  }
+  std::optional<std::vector<int64_t>> output_shape = IntsAttr(n, "output_shape");
+  if (output_shape) {
+    // Exporters write the spatial sizes; a full [N, C, spatial...] shape is accepted too.
+    if (static_cast<int>(output_shape->size()) == rank) {
+      output_shape->erase(output_shape->begin(), output_shape->begin() + 2);
+    }
+    if (static_cast<int>(output_shape->size()) != spatial) {
+      return ctx.Error(absl::StrFormat("output_shape must have %d values, got %d", spatial,
+                                       output_shape->size()));
+    }
+  }
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (auto_pad == "VALID") pads.assign(2 * spatial, 0);
+  if (output_shape || same) {
+    const Type xt = ctx.TypeOf(x);
+    for (int i = 0; i < spatial; ++i) {
+      if (!kernel[i]) {
+        return ctx.Unimplemented("auto_pad SAME_* or output_shape with a kernel size that is "
+                                 "not known (give kernel_shape or a constant W)");
+      }
+      const int64_t reach = output_padding[i] + dilations[i] * (*kernel[i] - 1) + 1;
+      int64_t total;
+      if (output_shape) {
+        const DimExpr& d = xt.shape()[2 + i];
+        if (!d.is_constant()) {
+          return ctx.Unimplemented(
+              "output_shape with a dynamic input size (the padding would be run-time data)");
+        }
+        total = strides[i] * (d.constant() - 1) + reach - (*output_shape)[i];
+      } else {
+        total = reach - strides[i];  // output = input * stride
+      }
+      const TransposePads p = PadsForOutputSize(total, auto_pad == "SAME_UPPER");
+      pads[i] = p.begin;
+      pads[spatial + i] = p.end;
+      output_padding[i] += p.extra_output_padding;
+    }
+  }
+  // ONNX pads are [x1_begin, x2_begin, x1_end, x2_end]: for 2-D exactly the registry's
+  // (top, left, bottom, right). 1-D gets a unit height with no padding.
+  Attrs attrs;
+  if (spatial == 2) {
+    attrs = {{"strides", strides},
+             {"padding", pads},
+             {"output_padding", output_padding},
+             {"dilation", dilations}};
+  } else {
+    attrs = {{"strides", std::vector<int64_t>{1, strides[0]}},
+             {"padding", std::vector<int64_t>{0, pads[0], 0, pads[1]}},
+             {"output_padding", std::vector<int64_t>{0, output_padding[0]}},
+             {"dilation", std::vector<int64_t>{1, dilations[0]}}};
+    const Attrs unit_height{{"axis", int64_t{2}}};
+    ASSIGN_OR_RETURN(x, ctx.Op("expand_dims", {x}, unit_height));
+    ASSIGN_OR_RETURN(w, ctx.Op("expand_dims", {w}, unit_height));
+  }
+  attrs.Set("groups", IntAttr(n, "group", 1));
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("nn.conv2d_transpose", {x, w}, attrs));
+  if (spatial == 1) {
+    ASSIGN_OR_RETURN(y, ctx.Op("squeeze", {y}, {{"axis", std::vector<int64_t>{2}}}));
+  }
+  if (Value* b = In(in, 2)) {
+    ASSIGN_OR_RETURN(y, ctx.Op("nn.bias_add", {y, b}, {{"axis", int64_t{1}}}));
+  }
+  return std::vector<Value*>{y};
+}
+
+// ---- RoiAlign --------------------------------------------------------------------------------
+
+// RoiAlign-10 and -16 as image.roi_align. The two differ in coordinate_transformation_mode:
+// RoiAlign-10 (opsets 10-15) has no such attribute and behaves as output_half_pixel (no half
+// pixel offset, rois at least 1 x 1: torchvision's aligned = False); RoiAlign-16 adds it with
+// the default half_pixel. An attribute the node's opset does not define is an error rather
+// than silently honoured.
+Outs RoiAlign(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * rois, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(Value * batch_indices, Need(ctx, in, 2));
+  std::string mode = "output_half_pixel";
+  if (ctx.opset() >= 16) {
+    mode = StringAttr(n, "coordinate_transformation_mode", "half_pixel");
+  } else if (FindAttr(n, "coordinate_transformation_mode") != nullptr) {
+    return ctx.Error("coordinate_transformation_mode is an attribute of RoiAlign-16; below "
+                     "opset 16 the mode is always output_half_pixel");
+  }
+  Attrs attrs{{"mode", StringAttr(n, "mode", "avg")},
+              {"output_height", IntAttr(n, "output_height", 1)},
+              {"output_width", IntAttr(n, "output_width", 1)},
+              {"sampling_ratio", IntAttr(n, "sampling_ratio", 0)},
+              {"spatial_scale", static_cast<double>(FloatAttr(n, "spatial_scale", 1.0f))},
+              {"coordinate_transformation_mode", mode}};
+  return One(ctx.Op("image.roi_align", {x, rois, batch_indices}, attrs));
+}
+
 Outs MaxPool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   RETURN_IF_ERROR(CheckAutoPad(ctx, n));
@@ -1153,6 +1330,7 @@ constexpr Entry kConverters[] = {
     {"Constant", Constant},
     {"ConstantOfShape", ConstantOfShape},
     {"Conv", Conv},
+    {"ConvTranspose", ConvTranspose},
     {"Div", Binary<kDiv>},
     {"Dropout", Dropout},
     {"Equal", Binary<kEqual>},
@@ -1200,6 +1378,7 @@ constexpr Entry kConverters[] = {
     {"Relu", Unary<kRelu>},
     {"Reshape", Reshape},
     {"Resize", Resize},
+    {"RoiAlign", RoiAlign},
     {"Shape", Shape},
     {"Size", Size},
     {"Sigmoid", Unary<kSigmoid>},

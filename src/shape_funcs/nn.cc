@@ -1,5 +1,5 @@
-// Neural-network ops: nn.dense, nn.bias_add, nn.conv2d, nn.max_pool2d, nn.softmax, nn.pad and
-// dyn.nn.pad.
+// Neural-network ops: nn.dense, nn.bias_add, nn.conv2d, nn.conv2d_transpose, nn.max_pool2d,
+// nn.softmax, nn.pad and dyn.nn.pad.
 //
 // Masks: every tensor operand is `shape`: output shapes follow from input shapes and
 // attributes, so type inference keeps them symbolic (`nn.dense` of f32[n, 1024] by
@@ -9,12 +9,21 @@
 // shape. TVM's dyn.nn.pad declared the whole op data dependent, copying the padded tensor and
 // the fill value to the host; here only the (2 x rank) pad widths travel.
 //
-// Patterns: dense and conv2d are out-elementwise-fusable (a GEMM/conv kernel can absorb a
-// following bias/relu); bias_add is broadcast; pad is injective. softmax is opaque, as in TVM:
-// it is a reduction (max and sum over the axis) whose result is broadcast back over the same
-// axis, so it reads every element twice; treating it as `reduction` would let the fuser append
-// elementwise consumers to a kernel that is really a two-pass schedule, and no backend here has
-// such a fused schedule.
+// nn.conv2d_transpose (ONNX ConvTranspose, the mask head's upsampling) is the gradient of
+// nn.conv2d with respect to its data: every input pixel scatters weight * value into a kernel
+// window of the output placed at (ih * stride - pad_top, iw * stride - pad_left), dilated. Its
+// weight is [Cin, Cout / groups, kh, kw] (IOHW, as ONNX and PyTorch store it) and the output
+// dim is stride * (in - 1) + output_padding + dilation * (k - 1) + 1 - pad_before - pad_after;
+// output_padding only lengthens the far end (rows no input reaches are 0), resolving which of
+// the `stride` input sizes a strided conv2d would map back to. Padding follows nn.conv2d
+// (1, 2 or 4 ints: top, left, bottom, right) and crops the output instead of growing it.
+//
+// Patterns: dense, conv2d and conv2d_transpose are out-elementwise-fusable (a GEMM/conv
+// kernel can absorb a following bias/relu); bias_add is broadcast; pad is injective. softmax
+// is opaque, as in TVM: it is a reduction (max and sum over the axis) whose result is
+// broadcast back over the same axis, so it reads every element twice; treating it as
+// `reduction` would let the fuser append elementwise consumers to a kernel that is really a
+// two-pass schedule, and no backend here has such a fused schedule.
 #include "shape_funcs/nn.h"
 
 #include <algorithm>
@@ -269,6 +278,106 @@ KernelResult Conv2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
   return std::vector<Tensor>{std::move(out)};
 }
 
+// ---- nn.conv2d_transpose -----------------------------------------------------------------------
+
+// output_padding: 1 or 2 non-negative ints (unlike Pair, 0 is the usual value).
+absl::StatusOr<std::array<int64_t, 2>> OutputPadding(const ShapeContext& ctx) {
+  const std::vector<int64_t>& v = ctx.attrs().GetIntList("output_padding");
+  if (v.size() != 1 && v.size() != 2) {
+    return ctx.Error(absl::StrFormat("output_padding must have 1 or 2 values, got %d", v.size()));
+  }
+  std::array<int64_t, 2> out = {v[0], v.back()};
+  for (int64_t x : out) {
+    if (x < 0) return ctx.Error(absl::StrFormat("output_padding must be >= 0, got %d", x));
+  }
+  return out;
+}
+
+// stride * (in - 1) + output_padding + dilation * (kernel - 1) + 1 - pad; padding that crops
+// the whole output (a provably non-positive dim) is an error naming the dim.
+absl::StatusOr<DimExpr> TransposedDim(const ShapeContext& ctx, const DimExpr& in, int64_t pad,
+                                      const DimExpr& kernel, int64_t dilation, int64_t stride,
+                                      int64_t output_padding, absl::string_view which) {
+  const DimExpr out = stride * (in - 1) + output_padding + dilation * (kernel - 1) + 1 - pad;
+  if (out.is_constant() && out.constant() <= 0) {
+    return ctx.Error(absl::StrFormat(
+        "output %s would be %d: padding %d crops more than the %s input (kernel %s, stride %d, "
+        "dilation %d) produces",
+        which, out.constant(), pad, in.ToString(), kernel.ToString(), stride, dilation));
+  }
+  return out;
+}
+
+Result Conv2dTransposeRule(ShapeContext& ctx) {
+  const Attrs& a = ctx.attrs();
+  RETURN_IF_ERROR(CheckSameDType(ctx, 0, 1));
+  RETURN_IF_ERROR(CheckRank(ctx, 0, 4));
+  RETURN_IF_ERROR(CheckRank(ctx, 1, 4));
+  ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto w, ctx.Shape(1));
+  ASSIGN_OR_RETURN(auto pad, Padding4(ctx));
+  ASSIGN_OR_RETURN(auto stride, Pair(ctx, "strides"));
+  ASSIGN_OR_RETURN(auto dil, Pair(ctx, "dilation"));
+  ASSIGN_OR_RETURN(auto out_pad, OutputPadding(ctx));
+  const int64_t groups = a.GetInt("groups");
+  if (groups <= 0) return ctx.Error(absl::StrFormat("groups must be positive, got %d", groups));
+  // The weight is [Cin, Cout / groups, kh, kw]: its first dim is the data's channel count.
+  if (ProvablyDifferent(x[1], w[0])) {
+    return ctx.Error(
+        absl::StrFormat("data has %d channels but the weight [Cin, Cout/groups, kh, "
+                        "kw] has %d input channels",
+                        x[1].constant(), w[0].constant()));
+  }
+  if (w[0].is_constant() && w[0].constant() % groups != 0) {
+    return ctx.Error(absl::StrFormat("%d input channels are not divisible by %d groups",
+                                     w[0].constant(), groups));
+  }
+  ASSIGN_OR_RETURN(DimExpr h, TransposedDim(ctx, x[2], pad[0] + pad[2], w[2], dil[0], stride[0],
+                                            out_pad[0], "height"));
+  ASSIGN_OR_RETURN(DimExpr wd, TransposedDim(ctx, x[3], pad[1] + pad[3], w[3], dil[1], stride[1],
+                                             out_pad[1], "width"));
+  return One(Type::Tensor(ctx.dtype(0), {x[0], w[1] * groups, h, wd}));
+}
+
+// Scatter form: each input pixel adds weight * value to its window of the output. Sums go
+// through a double buffer so the result does not depend on the output dtype's rounding order.
+KernelResult Conv2dTransposeKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                   absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const Window win = ConcreteWindow(attrs);
+  const int64_t groups = attrs.GetInt("groups");
+  const auto& xs = in[0].shape();
+  const auto& ws = in[1].shape();
+  const auto& os = out.shape();
+  const int64_t cin_g = ws[0] / groups, cout_g = ws[1];
+  std::vector<double> acc(out.num_elements(), 0.0);
+  for (int64_t n = 0; n < xs[0]; ++n) {
+    for (int64_t c = 0; c < xs[1]; ++c) {
+      const int64_t g = c / cin_g;
+      for (int64_t ih = 0; ih < xs[2]; ++ih) {
+        for (int64_t iw = 0; iw < xs[3]; ++iw) {
+          const double v = in[0].GetDouble(((n * xs[1] + c) * xs[2] + ih) * xs[3] + iw);
+          for (int64_t oc = 0; oc < cout_g; ++oc) {
+            const int64_t o = g * cout_g + oc;
+            for (int64_t kh = 0; kh < ws[2]; ++kh) {
+              const int64_t oh = ih * win.stride[0] - win.pad[0] + kh * win.dil[0];
+              if (oh < 0 || oh >= os[2]) continue;
+              for (int64_t kw = 0; kw < ws[3]; ++kw) {
+                const int64_t ow = iw * win.stride[1] - win.pad[1] + kw * win.dil[1];
+                if (ow < 0 || ow >= os[3]) continue;
+                acc[((n * os[1] + o) * os[2] + oh) * os[3] + ow] +=
+                    v * in[1].GetDouble(((c * ws[1] + oc) * ws[2] + kh) * ws[3] + kw);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (int64_t i = 0; i < out.num_elements(); ++i) out.SetDouble(i, acc[i]);
+  return std::vector<Tensor>{std::move(out)};
+}
+
 // ---- nn.max_pool2d -------------------------------------------------------------------------
 
 // TVM's rule: ceil_mode adds stride-1 to the numerator (no PyTorch-style correction for a last
@@ -488,6 +597,20 @@ void RegisterNnOps(OpRegistry::Builder& b) {
       .Doc("2-D convolution, NCHW x OIHW; padding is 1, 2 or 4 ints (top, left, bottom, right)")
       .Rule(Conv2dRule)
       .Reference(Conv2dKernel);
+  b.Register("nn.conv2d_transpose")
+      .Input("data", InputDep::kShape)
+      .Input("weight", InputDep::kShape)
+      .Attr("strides", AttrType::kIntList, std::vector<int64_t>{1, 1})
+      .Attr("padding", AttrType::kIntList, std::vector<int64_t>{0, 0})
+      .Attr("output_padding", AttrType::kIntList, std::vector<int64_t>{0, 0})
+      .Attr("dilation", AttrType::kIntList, std::vector<int64_t>{1, 1})
+      .Attr("groups", AttrType::kInt, int64_t{1})
+      .Pattern(FusionPattern::kOutElementwiseFusable)
+      .Doc(
+          "2-D transposed convolution, NCHW x IOHW weight [Cin, Cout/groups, kh, kw]; padding "
+          "(top, left, bottom, right) crops the output, output_padding extends its far end")
+      .Rule(Conv2dTransposeRule)
+      .Reference(Conv2dTransposeKernel);
   b.Register("nn.max_pool2d")
       .Input("data", InputDep::kShape)
       .Attr("pool_size", AttrType::kIntList)

@@ -151,6 +151,129 @@ TEST(Conv2dTest, ReferenceGroups) {
   EXPECT_THAT(Doubles((*out)[0]), ElementsAre(2, 4, 9, 12));
 }
 
+// ---- nn.conv2d_transpose -------------------------------------------------------------------
+
+// Tests that both operands are shape-only: the output follows from shapes and attributes.
+TEST(Conv2dTransposeTest, Mask) {
+  EXPECT_EQ(Op("nn.conv2d_transpose")->dep(0), InputDep::kShape);
+  EXPECT_EQ(Op("nn.conv2d_transpose")->dep(1), InputDep::kShape);
+  EXPECT_EQ(Op("nn.conv2d_transpose")->pattern(), FusionPattern::kOutElementwiseFusable);
+}
+
+// Tests that symbolic spatial dims stay symbolic: the mask head's 2x2 stride-2 upsampling
+// doubles them, and the roi count stays a symbol.
+TEST(Conv2dTransposeTest, SymbolicDims) {
+  const Attrs a = {{"strides", std::vector<int64_t>{2, 2}}};
+  EXPECT_EQ(
+      InferStr("nn.conv2d_transpose", a, {In(F32({S("r"), 32, 14, 14})), In(F32({32, 8, 2, 2}))}),
+      "f32[r, 8, 28, 28]");
+  EXPECT_EQ(InferStr("nn.conv2d_transpose", a,
+                     {In(F32({1, 32, S("h"), S("w")})), In(F32({32, 8, 2, 2}))}),
+            "f32[1, 8, h*2, w*2]");
+}
+
+// Tests the output size stride * (in - 1) + output_padding + dilation * (k - 1) + 1 - pads,
+// with groups multiplying the weight's per-group output channels.
+TEST(Conv2dTransposeTest, StaticStridesDilationGroupsPaddings) {
+  const Attrs a = {{"strides", std::vector<int64_t>{3, 2}},
+                   {"padding", std::vector<int64_t>{1, 0, 0, 2}},
+                   {"output_padding", std::vector<int64_t>{1, 0}},
+                   {"dilation", std::vector<int64_t>{1, 2}},
+                   {"groups", int64_t{2}}};
+  // H: 3 * 3 + 1 + 2 + 1 - 1 = 12; W: 2 * 4 + 0 + 4 + 1 - 2 = 11; C: 3 x 2 groups.
+  EXPECT_EQ(InferStr("nn.conv2d_transpose", a, {In(F32({2, 4, 4, 5})), In(F32({4, 3, 3, 3}))}),
+            "f32[2, 6, 12, 11]");
+}
+
+// Tests that bad ranks, channels, attributes and over-cropping are errors naming the op.
+TEST(Conv2dTransposeTest, Errors) {
+  const auto infer = [](const Attrs& a, Type x, Type w) {
+    return InferStr("nn.conv2d_transpose", a, {In(std::move(x)), In(std::move(w))});
+  };
+  EXPECT_THAT(infer({}, F32({1, 3, 8}), F32({3, 2, 3, 3})),
+              HasSubstr("op 'nn.conv2d_transpose': data must have rank 4, got rank 3"));
+  EXPECT_THAT(infer({}, F32({1, 3, 8, 8}), F32({3, 2, 3})),
+              HasSubstr("weight must have rank 4, got rank 3"));
+  EXPECT_THAT(infer({}, F32({1, 3, 8, 8}), F32({4, 2, 3, 3})),
+              HasSubstr("data has 3 channels but the weight [Cin, Cout/groups, kh, kw] has 4"));
+  EXPECT_THAT(infer({{"groups", int64_t{2}}}, F32({1, 3, 8, 8}), F32({3, 2, 3, 3})),
+              HasSubstr("3 input channels are not divisible by 2 groups"));
+  EXPECT_THAT(infer({{"groups", int64_t{0}}}, F32({1, 3, 8, 8}), F32({3, 2, 3, 3})),
+              HasSubstr("groups must be positive, got 0"));
+  EXPECT_THAT(
+      infer({{"strides", std::vector<int64_t>{0, 1}}}, F32({1, 3, 8, 8}), F32({3, 2, 3, 3})),
+      HasSubstr("strides must be positive, got 0"));
+  EXPECT_THAT(
+      infer({{"output_padding", std::vector<int64_t>{-1}}}, F32({1, 3, 8, 8}), F32({3, 2, 3, 3})),
+      HasSubstr("output_padding must be >= 0, got -1"));
+  EXPECT_THAT(infer({{"output_padding", std::vector<int64_t>{0, 0, 0}}}, F32({1, 3, 8, 8}),
+                    F32({3, 2, 3, 3})),
+              HasSubstr("output_padding must have 1 or 2 values, got 3"));
+  EXPECT_THAT(
+      infer({{"padding", std::vector<int64_t>{1, 2, 3}}}, F32({1, 3, 8, 8}), F32({3, 2, 3, 3})),
+      HasSubstr("padding must have 1, 2 or 4 values, got 3"));
+  // A 1x1 input through a 1x1 kernel is one pixel; cropping one row from each side leaves -1.
+  EXPECT_THAT(
+      infer({{"padding", std::vector<int64_t>{1, 0}}}, F32({1, 3, 1, 1}), F32({3, 2, 1, 1})),
+      HasSubstr("output height would be -1"));
+  EXPECT_THAT(InferStr("nn.conv2d_transpose", {},
+                       {In(F32({1, 3, 8, 8})), In(T(DType::kI64, {3, 2, 3, 3}))}),
+              HasSubstr("data and weight dtypes differ"));
+}
+
+// Tests ONNX's test_convtranspose numbers: a 3x3 ramp through a 3x3 kernel of ones into two
+// output channels gives overlapping window sums, 5x5 per channel.
+TEST(Conv2dTransposeTest, Reference) {
+  std::vector<double> ones(18, 1.0);
+  auto out = RunRef("nn.conv2d_transpose", {},
+                    {FT({1, 1, 3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8}), FT({1, 2, 3, 3}, ones)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{1, 2, 5, 5}));
+  const std::vector<double> channel = {0,  1,  3, 3,  2,  3,  8,  15, 12, 7,  9,  21, 36,
+                                       27, 15, 9, 20, 33, 24, 13, 6,  13, 21, 15, 8};
+  std::vector<double> want = channel;
+  want.insert(want.end(), channel.begin(), channel.end());
+  EXPECT_EQ(Doubles((*out)[0]), want);
+}
+
+// Tests that a 2x2 stride-2 kernel (the mask head) tiles each input pixel times the kernel,
+// and that padding crops the tiled output while output_padding adds a zero row at the end.
+TEST(Conv2dTransposeTest, ReferenceStridePaddingOutputPadding) {
+  const Tensor x = FT({1, 1, 2, 2}, {1, 2, 3, 4});
+  const Tensor w = FT({1, 1, 2, 2}, {1, 10, 100, 1000});
+  const std::vector<int64_t> two = {2, 2};
+  auto tiled = RunRef("nn.conv2d_transpose", {{"strides", two}}, {x, w});
+  ASSERT_TRUE(tiled.ok()) << tiled.status();
+  EXPECT_THAT(Doubles((*tiled)[0]), ElementsAre(1, 10, 2, 20,          //
+                                                100, 1000, 200, 2000,  //
+                                                3, 30, 4, 40,          //
+                                                300, 3000, 400, 4000));
+  // Crop one row at the top and one column at the right; one extra row at the bottom.
+  auto cropped = RunRef("nn.conv2d_transpose",
+                        {{"strides", two},
+                         {"padding", std::vector<int64_t>{1, 0, 0, 1}},
+                         {"output_padding", std::vector<int64_t>{1, 0}}},
+                        {x, w});
+  ASSERT_TRUE(cropped.ok()) << cropped.status();
+  EXPECT_EQ((*cropped)[0].shape(), (std::vector<int64_t>{1, 1, 4, 3}));
+  EXPECT_THAT(Doubles((*cropped)[0]), ElementsAre(100, 1000, 200,  //
+                                                  3, 30, 4,        //
+                                                  300, 3000, 400,  //
+                                                  0, 0, 0));
+}
+
+// Tests that groups keep channels apart: each input channel feeds only its group's outputs.
+TEST(Conv2dTransposeTest, ReferenceGroupsAndDilation) {
+  // Two groups of one input channel, each with one output channel; 1x2 kernel dilated by 2.
+  auto out = RunRef("nn.conv2d_transpose",
+                    {{"groups", int64_t{2}}, {"dilation", std::vector<int64_t>{1, 2}}},
+                    {FT({1, 2, 1, 2}, {1, 2, 3, 4}), FT({2, 1, 1, 2}, {1, 10, 2, 20})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Width 1 * (2 - 1) + 2 * (2 - 1) + 1 = 4: out[w] += x[i] * k[j] at w = i + 2 j.
+  EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{1, 2, 1, 4}));
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 2, 10, 20, 6, 8, 60, 80));
+}
+
 // ---- nn.max_pool2d -------------------------------------------------------------------------
 
 TEST(MaxPool2dTest, MaskAndInference) {

@@ -164,6 +164,46 @@ inline Trial ConvTrial(Gen& g, bool pool) {
   return Trial{a, {g.F(x), g.F({cout, cin, k[0], k[1]})}};
 }
 
+// nn.conv2d_transpose: groups, channels, kernels, strides, dilations and output_padding (below
+// max(stride, dilation), the useful range) all small; input spatial dims >= 3 so that padding
+// (0 or 1 per side) never crops the whole output.
+inline Trial ConvTransposeTrial(Gen& g) {
+  const int64_t groups = g.Int(1, 2);
+  const int64_t cin = g.Int(1, 2) * groups, cout_g = g.Int(1, 2);
+  const std::vector<int64_t> k = {g.Int(1, 3), g.Int(1, 3)};
+  const std::vector<int64_t> stride = {g.Int(1, 2), g.Int(1, 2)};
+  const std::vector<int64_t> dil = {g.Int(1, 2), g.Int(1, 2)};
+  const std::vector<int64_t> out_pad = {g.Int(0, std::max(stride[0], dil[0]) - 1),
+                                        g.Int(0, std::max(stride[1], dil[1]) - 1)};
+  const std::vector<int64_t> pad = g.Shape(static_cast<int>(g.Pick<int64_t>({1, 2, 4})), 0, 1);
+  const std::vector<int64_t> x = {g.Int(1, 2), cin, g.Int(3, 5), g.Int(3, 5)};
+  Attrs a = {{"strides", stride}, {"padding", pad}, {"dilation", dil}, {"groups", groups}};
+  if (g.Coin()) a.Set("output_padding", out_pad);
+  return Trial{a, {g.F(x), g.F({cin, cout_g, k[0], k[1]})}};
+}
+
+// image.roi_align: 1-3 rois on a small image, corners in halves from just outside the image
+// to just past it (so some samples fall outside, some rois are flipped or empty), sampling
+// ratio 0 (adaptive) to 2, every mode.
+inline Trial RoiAlignTrial(Gen& g) {
+  const int64_t n = g.Int(1, 2), h = g.Int(1, 5), w = g.Int(1, 5), r = g.Int(1, 3);
+  Tensor rois = Tensor::Zeros(DType::kF32, {r, 4});
+  for (int64_t i = 0; i < r; ++i) {
+    for (int k = 0; k < 4; ++k) {
+      const int64_t extent = k % 2 == 0 ? w : h;
+      rois.SetDouble(i * 4 + k, g.Int(-2, 2 * extent + 2) * 0.5);
+    }
+  }
+  Attrs a = {{"mode", g.Pick<std::string>({"avg", "max"})},
+             {"output_height", g.Int(1, 3)},
+             {"output_width", g.Int(1, 3)},
+             {"sampling_ratio", g.Int(0, 2)},
+             {"spatial_scale", g.Pick<double>({0.5, 1.0, 2.0})},
+             {"coordinate_transformation_mode",
+              g.Pick<std::string>({"half_pixel", "output_half_pixel"})}};
+  return Trial{a, {g.F({n, g.Int(1, 3), h, w}), rois, g.I({r}, 0, n - 1)}};
+}
+
 inline Trial ResizeTrial(Gen& g, bool dyn) {
   const bool nchw = g.Coin();
   const std::vector<int64_t> x =
@@ -292,6 +332,7 @@ inline const std::map<std::string, Generator>& Generators() {
        }},
       {"nn.conv2d", [](Gen& g) { return ConvTrial(g, false); }},
       {"nn.max_pool2d", [](Gen& g) { return ConvTrial(g, true); }},
+      {"nn.conv2d_transpose", ConvTransposeTrial},
       {"nn.softmax",
        [](Gen& g) {
          const auto x = g.Shape(g.Int(1, 3));
@@ -493,6 +534,7 @@ inline const std::map<std::string, Generator>& Generators() {
       {"non_max_suppression_count", NonMaxSuppressionTrial},
       {"image.resize2d", [](Gen& g) { return ResizeTrial(g, false); }},
       {"dyn.image.resize2d", [](Gen& g) { return ResizeTrial(g, true); }},
+      {"image.roi_align", RoiAlignTrial},
   };
   return *table;
 }
