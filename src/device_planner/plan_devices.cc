@@ -23,7 +23,9 @@
 //   3. Parameters: annotated, else inputs=host|target.
 //   4. Shape subgraph: a free binding all of whose uses are on HOST (value inputs of shape
 //      functions, host-only ops, other such bindings) is fixed to HOST (shape_of -> take ->
-//      concatenate -> dyn.reshape target stays on the host).
+//      concatenate -> dyn.reshape target stays on the host). A `target` op whose every use is
+//      on HOST is shape arithmetic too (detection preprocessing's min over an image's dims):
+//      it is freed, so the cut runs it where its input already is.
 //
 // Phase 1  Build the graph and the use sites (program order, into regions).
 // Phase 2  Fix nodes by constraints 1-4.
@@ -49,6 +51,7 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "passes/device_planner/device_rules.h"
@@ -231,6 +234,7 @@ class Planner {
           fixed = CutProblem::kHost;
         } else if (n.op()->placement() == Placement::kTarget) {
           fixed = CutProblem::kAccel;
+          target_pinned_.insert(id);
         }
       } else if (n.kind() == NodeKind::kInvoke) {
         fixed = CutProblem::kAccel;
@@ -239,31 +243,42 @@ class Planner {
     return absl::OkStatus();
   }
 
-  // Constraint 4, to a fixpoint: free bindings whose every use is on the host.
+  // Constraint 4, to a fixpoint: free bindings whose every use is on the host. Then a
+  // `target` op (a reduction) whose every use is on the host, such as the ReduceMin of an
+  // image's dims in detection preprocessing, is shape arithmetic: it is freed for the cut,
+  // which keeps it on the device when its input is there (copying the smaller result) and
+  // moves it to the host when its input is already there (no copy to the device and back).
   void ForceShapeSubgraphToHost() {
     bool again = true;
     while (again) {
       again = false;
       for (size_t id = nodes_.size(); id-- > 2;) {
         if (problem_.fixed[id] != CutProblem::kFree || nodes_[id] == nullptr) continue;
-        bool any = false, all_host = true;
-        for (const auto& r : nodes_[id]->results()) {
-          auto it = uses_.find(r.get());
-          if (it == uses_.end()) continue;
-          for (const UseSite& u : it->second) {
-            any = true;
-            // Returning a value is not a shape computation: the network's tail stays with
-            // the kernels (the cut decides where its result is copied).
-            const bool returned = u.block == &f_.body();
-            all_host &= !returned && problem_.fixed[u.consumer] == CutProblem::kHost;
-          }
-        }
-        if (any && all_host) {
+        if (AllUsesOnHost(id)) {
           problem_.fixed[id] = CutProblem::kHost;
           again = true;
         }
       }
     }
+    for (int id : target_pinned_) {
+      if (AllUsesOnHost(id)) problem_.fixed[id] = CutProblem::kFree;
+    }
+  }
+
+  bool AllUsesOnHost(size_t id) const {
+    bool any = false, all_host = true;
+    for (const auto& r : nodes_[id]->results()) {
+      auto it = uses_.find(r.get());
+      if (it == uses_.end()) continue;
+      for (const UseSite& u : it->second) {
+        any = true;
+        // Returning a value is not a shape computation: the network's tail stays with
+        // the kernels (the cut decides where its result is copied).
+        const bool returned = u.block == &f_.body();
+        all_host &= !returned && problem_.fixed[u.consumer] == CutProblem::kHost;
+      }
+    }
+    return any && all_host;
   }
 
   // ---- Phase 3 ------------------------------------------------------------------------------
@@ -484,6 +499,8 @@ class Planner {
   std::vector<Node*> constants_;
   absl::flat_hash_map<const Node*, int> node_id_;
   absl::flat_hash_map<const Value*, int> producer_;
+  // Nodes fixed to the accelerator only by their op's `target` placement (constraint 2).
+  absl::flat_hash_set<int> target_pinned_;
   absl::flat_hash_map<const Value*, std::vector<UseSite>> uses_;
   absl::flat_hash_map<const Node*, std::vector<std::unique_ptr<Node>>> insert_after_;
   absl::flat_hash_map<const Block*, std::vector<std::unique_ptr<Node>>> insert_at_start_;

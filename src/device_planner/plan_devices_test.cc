@@ -127,6 +127,52 @@ TEST(PlanDevices, ReshapeTargetFromShapeArithmeticStaysOnHost) {
   EXPECT_THAT(PrintModule(*m), HasSubstr("%t = concatenate(%b, %k) : i64[3] @cpu"));
 }
 
+// Tests that a reduction in a shape subgraph runs where its input already is: the min over
+// an image's dims (detection preprocessing: scale = target / min(h, w)) reads host values and
+// feeds a host shape function, so it runs on the host with no copy to the device and back;
+// the same reduction over device data stays on the device and only its scalar crosses.
+TEST(PlanDevices, ShapeSubgraphReductionFollowsItsInput) {
+  constexpr char kHostDims[] = R"(
+def @main(%x: f32[h, w] @sim) {
+  %s = shape_of(%x)
+  %f = cast(%s) {dtype = f32}
+  %m = min(%f) {axis = [0]}
+  %k = cast(%m) {dtype = i64}
+  %t = expand_dims(%k) {axis = 0}
+  %z = dyn.zeros(%t) {dtype = f32}
+  %y = nn.relu(%x)
+  return %y, %z
+}
+)";
+  {
+    auto m = ParseElided(kHostDims);
+    ASSERT_TRUE(RunPipeline(*m, "infer-types,plan-devices").ok());
+    auto ledger = ComputeCopyLedger(*m);
+    ASSERT_TRUE(ledger.ok());
+    EXPECT_THAT(PrintModule(*m), HasSubstr("%m = min(%f) {axis = [0]} : f32[] @cpu"));
+    // y and z out; nothing for the shape arithmetic.
+    ExpectCopies(*ledger, {.h2d = 0, .d2h = 2});
+  }
+  constexpr char kDeviceData[] = R"(
+def @main(%x: f32[h, w] @sim) {
+  %r = nn.relu(%x)
+  %m = max(%r) {axis = []}
+  %k = cast(%m) {dtype = i64}
+  %t = expand_dims(%k) {axis = 0}
+  %z = dyn.zeros(%t) {dtype = f32}
+  return %z
+}
+)";
+  {
+    auto m = ParseElided(kDeviceData);
+    ASSERT_TRUE(RunPipeline(*m, "infer-types,plan-devices").ok());
+    EXPECT_THAT(PrintModule(*m), HasSubstr("%m = max(%r) : f32[] @sim"));
+    auto ledger = ComputeCopyLedger(*m);
+    ASSERT_TRUE(ledger.ok());
+    ExpectCopies(*ledger, {.h2d = 0, .d2h = 2});  // the 4-byte max, and z
+  }
+}
+
 // The ops TVM over-declared: the data input never crosses; only host values feed the shape
 // functions. With the single-flag override each one copies its data input.
 TEST(PlanDevices, OverDeclaredOpsCopyNoData) {
