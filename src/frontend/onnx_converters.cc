@@ -417,13 +417,20 @@ Outs Split(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   std::vector<Value*> results;
   int64_t begin = 0;
   for (int64_t sz : sizes) {
+    // Sizes are user input: each must be >= 0 and their running sum must fit in int64.
+    if (sz < 0) return ctx.Error(absl::StrFormat("split size %d is negative", sz));
+    int64_t end;
+    if (__builtin_add_overflow(begin, sz, &end)) {
+      return ctx.Error(absl::StrFormat("split sizes [%s] overflow int64 when summed",
+                                       absl::StrJoin(sizes, ", ")));
+    }
     ASSIGN_OR_RETURN(Value * part,
                      ctx.Op("strided_slice", {x},
                             {{"begin", std::vector<int64_t>{begin}},
-                             {"end", std::vector<int64_t>{begin + sz}},
+                             {"end", std::vector<int64_t>{end}},
                              {"axes", std::vector<int64_t>{axis}}}));
     results.push_back(part);
-    begin += sz;
+    begin = end;
   }
   return results;
 }
@@ -534,7 +541,8 @@ Outs Flatten(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
     int64_t p = 1;
     for (int64_t i = b; i < e; ++i) {
       if (!t.shape()[i].is_constant()) return std::nullopt;
-      p *= t.shape()[i].constant();
+      // On overflow, leave the product to the reshape rule, which reports it.
+      if (__builtin_mul_overflow(p, t.shape()[i].constant(), &p)) return std::nullopt;
     }
     return p;
   };
@@ -1250,9 +1258,21 @@ Outs Resize(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   if (!t.shape()[2].is_constant() || !t.shape()[3].is_constant()) {
     return ctx.Unimplemented("scales on symbolic spatial dims");
   }
-  attrs.Set("size", std::vector<int64_t>{
-                        static_cast<int64_t>(std::floor(t.shape()[2].constant() * sc->GetDouble(2))),
-                        static_cast<int64_t>(std::floor(t.shape()[3].constant() * sc->GetDouble(3)))});
+  // floor(dim * scale), checked before the cast: a NaN or a value outside int64 (scales are user
+  // input; 3e38, or 2^62 * 4) would make the cast undefined.
+  std::vector<int64_t> size;
+  for (int axis : {2, 3}) {
+    const double scale = sc->GetDouble(axis);
+    const double out = std::floor(static_cast<double>(t.shape()[axis].constant()) * scale);
+    // 2^63 is exact in double; everything in [0, 2^63) converts to int64.
+    if (!(out >= 0 && out < 9223372036854775808.0)) {
+      return ctx.Error(absl::StrFormat(
+          "scales[%d] = %g on dim %d gives output size %g, which is not in [0, 2^63)", axis, scale,
+          t.shape()[axis].constant(), out));
+    }
+    size.push_back(static_cast<int64_t>(out));
+  }
+  attrs.Set("size", std::move(size));
   return One(ctx.Op("image.resize2d", {x}, attrs));
 }
 

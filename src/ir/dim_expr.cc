@@ -172,7 +172,9 @@ int64_t FloorDivInt(int64_t a, int64_t b) {
   return q;
 }
 
+// Callers rule out b == 0; b == -1 is answered directly because INT64_MIN % -1 is undefined.
 int64_t FloorModInt(int64_t a, int64_t b) {
+  if (b == -1) return 0;
   int64_t m = a % b;
   if (m != 0 && ((m < 0) != (b < 0))) m += b;
   return m;
@@ -224,7 +226,12 @@ std::string Wrap(const DimExpr& e, int min_prec) {
   return s;
 }
 
-std::string TermToString(const DimTerm& t, int64_t abs_coeff) {
+// |v| without overflow: INT64_MIN's magnitude does not fit in int64_t.
+uint64_t Magnitude(int64_t v) {
+  return v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+}
+
+std::string TermToString(const DimTerm& t, uint64_t abs_coeff) {
   std::vector<std::string> parts;
   const bool alone = t.factors.size() == 1 && abs_coeff == 1;
   for (const DimExpr& f : t.factors) parts.push_back(alone ? Wrap(f, 2) : Wrap(f, 3));
@@ -416,7 +423,7 @@ std::string DimExpr::ToString() const {
       std::string s;
       for (size_t i = 0; i < n.terms.size(); ++i) {
         const DimTerm& t = n.terms[i];
-        const int64_t abs_coeff = t.coeff < 0 ? -t.coeff : t.coeff;
+        const uint64_t abs_coeff = Magnitude(t.coeff);
         if (i == 0) {
           if (t.coeff < 0) s += "-";
         } else {
@@ -425,7 +432,7 @@ std::string DimExpr::ToString() const {
         s += TermToString(t, abs_coeff);
       }
       if (n.constant > 0) absl::StrAppend(&s, " + ", n.constant);
-      if (n.constant < 0) absl::StrAppend(&s, " - ", -n.constant);
+      if (n.constant < 0) absl::StrAppend(&s, " - ", Magnitude(n.constant));
       return s;
     }
   }
@@ -469,6 +476,9 @@ absl::StatusOr<int64_t> DimExpr::Evaluate(const Bindings& bindings) const {
       if ((n.kind == Kind::kFloorDiv || n.kind == Kind::kMod) && b == 0) {
         return absl::InvalidArgumentError(
             absl::StrFormat("division by zero evaluating '%s'", ToString()));
+      }
+      if (n.kind == Kind::kFloorDiv && a == INT64_MIN && b == -1) {
+        return absl::OutOfRangeError(absl::StrFormat("overflow evaluating '%s'", ToString()));
       }
       switch (n.kind) {
         case Kind::kFloorDiv: return FloorDivInt(a, b);

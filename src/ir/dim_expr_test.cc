@@ -84,6 +84,26 @@ TEST(DimExprTest, Printing) {
   EXPECT_EQ(ShapeToString({n, 1024}), "[n, 1024]");
 }
 
+// Tests that a coefficient or constant of INT64_MIN prints its magnitude without negating it in
+// int64 (fuzzer finding: such a dim reaching an error message).
+TEST(DimExprTest, PrintingInt64Min) {
+  EXPECT_EQ(DimExpr(INT64_MIN).ToString(), "-9223372036854775808");
+  EXPECT_EQ((n + INT64_MIN).ToString(), "n - 9223372036854775808");
+  EXPECT_EQ((n * INT64_MIN).ToString(), "-n*9223372036854775808");
+  EXPECT_EQ((m + n * INT64_MIN).ToString(), "m - n*9223372036854775808");
+}
+
+// Tests that evaluating INT64_MIN // -1 is an overflow error and INT64_MIN % -1 is 0, not UB.
+TEST(DimExprTest, EvaluateInt64MinByMinusOne) {
+  const DimExpr::Bindings b = {{"n", INT64_MIN}, {"m", -1}};
+  auto q = DimExpr::FloorDiv(n, m).Evaluate(b);
+  ASSERT_FALSE(q.ok());
+  EXPECT_THAT(std::string(q.status().message()), HasSubstr("overflow evaluating 'n//m'"));
+  auto r = DimExpr::Mod(n, m).Evaluate(b);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, 0);
+}
+
 TEST(DimExprTest, PrintParseRoundTrip) {
   const DimExpr k = DimExpr::Symbol("k");
   const std::vector<DimExpr> exprs = {

@@ -238,6 +238,31 @@ TEST(PrinterTest, NaNConstantsKeepTheirBits) {
   EXPECT_THAT(ExpectRoundTrip(m), HasSubstr("constant<0x0000803f0100c0ff> : f32[2]"));
 }
 
+// Tests that Tensor::FromBytes rejects a shape whose byte size overflows instead of letting it
+// wrap to match the data (fuzzer findings: f64[2^61] over 0 bytes, f32[2^62 + 1] over 4 bytes),
+// and still checks the size of shapes that fit.
+TEST(TensorTest, FromBytesRejectsByteSizeOverflow) {
+  auto f64 = Tensor::FromBytes(DType::kF64, {int64_t{1} << 61}, "");
+  ASSERT_FALSE(f64.ok());
+  EXPECT_EQ(f64.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(f64.status().message()),
+              HasSubstr("tensor f64[2305843009213693952] has 2305843009213693952 elements, "
+                        "whose byte size overflows int64"));
+  auto f32 = Tensor::FromBytes(DType::kF32, {(int64_t{1} << 62) + 1}, std::string(4, '\0'));
+  ASSERT_FALSE(f32.ok());
+  EXPECT_THAT(std::string(f32.status().message()), HasSubstr("byte size overflows int64"));
+  auto count = Tensor::FromBytes(DType::kI8, {INT64_MAX, 2}, "");
+  ASSERT_FALSE(count.ok());
+  EXPECT_THAT(std::string(count.status().message()), HasSubstr("element count overflows int64"));
+  auto mismatch = Tensor::FromBytes(DType::kI64, {2}, std::string(8, '\0'));
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_THAT(std::string(mismatch.status().message()),
+              HasSubstr("has 8 bytes but i64[2] needs 16"));
+  auto ok = Tensor::FromBytes(DType::kI32, {2}, std::string(8, '\0'));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->num_elements(), 2);
+}
+
 TEST(PrinterTest, AttributesOfEveryType) {
   const std::string printed = RoundTripText(R"(def @f(%x: f32[4]) {
   %a = test.attrs(%x) {b = true, dt = bf16, f = 0.1, fl = [1.5, -2.0, inf, 1e-300], i = -9223372036854775808, il = [1, -2, 3], s = "quote\" back\\ nl\n tab\t ctl\x01 utf8 \xc3\xa9"}

@@ -49,7 +49,14 @@ Tensor Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
 absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, std::vector<int64_t> shape,
                                          absl::string_view bytes) {
   ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape));
-  const size_t want = static_cast<size_t>(n) * DTypeSize(dtype);
+  // The byte size must not wrap either: 2^61 f64 elements would otherwise "need" 0 bytes.
+  int64_t want_bytes = 0;
+  if (__builtin_mul_overflow(n, int64_t{DTypeSize(dtype)}, &want_bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("tensor %s%s has %d elements, whose byte size overflows int64",
+                        DTypeName(dtype), absl::StrCat("[", absl::StrJoin(shape, ", "), "]"), n));
+  }
+  const size_t want = static_cast<size_t>(want_bytes);
   if (bytes.size() != want) {
     return absl::InvalidArgumentError(
         absl::StrFormat("tensor data has %d bytes but %s%s needs %d", bytes.size(),

@@ -14,6 +14,7 @@
 #include "shape_funcs/dynamic.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
@@ -77,6 +78,11 @@ absl::StatusOr<DimExpr> ArangeLength(ShapeContext& ctx) {
   }
   const DimExpr& step = (*v[2])[0];
   if (!step.is_constant()) return DimExpr::Unknown();
+  // A negative step divides by -step, which INT64_MIN does not have in int64.
+  if (step.constant() == INT64_MIN) {
+    return ctx.Error(absl::StrFormat("step %d is not supported (its negation overflows int64)",
+                                     step.constant()));
+  }
   const DimExpr span = (*v[1])[0] - (*v[0])[0];
   const DimExpr n = step.constant() > 0
                         ? shape_rules::CeilDivPositive(span, step.constant())

@@ -83,6 +83,15 @@ TEST(ArangeTest, Errors) {
               HasSubstr("stop must be a scalar, got rank 1"));
 }
 
+// Tests that a symbolic arange with step INT64_MIN (no int64 negation) is an error, not UB
+// (fuzzer finding: ONNX Range over a symbolic start).
+TEST(ArangeTest, Int64MinStepIsAnError) {
+  const std::vector<DimExpr> n = {S("n")}, zero = {0}, min = {DimExpr(INT64_MIN)};
+  EXPECT_THAT(InferStr("arange", {{"dtype", DType::kI64}},
+                       {InSymScalar(n), InSymScalar(zero), InSymScalar(min)}),
+              HasSubstr("op 'arange': step -9223372036854775808 is not supported"));
+}
+
 TEST(ArangeTest, Reference) {
   auto f = RunRef("arange", {}, {FT({}, {1}), FT({}, {2}), FT({}, {0.25})});
   ASSERT_TRUE(f.ok()) << f.status();

@@ -45,6 +45,29 @@ ReferenceKernel UnaryKernel(UnaryFn fn) {
   };
 }
 
+// Integer arithmetic on int64 values wraps in two's complement (as ONNX runtimes and numpy do)
+// instead of overflowing, which is undefined behaviour in C++.
+int64_t WrapAdd(int64_t x, int64_t y) {
+  int64_t r;
+  __builtin_add_overflow(x, y, &r);
+  return r;
+}
+int64_t WrapSub(int64_t x, int64_t y) {
+  int64_t r;
+  __builtin_sub_overflow(x, y, &r);
+  return r;
+}
+int64_t WrapMul(int64_t x, int64_t y) {
+  int64_t r;
+  __builtin_mul_overflow(x, y, &r);
+  return r;
+}
+// x / y truncating toward zero, for y != 0; INT64_MIN / -1 wraps to INT64_MIN.
+int64_t TruncDivWrapping(int64_t x, int64_t y) {
+  if (y == -1) return WrapSub(0, x);
+  return x / y;
+}
+
 // Integer tensors are computed in int64 (exact), floats in double.
 ReferenceKernel BinaryKernel(BinaryFn fn, IntBinaryFn int_fn) {
   return [fn, int_fn](absl::Span<const Tensor> in, const Attrs&,
@@ -167,32 +190,34 @@ void RegisterElementwiseOps(OpRegistry::Builder& b) {
 
   RegisterBinary(
       b, "add", [](double x, double y) { return x + y; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x + y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapAdd(x, y); },
       [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x + y; }, false,
       "lhs + rhs with broadcasting");
   RegisterBinary(
       b, "subtract", [](double x, double y) { return x - y; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x - y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapSub(x, y); },
       [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x - y; }, false,
       "lhs - rhs with broadcasting");
   RegisterBinary(
       b, "multiply", [](double x, double y) { return x * y; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x * y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapMul(x, y); },
       [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x * y; }, false,
       "lhs * rhs with broadcasting");
-  // Integer division truncates toward zero, as in C, ONNX and TVM's `divide`.
+  // Integer division truncates toward zero, as in C, ONNX and TVM's `divide`. The one quotient
+  // that does not fit, INT64_MIN / -1, wraps like the add/subtract/multiply kernels (two's
+  // complement): the result is INT64_MIN (and the remainder would be 0), never C++'s UB/SIGFPE.
   RegisterBinary(
       b, "divide", [](double x, double y) { return x / y; },
       [](int64_t x, int64_t y) -> std::optional<int64_t> {
         if (y == 0) return std::nullopt;
-        return x / y;
+        return TruncDivWrapping(x, y);
       },
       [](DimExpr x, DimExpr y) -> std::optional<DimExpr> {
         // Symbolic only where truncation equals floor division: both constant (exact), or a
         // positive constant divisor that divides evenly (shape arithmetic is non-negative).
         if (x.is_constant() && y.is_constant()) {
           if (y.constant() == 0) return std::nullopt;
-          return DimExpr(x.constant() / y.constant());
+          return DimExpr(TruncDivWrapping(x.constant(), y.constant()));
         }
         if (y.is_constant() && y.constant() > 0) return DimExpr::FloorDiv(x, y);
         return std::nullopt;

@@ -75,6 +75,26 @@ TEST(ElementwiseTest, SymbolicValuesOfShapeArithmetic) {
   EXPECT_EQ(SymValuesStr("cast", {{"dtype", DType::kI32}}, {InSym(n)}), "[n]");
 }
 
+// Tests that the one int64 quotient that does not fit, INT64_MIN / -1, wraps to INT64_MIN (two's
+// complement, like the wrapping add/subtract/multiply) in the kernel and the symbolic values,
+// instead of being undefined behaviour.
+TEST(ElementwiseTest, IntegerOverflowWraps) {
+  auto d = RunRef("divide", {}, {IT({2}, {INT64_MIN, INT64_MIN}), IT({2}, {-1, 1})});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_THAT(Ints((*d)[0]), ElementsAre(INT64_MIN, INT64_MIN));
+  EXPECT_EQ(SymValuesStr("divide", {}, {InSymScalar({DimExpr(INT64_MIN)}), InV(I64Scalar(-1))}),
+            "[-9223372036854775808]");
+  auto a = RunRef("add", {}, {IT({1}, {INT64_MAX}), IT({}, {1})});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_THAT(Ints((*a)[0]), ElementsAre(INT64_MIN));
+  auto m = RunRef("multiply", {}, {IT({1}, {INT64_MIN}), IT({}, {-1})});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(Ints((*m)[0]), ElementsAre(INT64_MIN));
+  auto s = RunRef("subtract", {}, {IT({1}, {INT64_MIN}), IT({}, {1})});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(Ints((*s)[0]), ElementsAre(INT64_MAX));
+}
+
 TEST(WhereTest, InferenceErrorsReference) {
   EXPECT_EQ(InferStr("where", {}, {In(T(DType::kBool, {S("n"), 1})), In(F32({1, 3})), In(F32({}))}),
             "f32[n, 3]");

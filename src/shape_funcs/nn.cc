@@ -150,6 +150,17 @@ absl::StatusOr<std::array<int64_t, 4>> Padding4(const ShapeContext& ctx) {
   return out;
 }
 
+// before + after along one spatial axis. Each pad is a non-negative user attribute, so their sum
+// can exceed int64: that is an error naming the pads, not a wrap.
+absl::StatusOr<int64_t> PadSum(const ShapeContext& ctx, int64_t before, int64_t after,
+                               absl::string_view which) {
+  int64_t sum;
+  if (__builtin_add_overflow(before, after, &sum)) {
+    return ctx.Error(absl::StrFormat("%s padding %d + %d overflows int64", which, before, after));
+  }
+  return sum;
+}
+
 // A pair attribute (strides, dilation, pool_size): 1 or 2 positive ints.
 absl::StatusOr<std::array<int64_t, 2>> Pair(const ShapeContext& ctx, absl::string_view name) {
   const std::vector<int64_t>& v = ctx.attrs().GetIntList(name);
@@ -216,10 +227,12 @@ Result Conv2dRule(ShapeContext& ctx) {
     return ctx.Error(
         absl::StrFormat("kernel_size does not match the weight %s", ShapeToString(ToVec(w))));
   }
+  ASSIGN_OR_RETURN(const int64_t pad_h, PadSum(ctx, pad[0], pad[2], "height"));
+  ASSIGN_OR_RETURN(const int64_t pad_w, PadSum(ctx, pad[1], pad[3], "width"));
   ASSIGN_OR_RETURN(DimExpr h,
-                   WindowDim(ctx, x[2], pad[0] + pad[2], w[2], dil[0], stride[0], false, "height"));
+                   WindowDim(ctx, x[2], pad_h, w[2], dil[0], stride[0], false, "height"));
   ASSIGN_OR_RETURN(DimExpr wd,
-                   WindowDim(ctx, x[3], pad[1] + pad[3], w[3], dil[1], stride[1], false, "width"));
+                   WindowDim(ctx, x[3], pad_w, w[3], dil[1], stride[1], false, "width"));
   return One(Type::Tensor(ctx.dtype(0), {x[0], w[0], h, wd}));
 }
 
@@ -332,10 +345,12 @@ Result Conv2dTransposeRule(ShapeContext& ctx) {
     return ctx.Error(absl::StrFormat("%d input channels are not divisible by %d groups",
                                      w[0].constant(), groups));
   }
-  ASSIGN_OR_RETURN(DimExpr h, TransposedDim(ctx, x[2], pad[0] + pad[2], w[2], dil[0], stride[0],
-                                            out_pad[0], "height"));
-  ASSIGN_OR_RETURN(DimExpr wd, TransposedDim(ctx, x[3], pad[1] + pad[3], w[3], dil[1], stride[1],
-                                             out_pad[1], "width"));
+  ASSIGN_OR_RETURN(const int64_t pad_h, PadSum(ctx, pad[0], pad[2], "height"));
+  ASSIGN_OR_RETURN(const int64_t pad_w, PadSum(ctx, pad[1], pad[3], "width"));
+  ASSIGN_OR_RETURN(DimExpr h,
+                   TransposedDim(ctx, x[2], pad_h, w[2], dil[0], stride[0], out_pad[0], "height"));
+  ASSIGN_OR_RETURN(DimExpr wd,
+                   TransposedDim(ctx, x[3], pad_w, w[3], dil[1], stride[1], out_pad[1], "width"));
   return One(Type::Tensor(ctx.dtype(0), {x[0], w[1] * groups, h, wd}));
 }
 
@@ -395,10 +410,12 @@ Result MaxPool2dRule(ShapeContext& ctx) {
   ASSIGN_OR_RETURN(auto stride, Pair(ctx, "strides"));
   ASSIGN_OR_RETURN(auto dil, Pair(ctx, "dilation"));
   const bool ceil_mode = a.GetBool("ceil_mode");
-  ASSIGN_OR_RETURN(DimExpr h, WindowDim(ctx, x[2], pad[0] + pad[2], pool[0], dil[0], stride[0],
-                                        ceil_mode, "height"));
-  ASSIGN_OR_RETURN(DimExpr w, WindowDim(ctx, x[3], pad[1] + pad[3], pool[1], dil[1], stride[1],
-                                        ceil_mode, "width"));
+  ASSIGN_OR_RETURN(const int64_t pad_h, PadSum(ctx, pad[0], pad[2], "height"));
+  ASSIGN_OR_RETURN(const int64_t pad_w, PadSum(ctx, pad[1], pad[3], "width"));
+  ASSIGN_OR_RETURN(DimExpr h,
+                   WindowDim(ctx, x[2], pad_h, pool[0], dil[0], stride[0], ceil_mode, "height"));
+  ASSIGN_OR_RETURN(DimExpr w,
+                   WindowDim(ctx, x[3], pad_w, pool[1], dil[1], stride[1], ceil_mode, "width"));
   return One(Type::Tensor(ctx.dtype(0), {x[0], x[1], h, w}));
 }
 

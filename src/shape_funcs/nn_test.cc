@@ -297,6 +297,23 @@ TEST(MaxPool2dTest, Errors) {
       HasSubstr("output height would be 0"));
 }
 
+// Tests that pads whose sum overflows int64 are an error naming them, in every windowed rule
+// (fuzzer findings: MaxPool and Conv with pads [INT64_MAX x4]).
+TEST(WindowTest, PadSumOverflowIsAnError) {
+  const std::vector<int64_t> huge = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+  EXPECT_THAT(InferStr("nn.max_pool2d", {{"pool_size", std::vector<int64_t>{2}}, {"padding", huge}},
+                       {In(F32({1, 1, 4, 4}))}),
+              HasSubstr("op 'nn.max_pool2d': height padding 9223372036854775807 + "
+                        "9223372036854775807 overflows int64"));
+  EXPECT_THAT(InferStr("nn.conv2d", {{"padding", std::vector<int64_t>{0, INT64_MAX, 0, 1}}},
+                       {In(F32({1, 3, 8, 8})), In(F32({4, 3, 3, 3}))}),
+              HasSubstr("op 'nn.conv2d': width padding 9223372036854775807 + 1 overflows int64"));
+  EXPECT_THAT(InferStr("nn.conv2d_transpose", {{"padding", huge}},
+                       {In(F32({1, 3, 8, 8})), In(F32({3, 2, 3, 3}))}),
+              HasSubstr("op 'nn.conv2d_transpose': height padding 9223372036854775807 + "
+                        "9223372036854775807 overflows int64"));
+}
+
 TEST(MaxPool2dTest, Reference) {
   auto out = RunRef("nn.max_pool2d",
                     {{"pool_size", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}}},

@@ -18,6 +18,7 @@
 #include "shape_funcs/slice.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
@@ -59,6 +60,11 @@ absl::StatusOr<AxisSlice> SliceAxis(const ShapeContext& ctx, const DimExpr& d, c
   if (!s.is_constant()) return AxisSlice{DimExpr::Unknown(), DimExpr::Unknown(), 1};
   const int64_t st = s.constant();
   if (st == 0) return ctx.Error("strides must be non-zero");
+  // A backward slice divides by -stride, which INT64_MIN does not have in int64.
+  if (st == INT64_MIN) {
+    return ctx.Error(
+        absl::StrFormat("stride %d is not supported (its negation overflows int64)", st));
+  }
   AxisSlice r;
   r.stride = st;
   if (st > 0) {

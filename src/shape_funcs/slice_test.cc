@@ -57,6 +57,16 @@ TEST(StridedSliceTest, Errors) {
               HasSubstr("slice_mode must be 'end' or 'size'"));
 }
 
+// Tests that a stride of INT64_MIN, whose negation does not fit in int64, is an error in both
+// slice ops (fuzzer finding: ONNX Slice with steps [INT64_MIN]).
+TEST(StridedSliceTest, Int64MinStrideIsAnError) {
+  EXPECT_THAT(InferStr("strided_slice", Slice({-1}, {0}, {INT64_MIN}), {In(F32({8}))}),
+              HasSubstr("op 'strided_slice': stride -9223372036854775808 is not supported"));
+  const Tensor b = I64s({-1}), e = I64s({0}), s = I64s({INT64_MIN});
+  EXPECT_THAT(InferStr("dyn.strided_slice", {}, {In(F32({S("n")})), InV(b), InV(e), InV(s)}),
+              HasSubstr("op 'dyn.strided_slice': stride -9223372036854775808 is not supported"));
+}
+
 TEST(StridedSliceTest, Reference) {
   const Tensor x = FT({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
   auto out = RunRef("strided_slice", Slice({0, 3}, {2, -5}, {1, -2}), {x});

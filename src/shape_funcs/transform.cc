@@ -56,8 +56,10 @@ using SymValues = std::optional<std::vector<std::vector<DimExpr>>>;
 
 // ---- reshape / dyn.reshape -----------------------------------------------------------------
 
-// total / known, after cancelling the symbolic factors both sides share.
-DimExpr InferMinusOne(absl::Span<const DimExpr> in, std::vector<DimExpr> known) {
+// total / known, after cancelling the symbolic factors both sides share. The constant parts are
+// user input (dims, newshape values): a product that overflows int64 is an error, not a wrap.
+absl::StatusOr<DimExpr> InferMinusOne(const ShapeContext& ctx, absl::Span<const DimExpr> in,
+                                      std::vector<DimExpr> known) {
   std::vector<DimExpr> rest;
   int64_t in_c = 1, known_c = 1;
   for (const DimExpr& d : in) {
@@ -66,7 +68,11 @@ DimExpr InferMinusOne(absl::Span<const DimExpr> in, std::vector<DimExpr> known) 
     if (!d.is_constant() && it != known.end()) {
       known.erase(it);
     } else if (d.is_constant()) {
-      in_c *= d.constant();
+      if (__builtin_mul_overflow(in_c, d.constant(), &in_c)) {
+        return ctx.Error(
+            absl::StrFormat("cannot infer -1: the element count of input shape %s overflows int64",
+                            ShapeToString(ToVec(in))));
+      }
     } else {
       rest.push_back(d);
     }
@@ -74,7 +80,11 @@ DimExpr InferMinusOne(absl::Span<const DimExpr> in, std::vector<DimExpr> known) 
   std::vector<DimExpr> known_sym;
   for (const DimExpr& k : known) {
     if (k.is_constant()) {
-      known_c *= k.constant();
+      if (__builtin_mul_overflow(known_c, k.constant(), &known_c)) {
+        return ctx.Error(absl::StrFormat(
+            "cannot infer -1: the product of the known new dims overflows int64 at dim %d",
+            k.constant()));
+      }
     } else {
       known_sym.push_back(k);
     }
@@ -122,7 +132,7 @@ absl::StatusOr<std::vector<DimExpr>> ReshapeDims(const ShapeContext& ctx,
                                          total.constant(), ShapeToString(out)));
       }
     }
-    out[infer_at] = InferMinusOne(in, known);
+    ASSIGN_OR_RETURN(out[infer_at], InferMinusOne(ctx, in, known));
   } else if (total.is_constant() && known_total.is_constant() &&
              total.constant() != known_total.constant()) {
     return ctx.Error(absl::StrFormat("element count mismatch: %s has %d elements, %s has %d",

@@ -34,6 +34,20 @@ TEST(ReshapeTest, Static) {
   EXPECT_EQ(InferStr("reshape", NewShape({12}), {In(F32({2, 6}))}), "f32[12]");
 }
 
+// Tests that inferring -1 rejects an input element count or a known-dims product that overflows
+// int64 instead of wrapping (fuzzer findings: Flatten of [2^62, 8, 8], newshape [-1, 0, max]).
+TEST(ReshapeTest, MinusOneOverflowIsAnError) {
+  EXPECT_THAT(InferStr("reshape", NewShape({0, -1}), {In(F32({int64_t{1} << 62, 8, 8}))}),
+              HasSubstr("op 'reshape': cannot infer -1: the element count of input shape "
+                        "[4611686018427387904, 8, 8] overflows int64"));
+  EXPECT_THAT(InferStr("reshape", NewShape({-1, 0, INT64_MAX}), {In(F32({4, 5}))}),
+              HasSubstr("op 'reshape': cannot infer -1: the product of the known new dims "
+                        "overflows int64 at dim 9223372036854775807"));
+  // A symbolic input takes the same path.
+  EXPECT_THAT(InferStr("reshape", NewShape({-1, INT64_MAX, 2}), {In(F32({S("n"), 4}))}),
+              HasSubstr("overflows int64"));
+}
+
 TEST(ReshapeTest, Errors) {
   EXPECT_THAT(InferStr("reshape", NewShape({5}), {In(F32({2, 6}))}),
               HasSubstr("element count mismatch: [2, 6] has 12 elements, [5] has 5"));

@@ -3,11 +3,16 @@
 # installs what is missing, configures, builds (ccache, -j2), then runs the demo or the tests.
 #
 #   bash tools/dev/run.sh demo     build + run the main job
-#   bash tools/dev/run.sh test     build + ctest (then, time allowing, ASan+UBSan build + ctest)
+#   bash tools/dev/run.sh test     build; fuzz the ONNX importer (clang, libFuzzer); ctest (then,
+#                                  time allowing, ASan+UBSan build + ctest)
 #
 # Environment: HETPASS_BUILD_DIR (default build), HETPASS_JOBS (default 2),
 #              HETPASS_SANITIZE_RUN=auto|always|never (test: the ASan+UBSan pass; auto runs it
-#              when the plain pass took under HETPASS_SANITIZE_BUDGET_S seconds, default 900).
+#              when the plain pass, fuzz pass included, took under HETPASS_SANITIZE_BUDGET_S
+#              seconds, default 900),
+#              HETPASS_FUZZ_RUN=always|never (test: the fuzz pass, default always; a cold
+#              fuzz build takes ~4 min of one core), HETPASS_FUZZ_SECONDS (default 60: seconds
+#              of fuzzing ImportOnnx; docs/onnx.md "Fuzzing").
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -23,7 +28,8 @@ start=$(date +%s)
 packages=(cmake ninja-build g++ ccache python3 libabsl-dev libgtest-dev libgmock-dev
           libbenchmark-dev llvm-16-dev llvm-16-tools libzstd-dev pkg-config libgraphviz-dev graphviz
           chromium libopenblas-dev libblis-dev libdnnl-dev libxsmm-dev
-          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+          clang-16 libclang-rt-16-dev)   # libFuzzer + sanitizer runtimes (fuzz pass)
 
 install_missing() {
   local missing=()
@@ -93,10 +99,47 @@ run_demo() {
     echo "error: $onnx_model/model.onnx is missing (../shared must sit beside the checkout)" >&2
     exit 1
   fi
+  # The headline: Mask R-CNN (If/Loop, NonMaxSuppression, RoiAlign, a mask-pasting Loop whose
+  # Resize sizes come from box values), per-input masks against the old single flag.
+  local detector=../shared/models/maskrcnn_tiny
+  if [ -f "$detector/model.onnx" ]; then
+    echo
+    echo "== ONNX: $detector on sim with per-input masks (ours)"
+    "$build/hetpass" test-onnx "$detector" --device=sim
+    echo
+    echo "== the same with every shape-function input marked 'value' (the single-flag behaviour)"
+    "$build/hetpass" test-onnx "$detector" --device=sim --single-flag-masks
+  else
+    echo "error: $detector/model.onnx is missing (../shared must sit beside the checkout)" >&2
+    exit 1
+  fi
+}
+
+# The fuzz pass (docs/onnx.md "Fuzzing"): its own clang build directory with only the fuzzers
+# and their lean core library, then its ctest: replay test/fuzz/regressions/, fuzz ImportOnnx
+# for HETPASS_FUZZ_SECONDS from a seed corpus made of the machine's ONNX models. Runs before the
+# main ctest so the log still ends with that summary; a finding stops the run here, with the
+# report and the reproducer's path.
+run_fuzz() {
+  local dir="${build}-fuzz"
+  local seconds="${HETPASS_FUZZ_SECONDS:-60}"
+  echo "== fuzz pass: ImportOnnx ${seconds}s, ParseOnnxTensor 15s ($dir, clang-16 + libFuzzer)"
+  configure_and_build "$dir" -- -DHETPASS_FUZZ=ON -DCMAKE_C_COMPILER=clang-16 \
+    -DCMAKE_CXX_COMPILER=clang++-16 -DHETPASS_FUZZ_SECONDS="$seconds"
+  if ! (cd "$dir" && ctest -j "$jobs" --output-on-failure); then
+    echo "error: the fuzz pass failed: report and reproducer above" \
+         "(logs: $dir/test/fuzz/*/fuzz.log)" >&2
+    exit 1
+  fi
+  local f
+  for f in "$dir"/test/fuzz/*/summary.txt; do
+    echo "== $(basename "$(dirname "$f")"): $(head -n 1 "$f")"
+  done
 }
 
 run_tests() {
   configure_and_build "$build" -- -DHETPASS_BUILD_TESTS=ON -DHETPASS_BUILD_BENCH=ON
+  if [ "${HETPASS_FUZZ_RUN:-always}" != never ]; then run_fuzz; fi
   (cd "$build" && ctest -j "$jobs" --output-on-failure --timeout 900)
   local elapsed=$(( $(date +%s) - start ))
   local policy="${HETPASS_SANITIZE_RUN:-auto}"
