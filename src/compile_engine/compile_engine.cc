@@ -15,6 +15,7 @@
 #include "compile_engine/conv_kernel.h"
 #include "compile_engine/deconv_kernel.h"
 #include "compile_engine/dense_kernel.h"
+#include "compile_engine/image_kernel.h"
 #include "compile_engine/jit_elementwise.h"
 #include "compile_engine/reduce_kernel.h"
 #include "compile_engine/split_kernel.h"
@@ -256,6 +257,9 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
   }
   if (!kernel && options_.use_kernel_library) {  // reductions, softmax: native loops
     RETURN_IF_ERROR(attempt(CompileReduceOrSoftmaxGroup(primitive)));
+  }
+  if (!kernel && options_.use_kernel_library) {  // roi_align, resize2d, constant pad, fills
+    RETURN_IF_ERROR(attempt(CompileImageOrFillGroup(primitive)));
   }
   if (!kernel && IsReshapeOnly(primitive)) kernel = std::make_unique<CopyKernel>(&primitive);
   if (!kernel && options_.use_kernel_library && options_.use_jit) {

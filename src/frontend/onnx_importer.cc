@@ -185,9 +185,15 @@ std::optional<Tensor> ImportContext::FoldCall(const Node& n, int depth) const {
   for (const Tensor& t : ins) shape_ins.push_back(ShapeInput{t.type(), &t});
   auto types = op.InferTypes(n.attrs(), std::move(shape_ins));
   if (!types.ok() || types->size() != 1) return std::nullopt;
+  // The result's size is known before running the kernel: check it first (a Range or
+  // ConstantOfShape of constants may ask for any size; folding is for small values only).
+  std::vector<int64_t> out_dims;
   for (const DimExpr& d : (*types)[0].shape()) {
     if (!d.is_constant()) return std::nullopt;
+    out_dims.push_back(d.constant());
   }
+  auto out_count = CheckedNumElements(out_dims);
+  if (!out_count.ok() || *out_count > kMaxElements) return std::nullopt;
   auto out = op.reference()(ins, n.attrs(), *types);
   if (!out.ok() || out->size() != 1 || (*out)[0].num_elements() > kMaxElements) {
     return std::nullopt;
