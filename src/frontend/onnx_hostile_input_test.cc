@@ -15,100 +15,16 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-// As in onnx_importer_test.cc: the frontend's ONNX definitions do not reach test sources.
-#ifndef ONNX_ML
-#define ONNX_ML 1
-#endif
-#ifndef ONNX_NAMESPACE
-#define ONNX_NAMESPACE onnx
-#endif
-#include "onnx/onnx_pb.h"
 #include "passes/frontend/onnx_importer.h"
 #include "passes/ir/printer.h"
+#include "support/onnx_one_node_model.h"
 
 namespace hetpass {
 namespace {
 
 using ::testing::HasSubstr;
+using ::hetpass::testing::OneNodeModel;
 using ::testing::StartsWith;
-
-// One-node models: inputs with static (>= 0) or named dynamic (a string) dims, f32 or i64
-// initializers with given values, the node, and its outputs ("y" unless more are named).
-class OneNodeModel {
- public:
-  OneNodeModel(int64_t opset, const std::string& op_type, std::vector<std::string> inputs,
-               std::vector<std::string> outputs = {"y"}) {
-    model_.set_ir_version(8);
-    auto* id = model_.add_opset_import();
-    id->set_domain("");
-    id->set_version(opset);
-    auto* g = model_.mutable_graph();
-    g->set_name("g");
-    node_ = g->add_node();
-    node_->set_op_type(op_type);
-    node_->set_name("node_7");
-    for (const std::string& s : inputs) node_->add_input(s);
-    for (const std::string& s : outputs) {
-      node_->add_output(s);
-      g->add_output()->set_name(s);
-    }
-  }
-  // dims: a number per static dim, a name for a symbolic one.
-  OneNodeModel& Input(const std::string& name, std::vector<std::string> dims) {
-    auto* vi = model_.mutable_graph()->add_input();
-    vi->set_name(name);
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
-    for (const std::string& d : dims) {
-      auto* dim = tt->mutable_shape()->add_dim();
-      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) {
-        dim->set_dim_value(std::stoll(d));
-      } else {
-        dim->set_dim_param(d);
-      }
-    }
-    return *this;
-  }
-  OneNodeModel& Floats(const std::string& name, std::vector<int64_t> shape,
-                       std::vector<float> values) {
-    auto* t = AddInit(name, onnx::TensorProto::FLOAT, shape);
-    for (float v : values) t->add_float_data(v);
-    return *this;
-  }
-  OneNodeModel& Int64s(const std::string& name, std::vector<int64_t> values) {
-    auto* t = AddInit(name, onnx::TensorProto::INT64, {static_cast<int64_t>(values.size())});
-    for (int64_t v : values) t->add_int64_data(v);
-    return *this;
-  }
-  OneNodeModel& Ints(const std::string& name, std::vector<int64_t> v) {
-    auto* a = node_->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t x : v) a->add_ints(x);
-    return *this;
-  }
-  // The imported module printed, or "error <code>: <message>".
-  std::string Import() const {
-    auto m = ImportOnnx(model_.SerializeAsString());
-    if (!m.ok()) {
-      return "error " + std::string(absl::StatusCodeToString(m.status().code())) + ": " +
-             std::string(m.status().message());
-    }
-    return PrintModule(**m);
-  }
-
- private:
-  onnx::TensorProto* AddInit(const std::string& name, int type, std::vector<int64_t> shape) {
-    auto* t = model_.mutable_graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(type);
-    for (int64_t d : shape) t->add_dims(d);
-    return t;
-  }
-
-  onnx::ModelProto model_;
-  onnx::NodeProto* node_;
-};
 
 OneNodeModel ResizeWithScales(float sh, float sw, std::string h = "8") {
   OneNodeModel m(11, "Resize", {"x", "roi", "scales"});
