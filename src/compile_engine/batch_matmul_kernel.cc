@@ -107,21 +107,7 @@ absl::Status BatchMatmulInstance::CheckArg(const TensorArg& t, absl::string_view
                                            int rank) const {
   const std::string name =
       index < group_.num_params ? group_.Arg(role, index) : std::string(role);
-  if (t.dtype != DType::kF32 || static_cast<int>(t.shape.size()) != rank) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s must be an f32 tensor of rank %d, got %s%s", group_.function, name,
-                        rank, DTypeName(t.dtype), ShapeString(t.shape)));
-  }
-  for (int64_t d : t.shape) {
-    if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat("%s: %s has a negative dim: %s",
-                                                        group_.function, name, ShapeString(t.shape)));
-    }
-  }
-  if (t.data == nullptr && t.num_elements() > 0) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: %s has no data", group_.function, name));
-  }
-  return absl::OkStatus();
+  return CheckF32Arg(group_.function, name, name, t, rank);
 }
 
 absl::StatusOr<std::shared_ptr<const BatchMatmulInstance::Primitive>>

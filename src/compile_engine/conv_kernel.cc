@@ -225,15 +225,11 @@ class ConvInstance final : public KernelInstance {
   // One convolution for one (data shape, weight shape), on the layouts oneDNN picked for
   // src/dst (`any`: blocked nChw16c / nChw8c where it has a blocked kernel) with reorders from
   // and to the caller's plain NCHW around it when those differ.
-  struct Primitive {
+  struct Primitive : PlainLayoutBridge {  // layouts, reorders and the scratch region
     dnnl::convolution_forward conv;
-    std::optional<dnnl::reorder> reorder_in, reorder_out;  // absent when the layout is plain
     std::shared_ptr<const memory> weights;  // the packed constant, null for run-time weights
-    memory::desc src_plain, dst_plain, src, dst, weights_plain, bias;
-    memory::desc conv_scratchpad, in_scratchpad, out_scratchpad;  // user-managed
-    // The per-call scratch region: [scratchpad (max of the three) | blocked src | blocked dst],
-    // each part 64-byte aligned.
-    size_t src_offset = 0, dst_offset = 0, scratch_bytes = 0;
+    memory::desc weights_plain, bias;
+    memory::desc conv_scratchpad;  // user-managed
     // Execute arguments built once and re-pointed per call (set_data_handle); one caller at a
     // time uses them, a caller finding them busy builds its own.
     mutable std::mutex args_mu;
@@ -415,31 +411,11 @@ absl::StatusOr<std::shared_ptr<const ConvInstance::Primitive>> ConvInstance::Get
     auto primitive = std::make_shared<Primitive>();
     Primitive& p = *primitive;
     p.conv = dnnl::convolution_forward(pd);
-    p.src_plain = src_plain;
-    p.dst_plain = dst_plain;
-    p.src = pd.src_desc();
-    p.dst = pd.dst_desc();
     p.weights_plain = PlainWeights(s, g.groups);
     p.bias = bias;
     p.conv_scratchpad = pd.scratchpad_desc();
-    dnnl::primitive_attr reorder_attr;
-    reorder_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (p.src != src_plain) {
-      const dnnl::reorder::primitive_desc rpd(engine_, src_plain, engine_, p.src, reorder_attr);
-      p.reorder_in.emplace(rpd);
-      p.in_scratchpad = rpd.scratchpad_desc();
-    }
-    if (p.dst != dst_plain) {
-      const dnnl::reorder::primitive_desc rpd(engine_, p.dst, engine_, dst_plain, reorder_attr);
-      p.reorder_out.emplace(rpd);
-      p.out_scratchpad = rpd.scratchpad_desc();
-    }
-    auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
-    const size_t scratchpad = aligned(std::max(
-        {p.conv_scratchpad.get_size(), p.in_scratchpad.get_size(), p.out_scratchpad.get_size()}));
-    p.src_offset = scratchpad;
-    p.dst_offset = p.src_offset + (p.reorder_in ? aligned(p.src.get_size()) : 0);
-    p.scratch_bytes = p.dst_offset + (p.reorder_out ? aligned(p.dst.get_size()) : 0);
+    static_cast<PlainLayoutBridge&>(p) = MakePlainLayoutBridge(
+        engine_, src_plain, pd.src_desc(), pd.dst_desc(), dst_plain, p.conv_scratchpad);
     if (weight_) p.weights = PackedWeights(s, pd.weights_desc());
     cache_.emplace(key, primitive);
     return std::shared_ptr<const Primitive>(std::move(primitive));
@@ -449,23 +425,10 @@ absl::StatusOr<std::shared_ptr<const ConvInstance::Primitive>> ConvInstance::Get
 }
 
 absl::Status ConvInstance::CheckArg(const TensorArg& a, absl::string_view role, int index,
-                                    int rank) const {
-  if (a.dtype != DType::kF32 || static_cast<int>(a.shape.size()) != rank) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s must be an f32 tensor of rank %d, got %s%s", group_.function,
-                        index < group_.num_params ? group_.Arg(role, index) : std::string(role),
-                        rank, DTypeName(a.dtype), ShapeString(a.shape)));
-  }
-  for (int64_t d : a.shape) {
-    if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: %s has a negative dim: %s", group_.function, role, ShapeString(a.shape)));
-    }
-  }
-  if (a.data == nullptr && a.num_elements() > 0) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: %s has no data", group_.function, role));
-  }
-  return absl::OkStatus();
+                                  int rank) const {
+  return CheckF32Arg(group_.function,
+                     index < group_.num_params ? group_.Arg(role, index) : std::string(role),
+                     role, a, rank);
 }
 
 void ConvInstance::RunEmptyReduction(const float* bias, float* out, const ConvShape& s) const {

@@ -326,23 +326,10 @@ absl::StatusOr<std::shared_ptr<const DenseInstance::Primitive>> DenseInstance::G
 }
 
 absl::Status DenseInstance::CheckArg(const TensorArg& a, absl::string_view role, int index,
-                                     int rank) const {
-  if (a.dtype != DType::kF32 || static_cast<int>(a.shape.size()) != rank) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s must be an f32 tensor of rank %d, got %s%s", group_.function,
-                        index < group_.num_params ? group_.Arg(role, index) : std::string(role),
-                        rank, DTypeName(a.dtype), ShapeString(a.shape)));
-  }
-  for (int64_t d : a.shape) {
-    if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: %s has a negative dim: %s", group_.function, role, ShapeString(a.shape)));
-    }
-  }
-  if (a.data == nullptr && a.num_elements() > 0) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: %s has no data", group_.function, role));
-  }
-  return absl::OkStatus();
+                                  int rank) const {
+  return CheckF32Arg(group_.function,
+                     index < group_.num_params ? group_.Arg(role, index) : std::string(role),
+                     role, a, rank);
 }
 
 void DenseInstance::RunEmptyReduction(const float* bias, float* out, int64_t m, int64_t n) const {

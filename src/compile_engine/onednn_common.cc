@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <variant>
@@ -83,6 +84,56 @@ ScopedLibraryThreads::ScopedLibraryThreads()
 
 ScopedLibraryThreads::~ScopedLibraryThreads() {
   if (previous_ != wanted_) omp_set_num_threads(previous_);
+}
+
+PlainLayoutBridge MakePlainLayoutBridge(const dnnl::engine& engine,
+                                        const dnnl::memory::desc& src_plain,
+                                        const dnnl::memory::desc& src,
+                                        const dnnl::memory::desc& dst,
+                                        const dnnl::memory::desc& dst_plain,
+                                        const dnnl::memory::desc& primitive_scratchpad) {
+  PlainLayoutBridge b;
+  b.src_plain = src_plain;
+  b.dst_plain = dst_plain;
+  b.src = src;
+  b.dst = dst;
+  dnnl::primitive_attr reorder_attr;
+  reorder_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (src != src_plain) {
+    const dnnl::reorder::primitive_desc rpd(engine, src_plain, engine, src, reorder_attr);
+    b.reorder_in.emplace(rpd);
+    b.in_scratchpad = rpd.scratchpad_desc();
+  }
+  if (dst != dst_plain) {
+    const dnnl::reorder::primitive_desc rpd(engine, dst, engine, dst_plain, reorder_attr);
+    b.reorder_out.emplace(rpd);
+    b.out_scratchpad = rpd.scratchpad_desc();
+  }
+  auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  b.src_offset = aligned(std::max({primitive_scratchpad.get_size(), b.in_scratchpad.get_size(),
+                                   b.out_scratchpad.get_size()}));
+  b.dst_offset = b.src_offset + (b.reorder_in ? aligned(src.get_size()) : 0);
+  b.scratch_bytes = b.dst_offset + (b.reorder_out ? aligned(dst.get_size()) : 0);
+  return b;
+}
+
+absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
+                         absl::string_view short_name, const TensorArg& a, int rank) {
+  if (a.dtype != DType::kF32 || static_cast<int>(a.shape.size()) != rank) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s must be an f32 tensor of rank %d, got %s%s",
+                                                      function, name, rank, DTypeName(a.dtype),
+                                                      ShapeString(a.shape)));
+  }
+  for (int64_t d : a.shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrFormat("%s: %s has a negative dim: %s", function,
+                                                        short_name, ShapeString(a.shape)));
+    }
+  }
+  if (a.data == nullptr && a.num_elements() > 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s has no data", function, short_name));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace hetpass::onednn

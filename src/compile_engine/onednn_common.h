@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "passes/compile_engine/kernel.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass::onednn {
@@ -42,6 +43,31 @@ dnnl::stream& ThreadStream(const dnnl::engine& engine);
 // thread reads a null or too small buffer (seen crashing in gemm-based convolutions): run
 // primitives on a user scratchpad from here.
 void* ThreadScratch(size_t bytes);
+
+// A primitive running on the src/dst layouts oneDNN picked (blocked where it has a blocked
+// kernel), bridged to the caller's plain layouts by reorders where those differ, all on one
+// per-call user scratch region: [scratchpad (max of the primitive's and the reorders') |
+// blocked src | blocked dst], each part 64-byte aligned. Shared by conv2d and conv2d_transpose.
+struct PlainLayoutBridge {
+  dnnl::memory::desc src_plain, dst_plain, src, dst;
+  std::optional<dnnl::reorder> reorder_in, reorder_out;  // absent when the layout is plain
+  dnnl::memory::desc in_scratchpad, out_scratchpad;      // the reorders' (user-managed)
+  size_t src_offset = 0, dst_offset = 0, scratch_bytes = 0;
+};
+// Builds the bridge for a primitive whose chosen layouts are `src` / `dst` and whose own
+// scratchpad is `primitive_scratchpad`. Throws what oneDNN throws.
+PlainLayoutBridge MakePlainLayoutBridge(const dnnl::engine& engine,
+                                        const dnnl::memory::desc& src_plain,
+                                        const dnnl::memory::desc& src,
+                                        const dnnl::memory::desc& dst,
+                                        const dnnl::memory::desc& dst_plain,
+                                        const dnnl::memory::desc& primitive_scratchpad);
+
+// Checks a kernel argument: f32 of `rank`, no negative dim, data present when non-empty.
+// Errors are InvalidArgument "<function>: <name> must be an f32 tensor of rank R, got ..."
+// (`short_name` in the dim and data messages).
+absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
+                         absl::string_view short_name, const TensorArg& a, int rank);
 
 // Sets the calling thread's OpenMP thread count to KernelLibraryThreads() while alive.
 class ScopedLibraryThreads {
