@@ -1,21 +1,32 @@
-// Copy ledger: a read-only walk of one function.
+// Copy ledger: a read-only walk of one function (and of the functions it calls).
 //
-// Phase 1  Name values as the printer does (ValueNames), and index every use of every value:
-//          operands of bindings (with the operand position) and block results (return, yield).
-// Phase 2  For each device_copy (OpRole::kDeviceCopy) in program order, including inside
-//          regions: direction from its src/dst attributes, bytes from its result type (an
-//          expression of the symbols), whether a loop encloses it, and the reason: the uses of
-//          the copy's result, described by what they need ("input 1 'begin' of
-//          dyn.strided_slice %7 is value", "input 0 'data' of nn.dense %3 runs on sim",
-//          "returned from @main").
-// Output: entries in program order; totals per direction; syncs = device-to-host copies.
+// Phase 1  Name values as the printer does (ValueNames), name the regions as the VM does
+//          (RegionNames), and index every use of every value: operands of bindings (with the
+//          operand position) and block results (return, yield).
+// Phase 2  Walk the body in program order, regions included, keeping the current region:
+//          - each device_copy (OpRole::kDeviceCopy): direction from its src/dst attributes,
+//            bytes from its result type (an expression of the symbols), and the reason: the
+//            uses of the copy's result, described by what they need and which mask bit asks
+//            for the data ("input 1 'begin' of dyn.strided_slice %7 (mask value: ...)",
+//            "input 0 'data' of nn.dense %3 runs on sim", "returned from @main");
+//          - before manifest-alloc, the copies a binding implies (`implied` entries): a shape
+//            function's `value` read of an accelerator value, a data-dependent op's count;
+//          - each host tensor an accelerator kernel reads: a `param` entry (by value);
+//          - a plain invoke of a non-primitive function: that function's entries, in a region
+//            of its own (`$f`: it runs once per call).
+// Output: entries in program order, each with its region; totals per direction are sums of
+// bytes and counts times the region's execution count; syncs = device-to-host copies.
 #include "passes/analysis/copy_ledger.h"
+
+#include <algorithm>
+#include <memory>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "passes/device_planner/device_rules.h"
 #include "passes/ir/printer.h"
 #include "passes/shape_funcs/op_registry.h"
@@ -30,19 +41,42 @@ struct Use {
   int index = 0;
 };
 
+// "(mask value: its shape function reads the contents)": why a shape-function input is copied.
+std::string MaskBit(InputDep dep) {
+  if (NeedsValue(dep)) {
+    return absl::StrFormat("(mask %s: the shape function reads the contents)",
+                           InputDepName(dep));
+  }
+  return absl::StrFormat("(mask %s: metadata only, no data needed)", InputDepName(dep));
+}
+
 class LedgerBuilder {
  public:
-  LedgerBuilder(const Module& m, const Function& f) : module_(m), f_(f), names_(f) {}
+  // `region`: the ledger region the function's body belongs to (-1: the ledger's function).
+  // `called`: functions already entered (a recursive call is not entered twice).
+  LedgerBuilder(const Module& m, const Function& f, CopyLedger& ledger, int region,
+                absl::flat_hash_set<std::string>& called)
+      : module_(m),
+        f_(f),
+        ledger_(ledger),
+        region_(region),
+        called_(called),
+        names_(f),
+        region_names_(RegionNames(f)) {}
 
-  CopyLedger Build() {
+  void Build() {
     IndexUses(f_.body());
-    CopyLedger ledger;
-    ledger.function = f_.name();
-    Visit(f_.body(), /*in_loop=*/false, ledger);
-    return ledger;
+    Visit(f_.body(), region_, InLoop(region_));
   }
 
  private:
+  bool InLoop(int region) const {
+    for (int r = region; r >= 0; r = ledger_.regions[r].parent) {
+      if (ledger_.regions[r].loop) return true;
+    }
+    return false;
+  }
+
   void IndexUses(const Block& b) {
     for (const auto& n : b.nodes()) {
       for (int i = 0; i < n->num_operands(); ++i) uses_[n->operand(i)].push_back(Use{n.get(), nullptr, i});
@@ -59,6 +93,20 @@ class LedgerBuilder {
     return absl::StrJoin(names, ", ");
   }
 
+  // "$loop0" for region main$loop0 of the ledger's function main; "$f$loop0" in a callee f.
+  std::string Symbol(const std::string& vm_function) const {
+    const std::string prefix = absl::StrCat(ledger_.function, "$");
+    return absl::StrCat("$", absl::StartsWith(vm_function, prefix)
+                                 ? vm_function.substr(prefix.size())
+                                 : vm_function);
+  }
+
+  int AddRegion(const std::string& vm_function, std::string description, int parent, bool loop) {
+    ledger_.regions.push_back(
+        LedgerRegion{Symbol(vm_function), vm_function, std::move(description), parent, loop});
+    return static_cast<int>(ledger_.regions.size()) - 1;
+  }
+
   std::string Describe(const Use& u, DeviceKind dst) const {
     if (u.block != nullptr) {
       if (u.node == nullptr) return absl::StrCat("returned from @", f_.name());
@@ -70,8 +118,14 @@ class LedgerBuilder {
         const OpDef& op = *n.op();
         const InputSpec& in = op.input(u.index);
         if (NeedsValue(in.dep) && !IsAccelerator(dst)) {
-          return absl::StrFormat("input %d '%s' of %s %s is value", u.index, in.name, op.name(),
-                                 ResultNames(n));
+          if (op.role() == OpRole::kAllocTensor || op.role() == OpRole::kAllocStorage) {
+            return absl::StrFormat("input %d '%s' of %s %s (mask %s: the host reads the dims to "
+                                   "allocate)",
+                                   u.index, in.name, op.name(), ResultNames(n),
+                                   InputDepName(in.dep));
+          }
+          return absl::StrFormat("input %d '%s' of %s %s %s", u.index, in.name, op.name(),
+                                 ResultNames(n), MaskBit(in.dep));
         }
         return absl::StrFormat("input %d '%s' of %s %s runs on %s", u.index, in.name, op.name(),
                                ResultNames(n), DeviceName(n.device()));
@@ -79,8 +133,16 @@ class LedgerBuilder {
       case NodeKind::kInvoke: {
         const std::string results = ResultNames(n);
         if (IsShapeFunctionInvoke(n)) {
-          return absl::StrFormat("argument %d of the shape function of @%s %s is value",
-                                 u.index, n.callee(), results);
+          const AttrValue* mask = n.attrs().Find(kShapeFuncMaskAttr);
+          InputDep dep = InputDep::kShapeAndValue;
+          if (mask != nullptr && TypeOf(*mask) == AttrType::kIntList) {
+            const auto& m = std::get<std::vector<int64_t>>(*mask);
+            if (u.index < static_cast<int>(m.size()) && m[u.index] >= 0 && m[u.index] <= 3) {
+              dep = static_cast<InputDep>(m[u.index]);
+            }
+          }
+          return absl::StrFormat("argument %d of the shape function of @%s %s %s", u.index,
+                                 n.callee(), results, MaskBit(dep));
         }
         return absl::StrFormat("argument %d of @%s%s runs on %s", u.index, n.callee(),
                                results.empty() ? "" : absl::StrCat(" ", results),
@@ -98,31 +160,81 @@ class LedgerBuilder {
     }
   }
 
-  void Visit(const Block& b, bool in_loop, CopyLedger& ledger) {
+  void Push(LedgerEntry e, int region, bool in_loop) {
+    e.region = region;
+    e.in_loop = in_loop;
+    ledger_.entries.push_back(std::move(e));
+  }
+
+  void Visit(const Block& b, int region, bool in_loop) {
     for (const auto& n : b.nodes()) {
       if (n->kind() == NodeKind::kCall && n->op()->role() == OpRole::kDeviceCopy) {
-        ledger.entries.push_back(Entry(*n, in_loop));
+        Push(Entry(*n), region, in_loop);
       } else if (n->kind() == NodeKind::kCall) {
-        AddImplied(*n, in_loop, ledger);
+        AddImplied(*n, region, in_loop);
+        if (n->op()->role() == OpRole::kCompute) AddParams(*n, region, in_loop);
+      } else if (IsKernelInvoke(*n)) {
+        AddParams(*n, region, in_loop);
       } else if (IsPlainInvoke(*n)) {
-        AddImpliedForPrimitive(*n, in_loop, ledger);
+        const Function* callee = module_.FindFunction(n->callee());
+        if (callee != nullptr && IsPrimitive(*callee)) {
+          AddImpliedForPrimitive(*n, *callee, region, in_loop);
+          AddParams(*n, region, in_loop);
+        } else if (callee != nullptr && called_.insert(callee->name()).second) {
+          const int r = AddRegion(callee->name(),
+                                  absl::StrCat("function @", callee->name(), " (once per call)"),
+                                  region, /*loop=*/false);
+          LedgerBuilder(module_, *callee, ledger_, r, called_).Build();
+        }
       }
       for (int r = 0; r < n->num_regions(); ++r) {
-        Visit(*n->region(r), in_loop || n->kind() == NodeKind::kLoop, ledger);
+        const bool loop = n->kind() == NodeKind::kLoop;
+        const std::string what =
+            loop ? absl::StrCat("body of loop ", ResultNames(*n))
+                 : absl::StrCat(r == 0 ? "then" : "else", " branch of ", n->OpName(), " ",
+                                ResultNames(*n));
+        const int inner = AddRegion(region_names_.at(n->region(r)), what, region, loop);
+        Visit(*n->region(r), inner, in_loop || loop);
       }
+    }
+  }
+
+  // Host tensors an accelerator kernel reads travel by value (see the header).
+  void AddParams(const Node& n, int region, bool in_loop) {
+    if (!IsAccelerator(n.device())) return;
+    const int inputs = IsKernelInvoke(n)
+                           ? n.num_operands() - static_cast<int>(n.attrs().GetInt(kKernelOutputsAttr))
+                           : n.num_operands();
+    for (int i = 0; i < inputs; ++i) {
+      const Value* v = n.operand(i);
+      if (!v->type().is_tensor() || IsAccelerator(v->device())) continue;
+      LedgerEntry e;
+      e.node = &n;
+      e.direction = CopyDirection::kParam;
+      e.src = v->device() == DeviceKind::kUnset ? DeviceKind::kCpu : v->device();
+      e.dst = n.device();
+      e.bytes = v->type().NumBytes();
+      e.value = names_.Name(v);
+      e.copy = "(by value)";
+      e.reason = absl::StrFormat(
+          "%s %d of %s%s on %s reads it: a by-value kernel parameter",
+          n.kind() == NodeKind::kCall ? "input" : "argument", i,
+          n.kind() == NodeKind::kCall ? std::string(n.op()->name()) : absl::StrCat("@", n.callee()),
+          n.num_results() > 0 ? absl::StrCat(" ", ResultNames(n)) : "", DeviceName(n.device()));
+      Push(std::move(e), region, in_loop);
     }
   }
 
   // Shape-function reads of accelerator values that the IR does not copy yet, and the count of
   // a data-dependent op on the accelerator.
-  void AddImplied(const Node& n, bool in_loop, CopyLedger& ledger) {
+  void AddImplied(const Node& n, int region, bool in_loop) {
     if (!n.op()->shape_counter().empty() && IsAccelerator(n.device())) {
-      LedgerEntry e = Implied(n, in_loop, DimExpr(8), absl::StrCat("count of ", ResultNames(n)),
+      LedgerEntry e = Implied(n, DimExpr(8), absl::StrCat("count of ", ResultNames(n)),
                               absl::StrFormat("the output shape of %s %s is data-dependent: its "
                                               "count",
                                               n.op()->name(), ResultNames(n)));
       e.src = n.device();
-      ledger.entries.push_back(std::move(e));
+      Push(std::move(e), region, in_loop);
       return;
     }
     for (int i = 0; i < n.num_operands(); ++i) {
@@ -130,63 +242,52 @@ class LedgerBuilder {
       const UseNeeds needs = OperandNeeds(n, i);
       if (!needs.host || !needs.device || !IsAccelerator(v->device())) continue;
       if (!implied_.insert(v).second) continue;  // one copy per value, shared
-      LedgerEntry e;
-      e.node = &n;
-      e.implied = true;
-      e.in_loop = in_loop;
-      e.direction = CopyDirection::kDeviceToHost;
-      e.synchronizes = true;
+      LedgerEntry e = Implied(n, v->type().is_tensor() ? v->type().NumBytes() : DimExpr::Unknown(),
+                              names_.Name(v),
+                              absl::StrFormat("input %d '%s' of %s %s %s", i, n.op()->input(i).name,
+                                              n.op()->name(), ResultNames(n),
+                                              MaskBit(n.op()->dep(i))));
       e.src = v->device();
-      e.dst = DeviceKind::kCpu;
-      e.bytes = v->type().is_tensor() ? v->type().NumBytes() : DimExpr::Unknown();
-      e.value = names_.Name(v);
-      e.copy = "(implied)";
-      e.reason = absl::StrFormat("input %d '%s' of %s %s is value (shape function on the host)",
-                                 i, n.op()->input(i).name, n.op()->name(), ResultNames(n));
-      ledger.entries.push_back(std::move(e));
+      Push(std::move(e), region, in_loop);
     }
   }
 
   // Before manifest-alloc, a primitive invoke implies the same copies as the ops it fused: the
   // derived mask says which parameters its shape function reads, and a data-dependent op on
   // the accelerator implies the copy of its 8-byte count.
-  void AddImpliedForPrimitive(const Node& n, bool in_loop, CopyLedger& ledger) {
-    const Function* callee = module_.FindFunction(n.callee());
-    if (callee == nullptr || !IsPrimitive(*callee) || !IsAccelerator(n.device())) return;
-    if (callee->body().nodes().size() == 1) {
-      const Node& only = *callee->body().nodes()[0];
+  void AddImpliedForPrimitive(const Node& n, const Function& callee, int region, bool in_loop) {
+    if (!IsAccelerator(n.device())) return;
+    if (callee.body().nodes().size() == 1) {
+      const Node& only = *callee.body().nodes()[0];
       if (only.kind() == NodeKind::kCall && !only.op()->shape_counter().empty()) {
-        LedgerEntry e = Implied(n, in_loop, DimExpr(8), absl::StrCat("count of ", n.callee()),
+        LedgerEntry e = Implied(n, DimExpr(8), absl::StrCat("count of ", n.callee()),
                                 absl::StrFormat("the output shape of %s %s is data-dependent: "
                                                 "its count",
                                                 only.op()->name(), ResultNames(n)));
         e.src = n.device();
-        ledger.entries.push_back(std::move(e));
+        Push(std::move(e), region, in_loop);
         return;
       }
     }
     if (ResultShapesKnown(n)) return;  // no shape function runs
-    const std::vector<InputDep> mask = DeriveInputMask(*callee);
+    const std::vector<InputDep> mask = DeriveInputMask(callee);
     for (int i = 0; i < n.num_operands() && i < static_cast<int>(mask.size()); ++i) {
       const Value* v = n.operand(i);
       if (!NeedsValue(mask[i]) || !IsAccelerator(v->device())) continue;
       if (!implied_.insert(v).second) continue;
-      LedgerEntry e = Implied(n, in_loop, v->type().is_tensor() ? v->type().NumBytes() : DimExpr::Unknown(),
+      LedgerEntry e = Implied(n, v->type().is_tensor() ? v->type().NumBytes() : DimExpr::Unknown(),
                               names_.Name(v),
-                              absl::StrFormat("argument %d of @%s %s is value (shape function on "
-                                              "the host)",
-                                              i, n.callee(), ResultNames(n)));
+                              absl::StrFormat("argument %d of @%s %s %s", i, n.callee(),
+                                              ResultNames(n), MaskBit(mask[i])));
       e.src = v->device();
-      ledger.entries.push_back(std::move(e));
+      Push(std::move(e), region, in_loop);
     }
   }
 
-  LedgerEntry Implied(const Node& n, bool in_loop, DimExpr bytes, std::string value,
-                      std::string reason) const {
+  LedgerEntry Implied(const Node& n, DimExpr bytes, std::string value, std::string reason) const {
     LedgerEntry e;
     e.node = &n;
     e.implied = true;
-    e.in_loop = in_loop;
     e.direction = CopyDirection::kDeviceToHost;
     e.synchronizes = true;
     e.dst = DeviceKind::kCpu;
@@ -197,10 +298,9 @@ class LedgerBuilder {
     return e;
   }
 
-  LedgerEntry Entry(const Node& n, bool in_loop) const {
+  LedgerEntry Entry(const Node& n) const {
     LedgerEntry e;
     e.node = &n;
-    e.in_loop = in_loop;
     const AttrValue* src = n.attrs().Find("src");
     const AttrValue* dst = n.attrs().Find("dst");
     e.src = src ? ParseDevice(std::get<std::string>(*src)).value_or(DeviceKind::kUnset)
@@ -219,18 +319,33 @@ class LedgerBuilder {
     e.bytes = t.is_tensor() ? t.NumBytes() : DimExpr::Unknown();
     e.value = names_.Name(n.operand(0));
     e.copy = names_.Name(n.result(0));
+    // The uses that cause the copy (they need the data where it goes) come first, so the
+    // reason starts with the mask bit or kernel that asks for it; metadata-only uses follow.
+    std::vector<Use> uses;
+    if (auto it = uses_.find(n.result(0)); it != uses_.end()) uses = it->second;
+    std::stable_partition(uses.begin(), uses.end(), [&](const Use& u) { return NeedsData(u); });
     std::vector<std::string> reasons;
-    auto it = uses_.find(n.result(0));
-    const size_t total = it == uses_.end() ? 0 : it->second.size();
-    for (size_t i = 0; i < total && i < 3; ++i) reasons.push_back(Describe(it->second[i], e.dst));
-    if (total > 3) reasons.push_back(absl::StrCat("+", total - 3, " more uses"));
-    e.reason = total == 0 ? "unused" : absl::StrJoin(reasons, "; ");
+    for (size_t i = 0; i < uses.size() && i < 3; ++i) reasons.push_back(Describe(uses[i], e.dst));
+    if (uses.size() > 3) reasons.push_back(absl::StrCat("+", uses.size() - 3, " more uses"));
+    e.reason = uses.empty() ? "unused" : absl::StrJoin(reasons, "; ");
     return e;
+  }
+
+  // True unless the use reads only metadata (a shape query, a shape function's parameter whose
+  // mask lacks the value bit): such a use never needs the copy.
+  static bool NeedsData(const Use& u) {
+    if (u.block != nullptr || u.node == nullptr) return true;
+    const UseNeeds needs = OperandNeeds(*u.node, u.index);
+    return needs.host || needs.device;
   }
 
   const Module& module_;
   const Function& f_;
+  CopyLedger& ledger_;
+  const int region_;
+  absl::flat_hash_set<std::string>& called_;
   ValueNames names_;
+  const absl::flat_hash_map<const Block*, std::string> region_names_;
   absl::flat_hash_map<const Value*, std::vector<Use>> uses_;
   absl::flat_hash_set<const Value*> implied_;
 };
@@ -254,10 +369,6 @@ std::string JsonString(absl::string_view s) {
   return out + "\"";
 }
 
-constexpr CopyDirection kDirections[] = {CopyDirection::kHostToDevice,
-                                         CopyDirection::kDeviceToHost,
-                                         CopyDirection::kDeviceToDevice};
-
 }  // namespace
 
 absl::string_view CopyDirectionName(CopyDirection d) {
@@ -265,67 +376,120 @@ absl::string_view CopyDirectionName(CopyDirection d) {
     case CopyDirection::kHostToDevice: return "h2d";
     case CopyDirection::kDeviceToHost: return "d2h";
     case CopyDirection::kDeviceToDevice: return "d2d";
+    case CopyDirection::kParam: return "param";
   }
   return "<bad direction>";
 }
 
-int64_t CopyLedger::Count(CopyDirection d) const {
-  int64_t n = 0;
-  for (const LedgerEntry& e : entries) n += e.direction == d;
-  return n;
+DimExpr CopyLedger::Executions(const LedgerEntry& entry) const {
+  if (entry.region < 0 || entry.region >= static_cast<int>(regions.size())) return DimExpr(1);
+  return DimExpr::Symbol(regions[entry.region].symbol);
+}
+
+DimExpr CopyLedger::Count(CopyDirection d) const {
+  DimExpr total(0);
+  for (const LedgerEntry& e : entries) {
+    if (e.direction == d) total = total + Executions(e);
+  }
+  return total;
 }
 
 DimExpr CopyLedger::Bytes(CopyDirection d) const {
   DimExpr total(0);
   for (const LedgerEntry& e : entries) {
-    if (e.direction == d) total = total + e.bytes;
+    if (e.direction == d) total = total + e.bytes * Executions(e);
   }
   return total;
 }
 
-int64_t CopyLedger::Syncs() const {
+DimExpr CopyLedger::Syncs() const {
+  DimExpr total(0);
+  for (const LedgerEntry& e : entries) {
+    if (e.synchronizes) total = total + Executions(e);
+  }
+  return total;
+}
+
+int64_t CopyLedger::Sites(CopyDirection d) const {
   int64_t n = 0;
-  for (const LedgerEntry& e : entries) n += e.synchronizes;
+  for (const LedgerEntry& e : entries) n += e.direction == d;
   return n;
 }
 
+bool CopyLedger::HasUnknownBytes(CopyDirection d) const {
+  for (const LedgerEntry& e : entries) {
+    if (e.direction == d && e.bytes.has_unknown()) return true;
+  }
+  return false;
+}
+
 std::string CopyLedger::ToText() const {
-  std::string out = absl::StrFormat("copy ledger of @%s: %d copies, %d syncs\n", function,
-                                    entries.size(), Syncs());
-  for (CopyDirection d : kDirections) {
-    absl::StrAppendFormat(&out, "  %s: %d copies, %s bytes\n", CopyDirectionName(d), Count(d),
+  DimExpr copies(0);
+  for (CopyDirection d : kAllCopyDirections) {
+    if (d != CopyDirection::kParam) copies = copies + Count(d);
+  }
+  std::string out = absl::StrFormat("copy ledger of @%s: %s copies, %s syncs", function,
+                                    copies.ToString(), Syncs().ToString());
+  if (Sites(CopyDirection::kParam) > 0) {
+    absl::StrAppendFormat(&out, ", %s kernel parameters",
+                          Count(CopyDirection::kParam).ToString());
+  }
+  out += "\n";
+  for (const LedgerRegion& r : regions) {
+    absl::StrAppendFormat(&out, "  %s: executions of the %s (VM function %s)\n", r.symbol,
+                          r.description, r.function);
+  }
+  for (CopyDirection d : kAllCopyDirections) {
+    if (d == CopyDirection::kParam && Sites(d) == 0) continue;
+    absl::StrAppendFormat(&out, "  %s: %s %s, %s bytes\n", CopyDirectionName(d),
+                          Count(d).ToString(),
+                          d == CopyDirection::kParam ? "kernel parameters" : "copies",
                           Bytes(d).ToString());
   }
   for (const LedgerEntry& e : entries) {
+    const std::string runs =
+        e.region >= 0 ? absl::StrCat(", once per execution of ", regions[e.region].symbol) : "";
     absl::StrAppendFormat(&out, "  %s %s -> %s (%s -> %s) %s bytes%s%s%s: %s\n",
                           CopyDirectionName(e.direction), e.value, e.copy, DeviceName(e.src),
                           DeviceName(e.dst), e.bytes.ToString(), e.synchronizes ? ", sync" : "",
-                          e.in_loop ? ", per loop iteration" : "",
-                          e.implied ? ", implied (manifest-alloc inserts it)" : "", e.reason);
+                          runs, e.implied ? ", implied (manifest-alloc inserts it)" : "", e.reason);
   }
   return out;
 }
 
 std::string CopyLedger::ToJson() const {
+  std::vector<std::string> regs;
+  for (const LedgerRegion& r : regions) {
+    regs.push_back(absl::StrFormat(
+        "{\"symbol\": %s, \"function\": %s, \"description\": %s, \"parent\": %d, "
+        "\"loop\": %s}",
+        JsonString(r.symbol), JsonString(r.function), JsonString(r.description), r.parent,
+        r.loop ? "true" : "false"));
+  }
   std::vector<std::string> items;
   for (const LedgerEntry& e : entries) {
     items.push_back(absl::StrFormat(
         "{\"direction\": %s, \"src\": %s, \"dst\": %s, \"bytes\": %s, \"value\": %s, "
-        "\"copy\": %s, \"sync\": %s, \"in_loop\": %s, \"implied\": %s, \"reason\": %s}",
+        "\"copy\": %s, \"sync\": %s, \"in_loop\": %s, \"executions\": %s, "
+        "\"implied\": %s, \"reason\": %s}",
         JsonString(CopyDirectionName(e.direction)), JsonString(DeviceName(e.src)),
         JsonString(DeviceName(e.dst)), JsonString(e.bytes.ToString()), JsonString(e.value),
         JsonString(e.copy), e.synchronizes ? "true" : "false", e.in_loop ? "true" : "false",
-        e.implied ? "true" : "false", JsonString(e.reason)));
+        JsonString(Executions(e).ToString()), e.implied ? "true" : "false",
+        JsonString(e.reason)));
   }
   std::vector<std::string> totals;
-  for (CopyDirection d : kDirections) {
-    totals.push_back(absl::StrFormat("%s: {\"count\": %d, \"bytes\": %s}",
-                                     JsonString(CopyDirectionName(d)), Count(d),
+  for (CopyDirection d : kAllCopyDirections) {
+    totals.push_back(absl::StrFormat("%s: {\"count\": %s, \"bytes\": %s}",
+                                     JsonString(CopyDirectionName(d)),
+                                     JsonString(Count(d).ToString()),
                                      JsonString(Bytes(d).ToString())));
   }
   return absl::StrFormat(
-      "{\"function\": %s, \"entries\": [%s], \"totals\": {%s, \"syncs\": %d}}\n",
-      JsonString(function), absl::StrJoin(items, ", "), absl::StrJoin(totals, ", "), Syncs());
+      "{\"function\": %s, \"regions\": [%s], \"entries\": [%s], \"totals\": {%s, "
+      "\"syncs\": %s}}\n",
+      JsonString(function), absl::StrJoin(regs, ", "), absl::StrJoin(items, ", "),
+      absl::StrJoin(totals, ", "), JsonString(Syncs().ToString()));
 }
 
 absl::StatusOr<CopyLedger> ComputeCopyLedger(const Module& module, absl::string_view function) {
@@ -333,7 +497,11 @@ absl::StatusOr<CopyLedger> ComputeCopyLedger(const Module& module, absl::string_
   if (f == nullptr) {
     return absl::NotFoundError(absl::StrFormat("copy ledger: no function @%s", function));
   }
-  return LedgerBuilder(module, *f).Build();
+  CopyLedger ledger;
+  ledger.function = f->name();
+  absl::flat_hash_set<std::string> called = {f->name()};
+  LedgerBuilder(module, *f, ledger, /*region=*/-1, called).Build();
+  return ledger;
 }
 
 }  // namespace hetpass

@@ -31,15 +31,27 @@ def @main(%x: f32[n, 4] @cpu, %c: bool[] @cpu) {
 )");
   auto ledger = ComputeCopyLedger(*m);
   ASSERT_TRUE(ledger.ok()) << ledger.status();
-  ExpectCopies(*ledger, {.h2d = 1, .d2h = 2});
-  EXPECT_EQ(ledger->Syncs(), 2);
-  ASSERT_EQ(ledger->entries.size(), 3u);
+  // The copy in the then branch runs once per execution of that branch: a region symbol.
+  EXPECT_EQ(ledger->Count(CopyDirection::kHostToDevice).ToString(), "1");
+  EXPECT_EQ(ledger->Count(CopyDirection::kDeviceToHost).ToString(), "$if0_then + 1");
+  EXPECT_EQ(ledger->Syncs().ToString(), "$if0_then + 1");
+  ASSERT_EQ(ledger->regions.size(), 2u);
+  EXPECT_EQ(ledger->regions[0].symbol, "$if0_then");
+  EXPECT_EQ(ledger->regions[0].function, "main$if0_then");
+  ASSERT_EQ(ledger->entries.size(), 4u);
   EXPECT_EQ(ledger->entries[0].reason, "input 0 'data' of argmax %t runs on sim; input 0 'data' of dyn.reshape %r runs on sim");
-  EXPECT_EQ(ledger->entries[1].reason, "input 1 'newshape' of dyn.reshape %r is value");
-  EXPECT_EQ(ledger->entries[2].reason, "yielded by if %s");
+  // The reason names the mask bit that asks for the data.
+  EXPECT_EQ(ledger->entries[1].reason,
+            "input 1 'newshape' of dyn.reshape %r (mask value: the shape function reads the contents)");
+  // The host copy is then read by the sim kernel: a by-value kernel parameter, not a pointer.
+  EXPECT_EQ(ledger->entries[2].direction, CopyDirection::kParam);
+  EXPECT_EQ(ledger->entries[2].bytes.ToString(), "n*8");
+  EXPECT_EQ(ledger->entries[3].reason, "yielded by if %s");
+  EXPECT_EQ(ledger->entries[3].region, 0);
   EXPECT_EQ(ledger->entries[1].bytes.ToString(), "n*8");
   EXPECT_EQ(LedgerBytes(*ledger, CopyDirection::kHostToDevice, {{"n", 3}}), 48);
   EXPECT_EQ(LedgerBytes(*ledger, CopyDirection::kDeviceToHost, {{"n", 3}}), -1);  // `?` bytes
+  EXPECT_TRUE(ledger->HasUnknownBytes(CopyDirection::kDeviceToHost));
 }
 
 // Tests that copies inside loops are flagged per iteration and that JSON escapes text.
@@ -63,10 +75,13 @@ def @main(%m: i64[] @cpu, %c: bool[] @cpu, %x: f32[4] @sim) {
   EXPECT_TRUE(ledger->entries[1].in_loop);
   EXPECT_FALSE(ledger->entries[2].in_loop);
   EXPECT_EQ(ledger->entries[1].reason, "yielded by loop %r");
-  EXPECT_THAT(ledger->ToText(), HasSubstr("per loop iteration"));
+  EXPECT_THAT(ledger->ToText(), HasSubstr("once per execution of $loop0"));
+  EXPECT_EQ(ledger->Count(CopyDirection::kDeviceToHost).ToString(), "$loop0 + 1");
+  EXPECT_EQ(ledger->Bytes(CopyDirection::kDeviceToHost).ToString(), "$loop0*16 + 16");
   const std::string json = ledger->ToJson();
   EXPECT_THAT(json, HasSubstr("\"reason\": \"input 0 'data' of exp %e runs on cpu\""));
-  EXPECT_THAT(json, HasSubstr("\"totals\": {\"h2d\": {\"count\": 1, \"bytes\": \"16\"}"));
+  EXPECT_THAT(json, HasSubstr("\"regions\": [{\"symbol\": \"$loop0\", \"function\": \"main$loop0\""));
+  EXPECT_THAT(json, HasSubstr("\"totals\": {\"h2d\": {\"count\": \"$loop0\", \"bytes\": \"$loop0*16\"}"));
 }
 
 // Tests an unknown function.

@@ -58,7 +58,10 @@ UseNeeds OperandNeeds(const Node& user, int i) {
     case NodeKind::kCall: {
       const OpDef& op = *user.op();
       if (op.role() == OpRole::kShapeQuery) return UseNeeds{};
-      if (NeedsValue(op.dep(i)) && !op.data_dependent_output_shape()) {
+      // A data-dependent op with an on-device counter reads its `value` inputs on the device
+      // only (the count crosses, manifest-alloc copies it); without one, like any other.
+      if (NeedsValue(op.dep(i)) &&
+          (!op.data_dependent_output_shape() || op.shape_counter().empty())) {
         if (IsHostArgument(user.operand(i)->type())) return UseNeeds{true, false};
         return UseNeeds{!ResultShapesKnown(user), true};
       }

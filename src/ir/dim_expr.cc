@@ -540,4 +540,6 @@ std::string ShapeToString(const std::vector<DimExpr>& shape) {
       "]");
 }
 
+std::ostream& operator<<(std::ostream& os, const DimExpr& e) { return os << e.ToString(); }
+
 }  // namespace hetpass

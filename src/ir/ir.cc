@@ -183,6 +183,33 @@ std::string NodeContext(const Module* module, const Node& node) {
   return absl::StrCat(FormatLocation(module, node.loc()), ": ", node.OpName(), values, ": ");
 }
 
+absl::flat_hash_map<const Block*, std::string> RegionNames(const Function& f) {
+  absl::flat_hash_map<const Block*, std::string> names;
+  int next = 0;
+  // Pre-order, like WalkNodes: a binding takes its number before its regions' bindings do.
+  std::function<void(const Block&, const std::string&)> visit = [&](const Block& b,
+                                                                   const std::string& prefix) {
+    for (const auto& n : b.nodes()) {
+      if (n->num_regions() == 0) continue;
+      const int k = next++;
+      for (int r = 0; r < n->num_regions(); ++r) {
+        std::string name;
+        if (n->kind() == NodeKind::kIf) {
+          name = absl::StrCat(prefix, "$if", k, r == 0 ? "_then" : "_else");
+        } else if (n->kind() == NodeKind::kLoop) {
+          name = absl::StrCat(prefix, "$loop", k);
+        } else {
+          name = absl::StrCat(prefix, "$region", k, "_", r);
+        }
+        names[n->region(r)] = name;
+        visit(*n->region(r), name);
+      }
+    }
+  };
+  visit(f.body(), f.name());
+  return names;
+}
+
 void WalkNodes(Block& block, const std::function<void(Node&)>& fn) {
   for (auto& n : block.mutable_nodes()) {
     fn(*n);

@@ -1,5 +1,6 @@
 // The explicit list of passes available to text pipelines. A pass added to the library is
 // added here too; there are no static registration constructors.
+#include "passes/analysis/baseline_masks.h"
 #include "passes/device_planner/plan_devices.h"
 #include "passes/manifest_alloc/manifest_alloc.h"
 #include "passes/pass/pass_registry.h"
@@ -92,6 +93,24 @@ void RegisterAllPasses(PassRegistry& r) {
         opts.function = o.GetString("function", opts.function);
         ASSIGN_OR_RETURN(opts.alignment, o.GetInt("alignment", opts.alignment));
         return CreateManifestAllocPass(opts);
+      }});
+  r.Register(PassInfo{
+      std::string(BaselineMasksPassOptions::kName),
+      "for comparisons only: give every op another system's dependence masks (after "
+      "plan-devices and fuse-ops, before manifest-alloc: same placement and fusion as ours)",
+      {"table: single-flag or relay (relay)"},
+      [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+        RETURN_IF_ERROR(o.CheckKnown({"table"}));
+        BaselineMasksPassOptions opts;
+        const std::string table = o.GetString("table", BaselineMasksName(opts.table));
+        const std::optional<BaselineMasks> b = ParseBaselineMasks(table);
+        if (!b) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "option 'table' of pass 'baseline-masks' must be single-flag or relay, got '", table,
+              "'"));
+        }
+        opts.table = *b;
+        return CreateBaselineMasksPass(opts);
       }});
   r.Register(PassInfo{std::string(DceOptions::kName), "remove bindings whose results are unused",
                       {},

@@ -19,6 +19,8 @@ DeviceCounters& DeviceCounters::operator+=(const DeviceCounters& o) {
   d2h_bytes += o.d2h_bytes;
   d2d_calls += o.d2d_calls;
   d2d_bytes += o.d2d_bytes;
+  param_calls += o.param_calls;
+  param_bytes += o.param_bytes;
   syncs += o.syncs;
   allocs += o.allocs;
   alloc_bytes += o.alloc_bytes;
@@ -32,6 +34,7 @@ std::string DeviceCounters::ToString() const {
   std::string s = absl::StrFormat(
       "h2d %d (%d B), d2h %d (%d B), d2d %d (%d B), syncs %d, allocs %d, launches %d", h2d_calls,
       h2d_bytes, d2h_calls, d2h_bytes, d2d_calls, d2d_bytes, syncs, allocs, launches);
+  if (param_calls != 0) absl::StrAppendFormat(&s, ", params %d (%d B)", param_calls, param_bytes);
   if (bad_frees != 0) absl::StrAppend(&s, ", bad frees ", bad_frees);
   return s;
 }

@@ -381,8 +381,9 @@ TEST(SimDeviceDeathTest, HostReadWorksWithoutGuard) {
   sim->Free(p);
 }
 
-// Tests that Launch opens the arena: a kernel writes sim memory directly, and may read host
-// memory (kernel parameters) while doing so.
+// Tests that Launch opens the arena: a kernel writes sim memory directly. (A lambda can still
+// capture host scalars, as here; kernels of the compile engine get host data only through
+// by-value LaunchArgs, tested below.)
 TEST(SimDevice, LaunchOpensArena) {
   auto sim = Sim();
   int32_t* d = static_cast<int32_t*>(Alloc(*sim, 16 * sizeof(int32_t)));
@@ -400,6 +401,58 @@ TEST(SimDevice, LaunchOpensArena) {
   absl::Status s = sim->Launch([] { return absl::InternalError("kernel failed"); });
   EXPECT_EQ(s.message(), "kernel failed");
   EXPECT_EQ(sim->counters().launches, 2);
+  sim->Free(d);
+}
+
+// Tests kernel arguments: by-value host data is staged into the arena (the kernel sees a sim
+// address holding the same bytes, never the host pointer) and counted as parameters; a host
+// pointer passed as a buffer is rejected, as is a device range overrunning its block and more
+// than kMaxKernelParamBytes of parameters in one launch. Nothing runs after a rejection.
+TEST(SimDevice, LaunchArgsByValueAndDeviceOnly) {
+  auto sim = Sim();
+  int64_t* d = static_cast<int64_t*>(Alloc(*sim, 3 * sizeof(int64_t)));
+  int64_t bounds[3] = {4, 5, 6};
+  double scale = 2.5;
+  LaunchArg args[] = {{d, 3 * sizeof(int64_t), false},
+                      {bounds, sizeof(bounds), true},
+                      {&scale, sizeof(scale), true}};
+  ASSERT_TRUE(sim->Launch(args, [&]() -> absl::Status {
+                   EXPECT_TRUE(sim->Owns(args[1].data));
+                   EXPECT_NE(args[1].data, static_cast<void*>(bounds));
+                   const int64_t* b = static_cast<const int64_t*>(args[1].data);
+                   const double s = *static_cast<const double*>(args[2].data);
+                   int64_t* out = static_cast<int64_t*>(args[0].data);
+                   for (int i = 0; i < 3; ++i) out[i] = static_cast<int64_t>(b[i] * s);
+                   return absl::OkStatus();
+                 })
+                  .ok());
+  int64_t out[3] = {};
+  ASSERT_TRUE(sim->CopyDeviceToHost(out, d, sizeof(out)).ok());
+  EXPECT_EQ(out[0], 10);
+  EXPECT_EQ(out[2], 15);
+  EXPECT_EQ(sim->counters().param_calls, 2);
+  EXPECT_EQ(sim->counters().param_bytes, 32);
+  EXPECT_EQ(sim->counters().h2d_calls, 0);  // parameters are not copies
+  EXPECT_THAT(sim->counters().ToString(), HasSubstr("params 2 (32 B)"));
+
+  bool ran = false;
+  auto kernel = [&] {
+    ran = true;
+    return absl::OkStatus();
+  };
+  LaunchArg host_buffer[] = {{bounds, sizeof(bounds), false}};
+  absl::Status s = sim->Launch(host_buffer, kernel);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("argument 0 (24 bytes) is host memory"));
+  LaunchArg overrun[] = {{d, 4 * sizeof(int64_t) + 64, false}};
+  EXPECT_FALSE(sim->Launch(overrun, kernel).ok());
+  std::vector<uint8_t> big(kMaxKernelParamBytes + 1);
+  LaunchArg too_big[] = {{big.data(), big.size(), true}};
+  s = sim->Launch(too_big, kernel);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("a launch passes at most 4096"));
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(sim->counters().param_calls, 2);  // rejected launches count nothing
   sim->Free(d);
 }
 

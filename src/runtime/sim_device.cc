@@ -29,8 +29,16 @@
 //           fits inside one live allocation (this also catches use-after-free and overruns into
 //           a neighbouring block), and that a host pointer is not sim memory. Errors are
 //           InvalidArgument naming the direction, the arena offset and the size.
-//   Counts  As device.h specifies: per-direction calls and bytes, one sync per device-to-host
-//           copy and per Synchronize, raw allocs/alloc_bytes/frees, launches, bad_frees.
+//   Launch  A kernel sees device memory only. Each non-by-value argument must lie inside one live
+//           allocation (a host pointer, or a range overrunning its block, is an error naming the
+//           argument); by-value arguments (host data the kernel reads: slice bounds, a target
+//           shape) are copied into a parameter block taken from the arena for the launch, at
+//           most kMaxKernelParamBytes in all, and the kernel gets that block's address: as on a
+//           GPU, where such data travels in the launch's parameter space. The block is internal
+//           (not an allocation in the counters) and freed when the kernel returns.
+//   Counts  As device.h specifies: per-direction calls and bytes, params (calls and bytes), one
+//           sync per device-to-host copy and per Synchronize, raw allocs/alloc_bytes/frees,
+//           launches, bad_frees.
 // Thread safety: Allocate/Free/Owns/Copy*/Launch may be called from several threads. One mutex
 // guards the allocator and the counters; another guards the guard depth. Neither is held while
 // bytes are copied or a kernel runs (a kernel may call back into the device).
@@ -54,6 +62,9 @@ namespace hetpass::runtime {
 namespace {
 
 constexpr size_t kAlignment = 64;
+// Each by-value kernel argument starts at a multiple of this in the parameter block (the widest
+// scalar a kernel reads).
+constexpr size_t kParamAlignment = 16;
 
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -225,13 +236,65 @@ class SimDevice final : public Device {
     return absl::OkStatus();
   }
 
-  absl::Status Launch(absl::FunctionRef<absl::Status()> kernel) override {
-    RETURN_IF_ERROR(OpenArena());
+  absl::Status Launch(absl::Span<LaunchArg> args,
+                      absl::FunctionRef<absl::Status()> kernel) override {
+    size_t param_bytes = 0;
+    int64_t params = 0;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const LaunchArg& a = args[i];
+      if (a.by_value) {
+        RETURN_IF_ERROR(CheckHost("launch", absl::StrCat("by-value argument ", i).c_str(), a.data,
+                                  a.bytes));
+        param_bytes += RoundUp(a.bytes, kParamAlignment);
+        ++params;
+        continue;
+      }
+      if (a.bytes == 0) continue;  // never dereferenced
+      if (!Owns(a.data)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sim launch: argument ", i, " (", a.bytes,
+            " bytes) is host memory: a kernel reads no host memory (small host data travels by "
+            "value, the rest as a device_copy)"));
+      }
+      RETURN_IF_ERROR(CheckDevice("launch", absl::StrCat("argument ", i).c_str(), a.data, a.bytes));
+    }
+    if (param_bytes > kMaxKernelParamBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sim launch: ", params, " by-value arguments take ", param_bytes,
+          " bytes of kernel parameters (aligned to ", kParamAlignment, "); a launch passes at most ",
+          kMaxKernelParamBytes));
+    }
+    std::optional<size_t> block;
+    if (params > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      block = allocator_.Allocate(RoundUp(param_bytes, kAlignment));
+      if (!block.has_value()) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "sim launch: no room for ", param_bytes, " bytes of kernel parameters in the arena"));
+      }
+      counters_.param_calls += params;
+      for (const LaunchArg& a : args) counters_.param_bytes += a.by_value ? a.bytes : 0;
+    }
+    if (absl::Status open = OpenArena(); !open.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (block.has_value()) allocator_.Free(*block);
+      return open;
+    }
+    if (block.has_value()) {
+      size_t offset = *block;
+      for (LaunchArg& a : args) {
+        if (!a.by_value) continue;
+        if (a.bytes > 0) std::memcpy(base_ + offset, a.data, a.bytes);
+        a.data = base_ + offset;
+        offset += RoundUp(a.bytes, kParamAlignment);
+      }
+    }
     absl::Status status = kernel();
     absl::Status closed = CloseArena();
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.launches;
+      if (block.has_value()) allocator_.Free(*block);
     }
     if (!status.ok()) return status;
     return closed;

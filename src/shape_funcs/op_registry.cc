@@ -350,16 +350,8 @@ std::unique_ptr<OpRegistry> OpRegistry::CloneWith(const std::function<void(OpDef
 
 void OpRegistry::SetDep(OpDef& def, int input, InputDep dep) { def.inputs_[input].dep = dep; }
 
-std::unique_ptr<OpRegistry> OpRegistry::SingleFlagOverride() const {
-  return CloneWith([](OpDef& def) {
-    if (!def.needs_values()) return;
-    // `value` is added to what each input already needs (shape rules still read shapes).
-    for (size_t i = 0; i < def.inputs().size(); ++i) {
-      const InputDep d = def.inputs()[i].dep;
-      SetDep(def, static_cast<int>(i),
-             static_cast<InputDep>(static_cast<int>(d) | static_cast<int>(InputDep::kValue)));
-    }
-  });
+void OpRegistry::SetShapeCounter(OpDef& def, std::string counter) {
+  def.shape_counter_ = std::move(counter);
 }
 
 std::string OpRegistry::Describe() const {

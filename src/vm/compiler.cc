@@ -159,6 +159,7 @@ class ModuleCompiler {
 
   absl::Status CompileEntry(const Function& f) {
     names_ = std::make_unique<ValueNames>(f);
+    region_names_ = RegionNames(f);
     building_.emplace_back();
     const int32_t index = static_cast<int32_t>(building_.size() - 1);
     building_[index].name = f.name();
@@ -319,9 +320,8 @@ class ModuleCompiler {
       }
       case NodeKind::kIf: {
         std::vector<const Value*> then_caps, else_caps;
-        const int32_t id = region_counter_++;
-        ASSIGN_OR_RETURN(int32_t then_fn, CompileRegion(*n.region(0), absl::StrCat(s.fn->name, "$if", id, "_then"), &then_caps));
-        ASSIGN_OR_RETURN(int32_t else_fn, CompileRegion(*n.region(1), absl::StrCat(s.fn->name, "$if", id, "_else"), &else_caps));
+        ASSIGN_OR_RETURN(int32_t then_fn, CompileRegion(*n.region(0), region_names_.at(n.region(0)), &then_caps));
+        ASSIGN_OR_RETURN(int32_t else_fn, CompileRegion(*n.region(1), region_names_.at(n.region(1)), &else_caps));
         // Both branches receive the union of captures; each uses its own prefix list.
         ASSIGN_OR_RETURN(int32_t cond, Reg(s, n.operand(0), n));
         Instruction in{.op = Opcode::kIf, .dst = -1, .a = then_fn, .b = else_fn, .c = cond};
@@ -339,8 +339,7 @@ class ModuleCompiler {
       }
       case NodeKind::kLoop: {
         std::vector<const Value*> caps;
-        const int32_t id = region_counter_++;
-        ASSIGN_OR_RETURN(int32_t body_fn, CompileRegion(*n.region(0), absl::StrCat(s.fn->name, "$loop", id), &caps));
+        ASSIGN_OR_RETURN(int32_t body_fn, CompileRegion(*n.region(0), region_names_.at(n.region(0)), &caps));
         Instruction in{.op = Opcode::kLoop, .a = body_fn,
                        .b = n.num_operands() - 2 /* carried */};
         in.list = static_cast<int32_t>(s.fn->operands.size());
@@ -510,7 +509,9 @@ class ModuleCompiler {
   std::deque<VmFunction> building_;
   std::unique_ptr<ValueNames> names_;  // of the entry function being compiled
   std::vector<PendingCall> pending_calls_;
-  int32_t region_counter_ = 0;
+  // Names of the regions of the entry function being compiled (RegionNames: the copy ledger
+  // uses the same names to bind its loop terms to the VM's execution counts).
+  absl::flat_hash_map<const Block*, std::string> region_names_;
 
  public:
   absl::StatusOr<Executable> RunAll() {

@@ -77,11 +77,14 @@ struct VirtualMachine::Impl {
   std::vector<std::unique_ptr<KernelInstance>> instances;
   std::vector<std::shared_ptr<const ShapeFunction>> shape_funcs;
   std::vector<TensorArg> arg_scratch;
+  std::vector<runtime::LaunchArg> launch_scratch;
   struct FrameCache {
     std::vector<Object> regs;
     bool active = false;
   };
   std::vector<FrameCache> frames;  // per function
+  // Per function: how many times it ran since the last reset (the copy ledger's region terms).
+  std::vector<int64_t> executions;
   // Per function and pc of alloc_storage: the storage that instruction used last (see there).
   // Declared after the pools: released to them before they are destroyed.
   std::vector<std::vector<std::shared_ptr<runtime::Storage>>> storage_slots;
@@ -168,6 +171,7 @@ struct VirtualMachine::Impl {
       }
     }
     frames.resize(exe.functions.size());
+    executions.assign(exe.functions.size(), 0);
     storage_slots.resize(exe.functions.size());
     for (size_t i = 0; i < exe.functions.size(); ++i) storage_slots[i].resize(exe.functions[i].code.size());
     profile.resize(exe.functions.size());
@@ -272,6 +276,7 @@ struct VirtualMachine::Impl {
 absl::StatusOr<std::vector<Object>> VirtualMachine::Impl::Call(int32_t fi, std::vector<Object> args,
                                                                int64_t* syms) {
   const VmFunction& f = exe.functions[fi];
+  ++executions[fi];
   if (static_cast<int32_t>(args.size()) != f.num_params) {
     return absl::InvalidArgumentError(absl::StrCat("@", f.name, " takes ", f.num_params,
                                                    " arguments, got ", args.size()));
@@ -420,16 +425,25 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
     }
     case Opcode::kInvokeKernel: {
       arg_scratch.clear();
+      launch_scratch.clear();
+      // Host tensors an accelerator kernel reads (slice bounds, targets: the copy ledger's
+      // `param` entries) travel by value; the device stages them and points the kernel there.
+      const bool accelerator = IsAccelerator(in.device);
       for (int32_t i = 0; i < in.count; ++i) {
         const Object& o = regs[list[i]];
         if (o.kind != Object::Kind::kTensor) {
           return absl::InvalidArgumentError(absl::StrCat("kernel argument ", i, " is not a tensor"));
         }
         arg_scratch.push_back(o.tensor.AsArg());
+        launch_scratch.push_back(runtime::LaunchArg{
+            o.tensor.data(), o.tensor.nbytes(),
+            accelerator && o.tensor.device()->kind() == DeviceKind::kCpu});
       }
       KernelInstance* k = instances[in.a].get();
-      std::vector<TensorArg>* args = &arg_scratch;
-      return dev(in.device)->Launch([k, args]() { return k->Run(*args); });
+      return dev(in.device)->Launch(absl::MakeSpan(launch_scratch), [this, k]() {
+        for (size_t i = 0; i < arg_scratch.size(); ++i) arg_scratch[i].data = launch_scratch[i].data;
+        return k->Run(arg_scratch);
+      });
     }
     case Opcode::kShapeFunc: {
       const ShapeFunction& sf = *shape_funcs[in.a];
@@ -626,6 +640,23 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::Run(absl::string_view functi
   return impl_->Call(fi, std::move(args), syms.data());
 }
 
+absl::StatusOr<std::vector<Object>> VirtualMachine::RunRecorded(int fi, std::vector<Object> args) {
+  Impl& m = *impl_;
+  std::fill(m.executions.begin(), m.executions.end(), 0);
+  std::vector<int64_t> syms(m.exe.symbols.size(), 0);
+  auto out = m.Call(fi, std::move(args), syms.data());
+  last_record_ = RunRecord();
+  for (const ArgSpec& p : m.exe.functions[fi].params) {
+    for (const ArgDim& d : p.dims) {
+      if (d.kind == ArgDim::kBind) last_record_.symbols[m.exe.symbols[d.value]] = syms[d.value];
+    }
+  }
+  for (size_t i = 0; i < m.executions.size(); ++i) {
+    if (m.executions[i] > 0) last_record_.executions[m.exe.functions[i].name] = m.executions[i];
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<Tensor>> VirtualMachine::RunWithHostTensors(absl::string_view function,
                                                                       const std::vector<Tensor>& inputs) {
   const int fi = impl_->exe.FindFunction(function);
@@ -641,7 +672,7 @@ absl::StatusOr<std::vector<Tensor>> VirtualMachine::RunWithHostTensors(absl::str
     args.push_back(Object::FromTensor(std::move(a)));
   }
   ResetCounters();
-  auto out = Run(function, std::move(args));
+  auto out = RunRecorded(fi, std::move(args));
   last_run_ = Counters();
   if (!out.ok()) return out.status();
   std::vector<Tensor> host;

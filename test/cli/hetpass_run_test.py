@@ -41,6 +41,8 @@ for device in ["sim", "cpu"]:
     r = json.loads(p.stdout)
     results[device] = r
     check(r["ledger_agrees"] is True, f"{device}: ledger_agrees is {r['ledger_agrees']}")
+    # sim: the result's size is `?` (not checked), so not exact; cpu copies nothing: exact.
+    check(r["ledger_exact"] is (device == "cpu"), f"{device}: ledger_exact is {r['ledger_exact']}")
     check(r["outputs"][0]["shape"] == [15, 126], f"{device}: output shape {r['outputs'][0]['shape']}")
     check(r["steady_state_device_allocs"] == 0, f"{device}: steady-state allocs {r['steady_state_device_allocs']}")
     # cpu has no device_copy instructions (the input upload and the result download).
@@ -71,7 +73,19 @@ if p.returncode == 0 and p2.returncode == 0:
 
 # Text output shows the ledger next to the counters.
 p = run([mlp, "--device=sim"] + inputs)
-check("the run made exactly the copies the ledger promised" in p.stdout, "text output lacks the agreement line")
+# The sliced result's size is known only at run time, so its bytes are "not checked" and the
+# summary must not say "exactly"; everything else matched.
+check("every checked count, byte total and sync matched the ledger; not checked: d2h bytes" in p.stdout,
+      "text output lacks the agreement line")
+check("exactly" not in p.stdout, "text output claims exactly with unchecked bytes")
+check("param  4 (64 B)" in p.stdout, "text output lacks the kernel parameters row")
+
+# Exit statuses: a stage after the importer that fails is 4 (never 3, "unsupported") and the
+# message names the stage.
+p = run([mlp, "--passes=infer-types,no-such-pass"] + inputs, expect_ok=False)
+check(p.returncode == 4 and "pipeline:" in p.stderr, f"bad pass: exit {p.returncode}, {p.stderr.strip()}")
+p = run([mlp, "--baseline-masks=tvm"] + inputs, expect_ok=False)
+check("--baseline-masks must be single-flag or relay" in p.stderr, f"bad baseline: {p.stderr.strip()}")
 
 # Errors.
 for args, message in [
@@ -112,6 +126,15 @@ else:
             r = json.loads(p.stdout)
             check((r["passed"], r["total"]) == (2, 2), f"test-onnx {device}: {r['passed']}/{r['total']}")
             check(all(s["ledger_agrees"] for s in r["sets"]), f"test-onnx {device}: ledger disagrees")
+            # Every size is an expression of the batch: the comparison is exact.
+            check(all(s["ledger_exact"] for s in r["sets"]), f"test-onnx {device}: ledger not exact")
+    for baseline in ["single-flag", "relay"]:
+        p = subprocess.run([hetpass, "test-onnx", shared, "--device=sim", f"--baseline-masks={baseline}"],
+                           capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0 and f"baseline-masks{{table={baseline}}},manifest-alloc" in p.stdout,
+              f"test-onnx --baseline-masks={baseline}: {p.stdout[-300:]} {p.stderr}")
+        check("the run made exactly the copies the ledger promised" in p.stdout,
+              f"test-onnx --baseline-masks={baseline} is not exact: {p.stdout[-300:]}")
     p = subprocess.run([hetpass, "import", os.path.join(work, "mlp.hvm")], capture_output=True, text=True)
     check(p.returncode != 0 and "mlp.hvm" in p.stderr, f"import of a non-ONNX file: {p.stderr}")
 

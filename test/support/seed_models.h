@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "passes/analysis/baseline_masks.h"
 #include "passes/shape_funcs/op_registry.h"
 
 namespace hetpass::testing {
@@ -114,11 +115,11 @@ def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu
 }
 )";
 
-// The registry with the single per-op flag of older systems (OpRegistry::SingleFlagOverride).
-inline const OpRegistry& SingleFlag() {
-  static const OpRegistry* r = OpRegistry::Global().SingleFlagOverride().release();
-  return *r;
-}
+// The single-flag baseline's registry used from parsing on, so placement and fusion react to
+// its masks too: for tests of how the planner and the fuser treat over-declared masks. Baseline
+// *comparisons* keep our placement and fusion instead (PipelineWithBaseline).
+inline const OpRegistry& SingleFlag() { return BaselineRegistry(BaselineMasks::kSingleFlag); }
+
 
 }  // namespace hetpass::testing
 

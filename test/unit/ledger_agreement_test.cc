@@ -1,10 +1,14 @@
 // The copies the IR promises are the copies made: every exact-count case of the planner and
 // manifest-alloc tests (5a-f), compiled, run on the sim device, and its run-time counters
 // (device-to-host and host-to-device calls and bytes, syncs) compared with the copy ledger with
-// the symbols bound, under our per-input masks and under the single-flag registry. Outputs are
-// also compared with the unfused reference evaluation, so a "cheaper" run cannot be wrong.
+// the symbols bound, under our per-input masks and under both baselines (single-flag, relay:
+// the baseline-masks pass before manifest-alloc, same placement and fusion). Outputs are also
+// compared with the unfused reference evaluation, so a "cheaper" run cannot be wrong. Then
+// loops (the ledger's region symbols bound by the VM's execution counts) and a ledger that
+// lies, which the comparison must reject.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "passes/analysis/baseline_masks.h"
 #include "passes/vm/vm.h"
 #include "support/runtime_test_util.h"
 #include "support/seed_models.h"
@@ -15,7 +19,6 @@ namespace {
 using ::hetpass::testing::CompileForVm;
 using ::hetpass::testing::RandomTensor;
 using ::hetpass::testing::ReferenceRun;
-using ::hetpass::testing::SingleFlag;
 using ::hetpass::testing::TensorsNear;
 
 constexpr char kTargetOutputs[] = "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc";
@@ -27,8 +30,10 @@ struct Case {
   std::string pipeline;
   std::vector<Tensor> inputs;
   DimExpr::Bindings bindings;
-  // Expected run-time copies: ours, then single flag.
-  int64_t h2d, d2h, old_h2d, old_d2h;
+  // Expected run-time copies {h2d, d2h}: ours, single-flag, relay.
+  struct Copies {
+    int64_t h2d, d2h;
+  } ours, single_flag, relay;
 };
 
 Tensor I64(std::vector<int64_t> shape, std::vector<int64_t> v) {
@@ -40,52 +45,62 @@ std::vector<Case> Cases() {
   std::vector<Case> cases;
   cases.push_back({"5a_slice_chain", ::hetpass::testing::SliceChain(), kTargetOutputs,
                    {RandomTensor(DType::kF32, {24, 64}, 1), begin, end, strides}, {{"n", 24}},
-                   0, 0, 0, 10});
+                   {0, 0}, {0, 1}, {0, 0}});
   for (int64_t n : {16, 5}) {
     cases.push_back({absl::StrCat("5b_mlp_n", n), ::hetpass::testing::SeedMlp("n"), kDefault,
-                     {RandomTensor(DType::kF32, {n, 1024}, 2)}, {{"n", n}}, 1, 1, 1, 1});
+                     {RandomTensor(DType::kF32, {n, 1024}, 2)}, {{"n", n}}, {1, 1}, {1, 1}, {1, 1}});
   }
   cases.push_back({"5b_mlp_static", ::hetpass::testing::SeedMlp("16"), kDefault,
-                   {RandomTensor(DType::kF32, {16, 1024}, 3)}, {}, 1, 1, 1, 1});
+                   {RandomTensor(DType::kF32, {16, 1024}, 3)}, {}, {1, 1}, {1, 1}, {1, 1}});
   cases.push_back({"5c_reshape_from_shape_arithmetic", ::hetpass::testing::kReshapeFromShapeArithmetic,
-                   kDefault, {RandomTensor(DType::kF32, {6, 1024}, 4)}, {{"n", 6}}, 1, 1, 1, 1});
+                   kDefault, {RandomTensor(DType::kF32, {6, 1024}, 4)}, {{"n", 6}}, {1, 1}, {1, 1}, {1, 1}});
   cases.push_back({"5d_argwhere_count", ::hetpass::testing::kArgwhereCount,
-                   kTargetOutputs, {RandomTensor(DType::kF32, {7, 4}, 5)}, {{"n", 7}}, 0, 1, 0, 1});
+                   kTargetOutputs, {RandomTensor(DType::kF32, {7, 4}, 5)}, {{"n", 7}}, {0, 1}, {0, 1}, {0, 1}});
   cases.push_back({"nms_count", ::hetpass::testing::kNonMaxSuppressionCount, kTargetOutputs,
                    {RandomTensor(DType::kF32, {1, 9, 4}, 8),
                     RandomTensor(DType::kF32, {1, 2, 9}, 9)},
-                   {{"n", 9}}, 0, 1, 0, 1});
+                   {{"n", 9}}, {0, 1}, {0, 1}, {0, 1}});
   cases.push_back({"5e_over_declared_ops", ::hetpass::testing::kOverDeclaredOps,
                    kTargetOutputs,
                    {RandomTensor(DType::kF32, {2, 3, 8, 8}, 6), I64({2}, {10, 12}),
                     I64({8}, {0, 0, 1, 1, 0, 0, 2, 2}), I64({4}, {1, 1, 2, 1}), I64({}, {5})},
-                   {{"n", 2}}, 1, 0, 1, 5});
+                   {{"n", 2}}, {1, 0}, {1, 4}, {1, 4}});
   cases.push_back({"5f_shape_and_value_copied_once", ::hetpass::testing::kShapeAndValueCopiedOnce,
                    kTargetOutputs,
                    {RandomTensor(DType::kF32, {9, 64}, 7), I64({2}, {1, 2}), I64({2}, {5, 30}), I64({2}, {1, 1})},
-                   {{"n", 9}}, 0, 0, 0, 1});
+                   {{"n", 9}}, {0, 0}, {0, 1}, {0, 0}});
   return cases;
 }
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class LedgerAgreement : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LedgerAgreement, RunTimeCountersEqualTheLedger) {
   const Case& c = GetParam();
   std::vector<std::vector<Tensor>> outputs;
-  for (const OpRegistry* registry : {&OpRegistry::Global(), &SingleFlag()}) {
-    const bool single = registry != &OpRegistry::Global();
-    SCOPED_TRACE(single ? "single-flag masks" : "per-input masks");
-    auto p = CompileForVm(c.text, c.pipeline, registry);
+  const std::pair<std::optional<BaselineMasks>, Case::Copies> modes[] = {
+      {std::nullopt, c.ours}, {BaselineMasks::kSingleFlag, c.single_flag},
+      {BaselineMasks::kRelay, c.relay}};
+  for (const auto& [baseline, want] : modes) {
+    SCOPED_TRACE(baseline ? std::string(BaselineMasksName(*baseline)) : "hetpass masks");
+    auto p = CompileForVm(c.text, baseline ? PipelineWithBaseline(c.pipeline, *baseline) : c.pipeline);
     ASSERT_TRUE(p.ok()) << p.status();
     auto vm = vm::VirtualMachine::Load(p->executable);
     ASSERT_TRUE(vm.ok()) << vm.status();
     auto out = (*vm)->RunWithHostTensors("main", c.inputs);
     ASSERT_TRUE(out.ok()) << out.status();
     const runtime::DeviceCounters& counters = (*vm)->LastRunCounters();
-    const absl::Status agree = vm::CompareWithLedger(p->ledger, counters, c.bindings);
-    EXPECT_TRUE(agree.ok()) << agree << "\n" << p->ledger.ToText();
-    EXPECT_EQ(counters.h2d_calls, single ? c.old_h2d : c.h2d);
-    EXPECT_EQ(counters.d2h_calls, single ? c.old_d2h : c.d2h);
+    const DimExpr::Bindings bindings = (*vm)->LastRunRecord().LedgerBindings(p->ledger);
+    for (const auto& [symbol, value] : c.bindings) EXPECT_EQ(bindings.at(symbol), value) << symbol;
+    const vm::LedgerComparison cmp = vm::CompareLedger(p->ledger, counters, bindings);
+    EXPECT_TRUE(cmp.agrees()) << cmp.Summary() << "\n" << cmp.Table() << p->ledger.ToText();
+    std::printf("[ copies   ] %-34s %-12s h2d %lld d2h %lld params %lld\n", c.name.c_str(),
+                baseline ? std::string(BaselineMasksName(*baseline)).c_str() : "hetpass",
+                static_cast<long long>(counters.h2d_calls), static_cast<long long>(counters.d2h_calls),
+                static_cast<long long>(counters.param_calls));
+    EXPECT_EQ(counters.h2d_calls, want.h2d);
+    EXPECT_EQ(counters.d2h_calls, want.d2h);
     // Every device-to-host copy blocks once; nothing else synchronises.
     EXPECT_EQ(counters.syncs, counters.d2h_calls);
     auto ref = ReferenceRun(*p->source, c.inputs);
@@ -119,6 +134,96 @@ TEST(LedgerAgreementNms, OnlyTheEightByteCountCrosses) {
     ASSERT_EQ(out->size(), 1u);
     EXPECT_TRUE(TensorsNear((*out)[0], (*ref)[0])) << "n=" << n;
   }
+}
+
+// A loop whose body copies its carried tensor to the host and back every iteration: the ledger
+// promises `1 + $loop0` device-to-host copies (the last after the loop), the VM reports how many
+// times the body ran, and with that bound the comparison is exact: counts, bytes and syncs.
+constexpr char kLoopPingPong[] = R"(
+def @main(%m: i64[] @cpu, %c: bool[] @cpu, %x: f32[n, 4] @sim) {
+  %r = loop(%m, %c, %x) (%i: i64[] @cpu, %ci: bool[] @cpu, %acc: f32[n, 4] @sim) {
+    %h = device_copy(%acc) {src = "sim", dst = "cpu"} : f32[n, 4] @cpu
+    %e = exp(%h) : f32[n, 4] @cpu
+    %d = device_copy(%e) {src = "cpu", dst = "sim"} : f32[n, 4] @sim
+    yield %ci, %d
+  } : f32[n, 4] @sim
+  %rh = device_copy(%r) {src = "sim", dst = "cpu"} : f32[n, 4] @cpu
+  return %rh
+}
+)";
+
+absl::StatusOr<::hetpass::testing::VmProgram> CompileLoop() {
+  return CompileForVm(kLoopPingPong, "infer-types,fuse-ops,manifest-alloc");
+}
+
+TEST(LedgerLoops, TripCountsBindTheLedgerExactly) {
+  auto p = CompileLoop();
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->ledger.Count(CopyDirection::kDeviceToHost).ToString(), "$loop0 + 1")
+      << p->ledger.ToText();
+  auto vm = vm::VirtualMachine::Load(p->executable);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  for (const auto& [trips, n] : std::vector<std::pair<int64_t, int64_t>>{{5, 3}, {0, 2}, {12, 1}}) {
+    SCOPED_TRACE(absl::StrCat("trips ", trips, ", n ", n));
+    auto out = (*vm)->RunWithHostTensors(
+        "main", {I64({}, {trips}), Tensor::FromDoubles(DType::kBool, {}, {1}),
+                 RandomTensor(DType::kF32, {n, 4}, 11)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const runtime::DeviceCounters& counters = (*vm)->LastRunCounters();
+    const DimExpr::Bindings bindings = (*vm)->LastRunRecord().LedgerBindings(p->ledger);
+    EXPECT_EQ(bindings.at("$loop0"), trips);
+    EXPECT_EQ(bindings.at("n"), n);
+    EXPECT_EQ(counters.d2h_calls, 1 + trips);
+    EXPECT_EQ(counters.d2h_bytes, (1 + trips) * n * 16);
+    EXPECT_EQ(counters.h2d_calls, trips);
+    const vm::LedgerComparison cmp = vm::CompareLedger(p->ledger, counters, bindings);
+    EXPECT_TRUE(cmp.exact()) << cmp.Summary() << "\n" << cmp.Table();
+    EXPECT_THAT(cmp.Summary(), ::testing::HasSubstr("exactly"));
+  }
+}
+
+// A ledger that lies must fail the comparison, field by field, and never read "exactly": a
+// wrong trip count (the per-iteration copies are off), a copy too many, a wrong size, and an
+// unknown (`?`) size, which is "not checked" rather than matched.
+TEST(LedgerLoops, AWrongLedgerFailsTheComparison) {
+  auto p = CompileLoop();
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto vm = vm::VirtualMachine::Load(p->executable);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  auto out = (*vm)->RunWithHostTensors(
+      "main", {I64({}, {4}), Tensor::FromDoubles(DType::kBool, {}, {1}),
+               RandomTensor(DType::kF32, {3, 4}, 12)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const runtime::DeviceCounters& counters = (*vm)->LastRunCounters();
+  const DimExpr::Bindings right = (*vm)->LastRunRecord().LedgerBindings(p->ledger);
+  ASSERT_TRUE(vm::CompareLedger(p->ledger, counters, right).exact());
+
+  DimExpr::Bindings wrong_trips = right;
+  wrong_trips["$loop0"] = 3;
+  const vm::LedgerComparison trips = vm::CompareLedger(p->ledger, counters, wrong_trips);
+  EXPECT_FALSE(trips.agrees());
+  EXPECT_THAT(trips.Summary(), ::testing::Not(::testing::HasSubstr("exactly")));
+  EXPECT_FALSE(vm::CompareWithLedger(p->ledger, counters, wrong_trips).ok());
+
+  CopyLedger extra = p->ledger;
+  extra.entries.push_back(extra.entries.back());  // one more device-to-host copy
+  const vm::LedgerComparison more = vm::CompareLedger(extra, counters, right);
+  EXPECT_FALSE(more.agrees()) << more.Table();
+  EXPECT_THAT(more.Summary(), ::testing::HasSubstr("d2h"));
+
+  CopyLedger bigger = p->ledger;
+  for (LedgerEntry& e : bigger.entries) e.bytes = e.bytes * DimExpr(2);
+  EXPECT_FALSE(vm::CompareLedger(bigger, counters, right).agrees());
+
+  CopyLedger unknown = p->ledger;
+  for (LedgerEntry& e : unknown.entries) {
+    if (e.direction == CopyDirection::kDeviceToHost) e.bytes = DimExpr::Unknown();
+  }
+  const vm::LedgerComparison unchecked = vm::CompareLedger(unknown, counters, right);
+  EXPECT_TRUE(unchecked.agrees());
+  EXPECT_FALSE(unchecked.exact());
+  EXPECT_THAT(unchecked.Summary(), ::testing::HasSubstr("not checked"));
+  EXPECT_THAT(unchecked.Summary(), ::testing::Not(::testing::HasSubstr("exactly")));
 }
 
 INSTANTIATE_TEST_SUITE_P(ExactCounts, LedgerAgreement, ::testing::ValuesIn(Cases()),

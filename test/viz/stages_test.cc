@@ -55,22 +55,32 @@ TEST(StagesTest, SummaryOfPlacedModule) {
   if (registry_allocates) {
     EXPECT_EQ(*s.allocations, 0);
   }
-  ASSERT_EQ(s.copies.size(), 2u);
+  ASSERT_EQ(s.copies.size(), 5u);
   EXPECT_EQ(s.copies[0].direction, "d2h");
   EXPECT_EQ(s.copies[0].value, "%begin");
   EXPECT_EQ(s.copies[0].copy, "%begin_h");
   EXPECT_EQ(s.copies[0].bytes, "16");
   EXPECT_THAT(s.copies[0].reason, HasSubstr("dyn.strided_slice"));
   EXPECT_TRUE(s.copies[0].from_ledger);
+  // The slice's kernel on sim reads begin, end and strides from the host: kernel parameters.
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(s.copies[i].direction, "param");
+    EXPECT_EQ(s.copies[i].bytes, "16");
+    EXPECT_THAT(s.copies[i].reason, HasSubstr("by-value kernel parameter"));
+  }
+  EXPECT_EQ(s.copies[1].value, "%begin_h");
   // argwhere on sim: the ledger implies the copy of its 8-byte count.
-  EXPECT_EQ(s.copies[1].direction, "d2h");
-  EXPECT_EQ(s.copies[1].bytes, "8");
-  EXPECT_THAT(s.copies[1].reason, HasSubstr("data-dependent"));
-  ASSERT_EQ(s.copy_totals.size(), 3u);
+  EXPECT_EQ(s.copies[4].direction, "d2h");
+  EXPECT_EQ(s.copies[4].bytes, "8");
+  EXPECT_THAT(s.copies[4].reason, HasSubstr("data-dependent"));
+  ASSERT_EQ(s.copy_totals.size(), 4u);
   EXPECT_EQ(s.copy_totals[1].direction, "d2h");
   EXPECT_EQ(s.copy_totals[1].count, 2);
   EXPECT_EQ(s.copy_totals[1].bytes, "24");
   EXPECT_EQ(s.copy_totals[0].count, 0);
+  EXPECT_EQ(s.copy_totals[3].direction, "param");
+  EXPECT_EQ(s.copy_totals[3].count, 3);
+  EXPECT_EQ(s.copy_totals[3].bytes, "48");
 }
 
 // Tests symbolic byte totals and copies inside loops.
@@ -114,6 +124,9 @@ TEST(StagesTest, DiffMatchesValuesByName) {
   EXPECT_THAT(d.removed, ElementsAre("@fused_1 %a (unset)"));
   EXPECT_THAT(d.copies_appeared, ElementsAre("h2d @main %x cpu->sim (n*32 bytes)"));
   EXPECT_THAT(d.copies_vanished, ElementsAre("d2h @main %begin sim->cpu (16 bytes)",
+                                             "param @main %begin_h cpu->sim (16 bytes)",
+                                             "param @main %shape cpu->sim (16 bytes)",
+                                             "param @main %stride cpu->sim (16 bytes)",
                                              "d2h @main count of %nz sim->cpu (8 bytes)"));
   EXPECT_TRUE(DiffStages(before, before).empty());
 }

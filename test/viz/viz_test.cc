@@ -173,6 +173,11 @@ TEST_P(StructureTest, DotMatchesIr) {
       ++copy_entries;
       EXPECT_THAT(label, HasSubstr(absl::StrCat(e.bytes.ToString(), " bytes")));
       EXPECT_EQ(dot.Attr(n, "class"), absl::StrCat("copy copy_", CopyDirectionName(e.direction)));
+    } else if (e.direction == CopyDirection::kParam) {
+      // Host data the kernel reads by value: a line on the op, like an implied copy.
+      EXPECT_FALSE(e.implied);
+      EXPECT_THAT(label, HasSubstr(absl::StrCat("param ", e.value, ": ", e.bytes.ToString(), " B")));
+      EXPECT_EQ(dot.Attr(n, "color"), kCopyFillColor);
     } else {
       EXPECT_TRUE(e.implied);
       EXPECT_THAT(label, HasSubstr(absl::StrCat("implied ", CopyDirectionName(e.direction), " ",

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/command_line.h"
+#include "passes/analysis/baseline_masks.h"
 #include "passes/analysis/copy_ledger.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
@@ -44,9 +45,12 @@ ABSL_FLAG(std::string, copy_ledger, "",
 ABSL_FLAG(std::string, ledger_function, "main", "function whose copy ledger is printed");
 ABSL_FLAG(bool, allow_elided_constants, false,
           "accept `constant<elided>` (zero-filled) for examples whose weights do not matter");
-ABSL_FLAG(bool, single_flag_masks, false,
-          "test-only: parse with every input of value-reading ops marked `value` (the per-op "
-          "data_dependent flag of older systems), to compare copy ledgers");
+ABSL_FLAG(std::string, baseline_masks, "",
+          "for comparisons: single-flag or relay. Runs the pipeline with another system's "
+          "dependence masks swapped in before manifest-alloc (or at the end), so placement and "
+          "fusion stay ours and only the copies the masks cause differ");
+ABSL_FLAG(std::string, list_baseline, "",
+          "list the ops whose masks a baseline (single-flag or relay) changes, and exit");
 ABSL_FLAG(bool, split_input_file, false,
           "treat each '// -----'-separated chunk as its own module (golden tests); line numbers "
           "stay those of the whole file");
@@ -105,9 +109,6 @@ std::vector<std::string> SplitInput(const std::string& text) {
 absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::string& source) {
   hetpass::ParseOptions parse_options;
   parse_options.source_name = source;
-  static const std::unique_ptr<hetpass::OpRegistry> single_flag =
-      hetpass::OpRegistry::Global().SingleFlagOverride();
-  if (absl::GetFlag(FLAGS_single_flag_masks)) parse_options.registry = single_flag.get();
   parse_options.allow_elided_constants = absl::GetFlag(FLAGS_allow_elided_constants);
   auto module = hetpass::ParseModule(text, parse_options);
   if (!module.ok()) return module.status();
@@ -118,7 +119,16 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
   pm_options.print_ir_after = absl::GetFlag(FLAGS_print_ir_after);
   pm_options.timing = absl::GetFlag(FLAGS_timing);
   pm_options.print_options.elide_large_constants = absl::GetFlag(FLAGS_elide_constants);
-  auto pm = hetpass::ParsePipeline(absl::GetFlag(FLAGS_passes), pm_options);
+  std::string pipeline = absl::GetFlag(FLAGS_passes);
+  if (const std::string b = absl::GetFlag(FLAGS_baseline_masks); !b.empty()) {
+    const std::optional<hetpass::BaselineMasks> baseline = hetpass::ParseBaselineMasks(b);
+    if (!baseline) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--baseline-masks must be single-flag or relay, got '", b, "'"));
+    }
+    pipeline = hetpass::PipelineWithBaseline(pipeline, *baseline);
+  }
+  auto pm = hetpass::ParsePipeline(pipeline, pm_options);
   if (!pm.ok()) return pm.status();
   auto changed = (*pm)->Run(**module);
   if (!changed.ok()) return changed.status();
@@ -150,6 +160,15 @@ int main(int argc, char** argv) {
 
   if (absl::GetFlag(FLAGS_list_ops)) {
     std::cout << hetpass::OpRegistry::Global().Describe();
+    return 0;
+  }
+  if (const std::string b = absl::GetFlag(FLAGS_list_baseline); !b.empty()) {
+    const std::optional<hetpass::BaselineMasks> baseline = hetpass::ParseBaselineMasks(b);
+    if (!baseline) {
+      std::cerr << "error: --list-baseline must be single-flag or relay, got '" << b << "'\n";
+      return 2;
+    }
+    std::cout << hetpass::DescribeBaseline(*baseline);
     return 0;
   }
   if (absl::GetFlag(FLAGS_list_passes)) {

@@ -43,9 +43,6 @@ class ModuleCopies {
 // Every function's ledger (primitive functions too: they should have none).
 ModuleCopies CollectCopies(const Module& module);
 
-inline constexpr CopyDirection kAllDirections[] = {
-    CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost, CopyDirection::kDeviceToDevice};
-
 // True for a device_copy binding (asks the registry's role, never the name).
 bool IsDeviceCopy(const Node& node);
 

@@ -119,7 +119,7 @@ StageSummary SummarizeModule(const Module& module, const ModuleCopies& copies) {
     row.from_ledger = c.from_ledger;
     s.copies.push_back(std::move(row));
   }
-  for (CopyDirection d : kAllDirections) {
+  for (CopyDirection d : kAllCopyDirections) {
     s.copy_totals.push_back(DirectionTotal{std::string(CopyDirectionName(d)), copies.Count(d),
                                            copies.Bytes(d).ToString()});
   }

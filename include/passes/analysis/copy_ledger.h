@@ -1,13 +1,31 @@
 // The copy ledger: every transfer and synchronisation a function will make, known before it
 // runs. For each device_copy (and, after manifest-alloc, each count copy of a data-dependent
 // op): direction, bytes as an expression of the input symbols, the value copied, and why (the
-// uses that need it on the other side: "input 1 'begin' of dyn.strided_slice %7 is value").
+// uses that need it on the other side, naming the mask bit that asks for the data: "input 1
+// 'begin' of dyn.strided_slice %7 (mask value: its shape function reads the contents)").
 // Tests assert budgets with it; hetpass-opt prints it (--copy-ledger=text|json); pass-viz
-// draws it. Copies the IR implies but does not show yet (a shape function on the host reading
-// a value whose operand stays on the accelerator, before manifest-alloc) are listed too, marked
-// `implied`, one per value: the ledger is exact at every stage of the pipeline. Synchronisation model: a device-to-host copy blocks the host until the device has
-// produced the value (one sync each); host-to-device and device-to-device copies are queued
-// asynchronously (no sync).
+// draws it; the VM's counters are compared with it after every run (vm::CompareWithLedger).
+//
+// Copies the IR implies but does not show yet (a shape function on the host reading a value
+// whose operand stays on the accelerator, before manifest-alloc) are listed too, marked
+// `implied`, one per value: the ledger is exact at every stage of the pipeline.
+//
+// Kernel parameters: host data an accelerator kernel reads (slice bounds, a reshape target: the
+// small `value` inputs plan-devices keeps on the host, see IsHostArgument) travels by value in
+// the launch, as a CUDA kernel's parameters do, never through a host pointer. Each is an entry
+// of direction `param` with its bytes; the devices count them (DeviceCounters::param_*).
+//
+// Regions and loops: an entry inside an if branch or a loop body runs once per execution of its
+// region. Every region has a symbol (`$loop0` for the body of the function's first
+// region-holding binding when it is a loop, `$if1_then`, nested `$loop0$if1_then`; a function
+// called with a plain invoke is a region `$f`), and per-inference totals are expressions over
+// those symbols and the input symbols: `d2h: 13 + 2*$loop0 copies`. The VM reports how many times
+// each region ran (VirtualMachine::LastRunRecord), which binds every symbol: the comparison with
+// the device counters is then exact, loops included.
+//
+// Synchronisation model: a device-to-host copy blocks the host until the device has produced the
+// value (one sync each); host-to-device copies, device-to-device copies and kernel parameters are
+// queued asynchronously (no sync).
 #ifndef HETPASS_ANALYSIS_COPY_LEDGER_H_
 #define HETPASS_ANALYSIS_COPY_LEDGER_H_
 
@@ -21,8 +39,22 @@
 
 namespace hetpass {
 
-enum class CopyDirection : uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice };
-absl::string_view CopyDirectionName(CopyDirection d);  // "h2d", "d2h", "d2d"
+// kParam: host data handed to an accelerator kernel by value (a kernel parameter).
+enum class CopyDirection : uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice, kParam };
+absl::string_view CopyDirectionName(CopyDirection d);  // "h2d", "d2h", "d2d", "param"
+inline constexpr CopyDirection kAllCopyDirections[] = {
+    CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost, CopyDirection::kDeviceToDevice,
+    CopyDirection::kParam};
+
+// A region whose entries run once per execution of it (an if branch, a loop body, a function
+// called from the ledger's function).
+struct LedgerRegion {
+  std::string symbol;       // "$loop0": the execution count in totals
+  std::string function;     // the VM function it compiles to: "main$loop0"
+  std::string description;  // "body of loop %r"
+  int parent = -1;          // enclosing region, -1: the function body
+  bool loop = false;        // a loop body (runs once per iteration)
+};
 
 struct LedgerEntry {
   CopyDirection direction = CopyDirection::kHostToDevice;
@@ -33,7 +65,8 @@ struct LedgerEntry {
   std::string copy;        // the copy's result, as printed
   std::string reason;      // why the value is needed on dst
   bool synchronizes = false;
-  bool in_loop = false;    // inside a loop body: runs once per iteration
+  bool in_loop = false;    // some enclosing region is a loop body: runs once per iteration
+  int region = -1;         // index into CopyLedger::regions; -1: the function body (runs once)
   // Not yet a device_copy in the IR: the host needs an accelerator value for a shape function
   // while the operand stays on the device for the kernel; manifest-alloc inserts the copy.
   bool implied = false;
@@ -42,18 +75,29 @@ struct LedgerEntry {
 
 struct CopyLedger {
   std::string function;
+  std::vector<LedgerRegion> regions;
   std::vector<LedgerEntry> entries;
 
-  int64_t Count(CopyDirection d) const;
-  DimExpr Bytes(CopyDirection d) const;
-  int64_t Syncs() const;
-  // One line per entry plus totals.
+  // How many times `entry` runs per inference: 1, or its region's symbol.
+  DimExpr Executions(const LedgerEntry& entry) const;
+  // Per-inference totals over the region symbols and the input symbols (`13 + 2*$loop0`). A
+  // loop-free function's counts are constants.
+  DimExpr Count(CopyDirection d) const;
+  DimExpr Bytes(CopyDirection d) const;  // `?` when some entry's size is known only at run time
+  DimExpr Syncs() const;
+  // Number of entries (copy sites in the IR) of one direction.
+  int64_t Sites(CopyDirection d) const;
+  // True if some entry of direction d has a size known only at run time (`?` dims).
+  bool HasUnknownBytes(CopyDirection d) const;
+
+  // One line per region, per direction and per entry.
   std::string ToText() const;
-  // Stable JSON for scripts: {"function":..., "entries":[...], "totals":{...}}.
+  // Stable JSON for scripts: {"function":..., "regions":[...], "entries":[...], "totals":{...}}.
   std::string ToJson() const;
 };
 
-// The ledger of one function (default: main). Error if the function does not exist.
+// The ledger of one function (default: main), functions it calls included. Error if the
+// function does not exist.
 absl::StatusOr<CopyLedger> ComputeCopyLedger(const Module& module,
                                              absl::string_view function = "main");
 

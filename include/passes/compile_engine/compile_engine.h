@@ -64,7 +64,7 @@ class CompileEngine {
   absl::StatusOr<std::shared_ptr<const CompiledKernel>> Lower(const Function& primitive,
                                                               DeviceKind device);
   // `recorded_mask` (from the IR's shape-function invoke, possibly made with another registry,
-  // e.g. the single-flag override) decides what the caller supplies; it must include every
+  // e.g. the single-flag baseline masks) decides what the caller supplies; it must include every
   // value the body's shape rules read (error otherwise). nullopt: the derived mask.
   absl::StatusOr<std::shared_ptr<const ShapeFunction>> LowerShapeFunction(
       const Function& primitive, std::optional<std::vector<InputDep>> recorded_mask = std::nullopt);

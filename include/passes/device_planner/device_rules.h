@@ -33,11 +33,12 @@ bool ResultShapesKnown(const Node& node);
 // What operand `i` of `user` needs:
 //   shape queries (shape_of): nothing (metadata);
 //   `value` inputs that are host arguments: the host;
-//   other `value` inputs (a large tensor read by the kernel: what the single-flag override
+//   other `value` inputs (a large tensor read by the kernel: what the single-flag baseline masks
 //     produces): the user's device, plus the host when a shape function must run (some
 //     result shape is not known from the bound symbols);
-//   `value` inputs of ops with data-dependent output shapes (argwhere): the device only (the
-//     kernel counts there; manifest-alloc copies the count, not the tensor);
+//   `value` inputs of ops with data-dependent output shapes and an on-device counter
+//     (argwhere): the device only (the kernel counts there; manifest-alloc copies the count,
+//     not the tensor);
 //   if conditions, loop trip counts and conditions: the host;
 //   shape-function invokes ({shape_func = true, mask = M}): the host for `value` parameters of
 //     M, nothing (metadata) for the others;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,8 @@ struct DimNode {
   size_t hash = 0;
 };
 
+// For tests and logs (gtest prints a DimExpr through this).
+std::ostream& operator<<(std::ostream& os, const DimExpr& e);
 std::string ShapeToString(const std::vector<DimExpr>& shape);  // "[n, 1024]"
 
 }  // namespace hetpass

@@ -291,6 +291,13 @@ std::string FormatLocation(const Module* module, const Location& loc);
 // Error text prefix for a node: "<loc>: <op> %<name>: ".
 std::string NodeContext(const Module* module, const Node& node);
 
+// The regions of `f` (if branches, loop bodies, nested ones included), each named as the VM
+// names the function it compiles to: "<f>$if<k>_then", "<f>$if<k>_else", "<f>$loop<k>", a nested
+// region prefixed by its parent's name ("main$loop0$if1_then"); k numbers the region-holding
+// bindings of `f` in program order (WalkNodes). The copy ledger counts a copy once per execution
+// of its region under the same name, so the VM's execution counts bind the ledger's loop terms.
+absl::flat_hash_map<const Block*, std::string> RegionNames(const Function& f);
+
 // Visits every node of a block (and, recursively, of its regions) in program order.
 void WalkNodes(Block& block, const std::function<void(Node&)>& fn);
 void WalkNodes(const Block& block, const std::function<void(const Node&)>& fn);

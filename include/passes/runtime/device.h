@@ -26,6 +26,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass::runtime {
@@ -37,6 +38,9 @@ struct DeviceCounters {
   int64_t d2h_bytes = 0;
   int64_t d2d_calls = 0;
   int64_t d2d_bytes = 0;
+  // Host data handed to kernels by value (LaunchArg::by_value): kernel parameters, not copies.
+  int64_t param_calls = 0;
+  int64_t param_bytes = 0;
   int64_t syncs = 0;
   int64_t allocs = 0;  // raw device allocations (a pooling allocator's misses)
   int64_t alloc_bytes = 0;
@@ -47,9 +51,24 @@ struct DeviceCounters {
   int64_t bad_frees = 0;
 
   DeviceCounters& operator+=(const DeviceCounters& o);
-  // "h2d 1 (4096 B), d2h 0 (0 B), d2d 0 (0 B), syncs 0, allocs 0, launches 3"
+  // "h2d 1 (4096 B), d2h 0 (0 B), d2d 0 (0 B), syncs 0, allocs 0, launches 3" (params
+  // appear when there were any)
   std::string ToString() const;
 };
+
+// One buffer a kernel launch hands its kernel.
+struct LaunchArg {
+  void* data = nullptr;
+  size_t bytes = 0;
+  // Host data the kernel reads by value, as a CUDA kernel reads its parameters: the device
+  // copies it into the launch's parameter space, counts it (param_calls, param_bytes) and
+  // replaces `data` with that copy before the kernel runs, so the kernel never dereferences a
+  // host pointer. At most kMaxKernelParamBytes per launch in all.
+  bool by_value = false;
+};
+// A CUDA launch passes at most 4 KiB of kernel parameters (before Hopper's 32 KiB extension):
+// the limit every accelerator device here enforces, so what runs on sim fits a real GPU.
+inline constexpr size_t kMaxKernelParamBytes = 4096;
 
 // Thread safety: every method may be called from several threads at once (each device guards
 // its allocator and counters with a mutex). counters() returns the live struct: read it when no
@@ -73,10 +92,15 @@ class Device {
                                           size_t bytes) = 0;
   virtual absl::Status Synchronize() = 0;
 
-  // Runs `kernel` on the device. For sim the device arena is accessible only while it runs.
-  // Kernels may also read host memory handed to them (small host arguments such as slice
-  // bounds: kernel parameters, not transfers).
-  virtual absl::Status Launch(absl::FunctionRef<absl::Status()> kernel) = 0;
+  // Runs `kernel` on the device with the buffers in `args`. By-value args are staged first
+  // (LaunchArg); an accelerator checks that every other arg lies in its own memory, so a kernel
+  // touches no host memory: host data reaches it as a counted copy or a counted parameter. For
+  // sim the device arena is accessible only while the kernel runs.
+  virtual absl::Status Launch(absl::Span<LaunchArg> args,
+                              absl::FunctionRef<absl::Status()> kernel) = 0;
+  // A launch whose kernel reads only device memory it already knows (tests, the VM's stacking
+  // of loop scan outputs).
+  absl::Status Launch(absl::FunctionRef<absl::Status()> kernel) { return Launch({}, kernel); }
 
   // True when `ptr` points into this device's memory (sim: inside the arena).
   virtual bool Owns(const void* ptr) const = 0;

@@ -253,14 +253,13 @@ class OpRegistry {
   // Sorted by name.
   const std::vector<std::unique_ptr<OpDef>>& ops() const { return ops_; }
 
-  // Test-only overrides: a copy whose definitions `edit` may change (for example marking every
-  // input `value`, the single-flag behaviour of older systems).
+  // Overrides for tests and comparisons: a copy whose definitions `edit` may change (the
+  // baseline tables of other systems' masks, passes/analysis/baseline_masks.h, are made so).
   std::unique_ptr<OpRegistry> CloneWith(const std::function<void(OpDef&)>& edit) const;
   // Helpers for such edits.
   static void SetDep(OpDef& def, int input, InputDep dep);
-  // The single-flag behaviour of older systems (TVM's per-op `data_dependent`): every input of
-  // an op that reads any input's values also needs `value`. For tests and comparisons only.
-  std::unique_ptr<OpRegistry> SingleFlagOverride() const;
+  // "" removes the on-device counter: the host shape function then reads the op's inputs.
+  static void SetShapeCounter(OpDef& def, std::string counter);
 
   // One line per op: name, inputs with masks, attrs, outputs, pattern, data dependence.
   std::string Describe() const;

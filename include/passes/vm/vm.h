@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "passes/analysis/copy_ledger.h"
 #include "passes/compile_engine/compile_engine.h"
@@ -51,6 +52,19 @@ struct VmOptions {
       kernel_factory;
 };
 
+// What one run did besides its results (RunWithHostTensors records it): the symbols the
+// arguments bound and how many times each VM function ran (the entry, every if branch and loop
+// body, callees). With the device counters this binds every term of the copy ledger.
+struct RunRecord {
+  DimExpr::Bindings symbols;                             // "n" -> 16
+  absl::flat_hash_map<std::string, int64_t> executions;  // "main$loop0" -> 12
+  // The ledger's symbols bound: the input symbols, and each region symbol to the executions of
+  // its VM function (0 when it never ran).
+  DimExpr::Bindings LedgerBindings(const CopyLedger& ledger) const;
+  // "$loop0=12, $if1_then=1" for the ledger's regions.
+  std::string RegionsText(const CopyLedger& ledger) const;
+};
+
 struct ProfileEntry {
   std::string function;
   int pc = 0;
@@ -76,6 +90,7 @@ class VirtualMachine {
   runtime::DeviceCounters CountersOf(DeviceKind kind) const;
   void ResetCounters();
   const runtime::DeviceCounters& LastRunCounters() const { return last_run_; }
+  const RunRecord& LastRunRecord() const { return last_record_; }
 
   runtime::Device* device(DeviceKind kind) const;
   runtime::PoolingAllocator* pool(DeviceKind kind) const;
@@ -89,22 +104,54 @@ class VirtualMachine {
  private:
   struct Impl;
   explicit VirtualMachine(std::unique_ptr<Impl> impl);
+  // Runs function `fi` recording last_record_ (bound symbols, executions per function).
+  absl::StatusOr<std::vector<Object>> RunRecorded(int fi, std::vector<Object> args);
   std::unique_ptr<Impl> impl_;
   const Executable& exe_;
   runtime::DeviceCounters last_run_;
+  RunRecord last_record_;
 };
 
 // The pass pipeline that takes a module to VM-ready IR for `target` (cpu, sim, cuda).
 std::string DefaultPipeline(DeviceKind target);
 
-// The ledger's promise next to what the run did: per direction the number of copies and the
-// bytes (symbols bound by `bindings`), and the syncs. OK when they agree; otherwise
-// FailedPrecondition with a table of both. Copies inside loops run once per iteration and are
-// compared as "at least once per entry". A ledger byte count with an unknown `?` dim is
-// compared by count only (its size exists only at run time).
+// The ledger's promise next to what the run did (src/vm/ledger_check.cc): per direction (h2d,
+// d2h, d2d, param) the number of copies and their bytes, and the syncs, each an expression of
+// the input and region symbols that `bindings` (RunRecord::LedgerBindings) must bind. Every
+// field is matched exactly, or mismatched, or "not checked" with the reason (a `?` size known
+// only at run time, an unbound symbol): only a comparison whose every field matched is exact.
+struct LedgerComparison {
+  enum class Verdict : uint8_t { kMatch, kMismatch, kNotChecked };
+  struct Field {
+    std::string promised;  // "1 + 8*$loop0 = 25"
+    int64_t measured = 0;
+    Verdict verdict = Verdict::kMatch;
+    std::string note;      // why not checked
+  };
+  struct Row {
+    std::string name;  // "h2d"
+    Field count, bytes;
+  };
+  std::string function;
+  std::vector<Row> rows;
+  Field syncs;
+
+  bool exact() const;    // every field compared and equal
+  bool agrees() const;   // no field differs (some may be unchecked)
+  // Two columns, one row per direction and one for syncs, unchecked and mismatched fields
+  // marked.
+  std::string Table() const;
+  // One line: "the run made exactly the copies the ledger promised" only when exact(); else
+  // the mismatches, or what was not checked and why.
+  std::string Summary() const;
+  // OK when agrees(); else FailedPrecondition with Summary() and Table().
+  absl::Status ToStatus() const;
+};
+LedgerComparison CompareLedger(const CopyLedger& ledger, const runtime::DeviceCounters& counters,
+                               const DimExpr::Bindings& bindings);
+// Shorthands: CompareLedger(...).ToStatus() and CompareLedger(...).Table().
 absl::Status CompareWithLedger(const CopyLedger& ledger, const runtime::DeviceCounters& counters,
                                const DimExpr::Bindings& bindings);
-// Two columns, one row per direction and one for syncs: "h2d  1 (65536 B)  |  1 (65536 B)".
 std::string LedgerVersusCounters(const CopyLedger& ledger, const runtime::DeviceCounters& counters,
                                  const DimExpr::Bindings& bindings);
 
