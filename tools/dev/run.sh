@@ -151,7 +151,7 @@ run_tests() {
   local elapsed=$(( $(date +%s) - start ))
   if [ "${HETPASS_SANITIZE_RUN:-always}" != never ]; then
     # Always: a cold run on 2 cores (plain + fuzz + sanitizer builds) fits CI's 90 minutes
-    # (times in docs/development.md); the ASan+UBSan ctest is the log's last summary line.
+    # (times in the README, Quick start); the ASan+UBSan ctest is the log's last summary line.
     echo "== ASan+UBSan pass (plain and fuzz passes took ${elapsed}s)"
     configure_and_build "${build}-asan" -- -DHETPASS_SANITIZE=ON -DHETPASS_BUILD_BENCH=OFF
     (cd "${build}-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
