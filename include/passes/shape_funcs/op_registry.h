@@ -123,6 +123,9 @@ class ShapeContext {
   absl::Status Error(absl::string_view message) const;
   // Accesses the mask forbade (each also returned an error).
   const std::vector<std::string>& violations() const { return violations_; }
+  // What the rule has asked of input i so far (the shape and/or value bit), allowed or not:
+  // a composed shape function records from it which of its parameters it really read.
+  InputDep accessed(int i) const;
 
  private:
   absl::Status CheckAccess(int i, bool value_access);
@@ -131,6 +134,7 @@ class ShapeContext {
   std::vector<ShapeInput> inputs_;
   bool enforce_mask_;
   std::vector<std::string> violations_;
+  std::vector<InputDep> accessed_;  // one per input, see accessed()
 };
 
 // Output types from input types (see the two modes above).
