@@ -10,6 +10,8 @@
 //   value  the rule reads the input's contents: the host needs the data (a copy if it lives on
 //          the accelerator)
 //   shape+value  both (argwhere: rank from the shape, count from the values)
+// `value` is declared only where the contents can change an output shape: a rule never reads
+// values just to validate them (the kernel checks data on the device), see docs/masks.md.
 // TVM had one `data_dependent` flag per op, which copied the sliced tensor of every
 // dyn.strided_slice to the host; here only begin/end/strides are `value`.
 //
