@@ -320,14 +320,22 @@ class FunctionVerifier {
     for (int64_t m : entries) {
       if (m < 0 || m > 3) return NodeError(node, absl::StrFormat("mask entry %d is not an input dependence (0..3)", m));
     }
-    // The mask is derived from the callee's ops, never written by hand: it must match.
+    // The recorded mask is what the call supplies: `value` arguments on the host, the others as
+    // metadata. It must cover what the callee's body derives (a missing bit would hide dims or
+    // data its shape function reads); more is allowed, it only costs copies.
     const std::vector<InputDep> derived = DeriveInputMask(callee);
     for (int i = 0; i < params; ++i) {
-      if (static_cast<InputDep>(entries[i]) != derived[i]) {
-        return NodeError(node, absl::StrFormat("mask entry %d is '%s' but @%s derives '%s'", i,
-                                               InputDepName(static_cast<InputDep>(entries[i])),
-                                               node.callee(), InputDepName(derived[i])));
-      }
+      const InputDep recorded = static_cast<InputDep>(entries[i]);
+      const int missing = static_cast<int>(derived[i]) & ~static_cast<int>(recorded);
+      if (missing == 0) continue;
+      const absl::string_view bits = missing == 3   ? "shape and value bits"
+                                     : missing == 2 ? "value bit"
+                                                    : "shape bit";
+      return NodeError(node,
+                       absl::StrFormat("mask of '@%s' lacks the %s of parameter %d %s: the "
+                                       "call records '%s' but the body derives '%s'",
+                                       node.callee(), bits, i, ValueText(callee.body().param(i)),
+                                       InputDepName(recorded), InputDepName(derived[i])));
     }
     if (node.num_operands() != params || node.num_results() != results) {
       return NodeError(node, absl::StrFormat("a shape-function invoke of '@%s' takes %d operands "

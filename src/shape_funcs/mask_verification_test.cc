@@ -4,16 +4,26 @@
 //
 // Every op must have a random valid-input generator in Generators() (test/support/
 // op_generators.h, shared with test/unit/op_runtime_test.cc); an op without one fails the
-// test, so a new op cannot skip verification. For kTrials random trials per op:
+// test, so a new op cannot skip verification. For kTrials random trials per op (more, up to
+// kMaxTrials, while a declared bit has not yet shown its influence):
 //   (a) the shape rule runs in concrete mode (the shape function) with data only for inputs
 //       whose mask includes `value` (others get value = nullptr): it must succeed and record no
 //       mask violation (an under-declared mask reads what it did not declare);
-//   (b) for every input declaring `value`, its contents are perturbed (same shape); across
-//       the trials this must change the output types or turn success into an error at least
-//       once, else the mask over-declares `value` (a needless device-to-host copy);
+//   (b) for every input declaring `value`, its contents are perturbed (same shape: a step of
+//       one element, two elements swapped, one negated; several tries per trial): across the
+//       trials this must change an output SHAPE at least once (a different type, another
+//       number of outputs). A perturbation that only turns success into an error does NOT
+//       count: a value read only to validate (a bounds check of take's indices) still copies
+//       the input to the host on every call, for a check the kernel can make on the device.
+//       Such a mask is over-declared and reported as "take: input `indices` is declared
+//       shape+value but its values never change an output shape (read only to validate?)".
+//       Value checks that need data belong in the kernel (a device-side error), never in the
+//       shape rule;
 //   (c) likewise for every input declaring `shape`: a perturbed shape (a dim changed, a dim
 //       added or removed) must change the outcome at least once, else the mask should be
-//       `none` (a validation error counts as influence);
+//       `none`. Here a validation error DOES count as influence: a shape is metadata that
+//       travels without a copy, and the same rule is the type checker (bias_add must reject a
+//       bias of the wrong length at compile time although the bias never shapes the output);
 //   (d) the reference kernel on the full inputs produces exactly the types of (a);
 //   (e) symbolic inference with every shape-only input's dims replaced by fresh symbols
 //       succeeds, and each non-`?` output dim evaluates, under the trial's bindings, to the
@@ -50,6 +60,9 @@ namespace hetpass::testing {
 namespace {
 
 constexpr int kTrials = 50;
+constexpr int kMaxTrials = 500;
+// Value perturbations per declared `value` input and trial, until one changes a shape.
+constexpr int kValueTries = 10;
 
 // Random inputs: one generator per op, shared with the op runtime test.
 using ::hetpass::testing::Gen;
@@ -81,15 +94,38 @@ Outcome RunConcrete(const OpDef& def, const Attrs& attrs, const std::vector<Tens
   return Outcome{true, *std::move(r), ""};
 }
 
+// One random change of contents, same shape: a small step of one element, or two unequal
+// elements swapped (a reshape target's [2, 12] -> [12, 2] keeps its product, where a step of one
+// element only breaks it), or one element negated (an axis counted from the end instead).
 Tensor PerturbValues(Gen& g, const Tensor& t) {
   Tensor out = t;
-  if (t.num_elements() == 0) return out;
-  const int64_t i = g.Int(0, t.num_elements() - 1);
+  const int64_t n = t.num_elements();
+  if (n == 0) return out;
+  const int64_t i = g.Int(0, n - 1);
   if (t.dtype() == DType::kBool) {
     out.SetInt64(i, 1 - t.GetInt64(i));
-  } else {
-    out.SetDouble(i, t.GetDouble(i) + g.Pick<double>({-2, -1, 1, 2}));
+    return out;
   }
+  switch (g.Int(0, 3)) {
+    case 0: {
+      const int64_t j = g.Int(0, n - 1);
+      if (t.GetDouble(i) != t.GetDouble(j)) {
+        out.SetDouble(i, t.GetDouble(j));
+        out.SetDouble(j, t.GetDouble(i));
+        return out;
+      }
+      break;  // equal: a step instead
+    }
+    case 1:
+      if (t.GetDouble(i) != 0) {
+        out.SetDouble(i, -t.GetDouble(i));
+        return out;
+      }
+      break;
+    default:
+      break;
+  }
+  out.SetDouble(i, t.GetDouble(i) + g.Pick<double>({-3, -2, -1, 1, 2, 3}));
   return out;
 }
 
@@ -192,8 +228,22 @@ void VerifyOp(const OpDef& def, const Generator& gen) {
   const uint64_t seed = seed_env != nullptr ? std::strtoull(seed_env, nullptr, 10) : 0x5eed;
   Gen g(std::hash<std::string>()(def.name()) ^ seed);
   const size_t n = def.inputs().size();
-  std::vector<bool> value_influence(n, false), shape_influence(n, false);
-  for (int trial_no = 0; trial_no < kTrials; ++trial_no) {
+  // Per declared input: did a perturbation change an output shape (values) or the outcome
+  // (shapes); did a value perturbation only ever turn success into an error.
+  std::vector<bool> value_influence(n, false), value_error(n, false), shape_influence(n, false);
+  // Every declared bit must show its influence at least once: after kTrials, keep drawing
+  // trials (up to kMaxTrials) while some has not, since some influences need a rare input
+  // (dyn.squeeze's axes change a shape only when another, unsqueezed 1 sits apart from them).
+  auto pending = [&] {
+    for (size_t i = 0; i < n; ++i) {
+      const InputDep dep = def.inputs()[i].dep;
+      if ((NeedsValue(dep) && !value_influence[i]) || (NeedsShape(dep) && !shape_influence[i])) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (int trial_no = 0; trial_no < kTrials || (trial_no < kMaxTrials && pending()); ++trial_no) {
     const Trial trial = gen(g);
     auto attrs = def.CheckAttrs(trial.attrs);
     ASSERT_TRUE(attrs.ok()) << def.name() << ": generator made bad attrs: " << attrs.status();
@@ -210,9 +260,16 @@ void VerifyOp(const OpDef& def, const Generator& gen) {
       const InputDep dep = def.dep(static_cast<int>(i));
       std::vector<Tensor> perturbed = trial.inputs;
       if (NeedsValue(dep)) {
-        perturbed[i] = PerturbValues(g, trial.inputs[i]);
-        if (!(RunConcrete(def, *attrs, perturbed, &violations) == base)) {
-          value_influence[spec] = true;
+        // (b) Several tries: most single changes of a reshape target or of squeeze axes make
+        // the inputs invalid, which says nothing about the output shape.
+        for (int k = 0; k < kValueTries && !value_influence[spec]; ++k) {
+          perturbed[i] = PerturbValues(g, trial.inputs[i]);
+          const Outcome o = RunConcrete(def, *attrs, perturbed, &violations);
+          if (!o.ok) {
+            value_error[spec] = true;
+          } else if (!(o == base)) {
+            value_influence[spec] = true;
+          }
         }
       }
       if (NeedsShape(dep)) {
@@ -228,13 +285,14 @@ void VerifyOp(const OpDef& def, const Generator& gen) {
     const InputSpec& in = def.inputs()[i];
     if (NeedsValue(in.dep)) {
       EXPECT_TRUE(value_influence[i])
-          << "op " << def.name() << " input " << i << " '" << in.name
-          << "' declares value but its values never influenced the output shape";
+          << def.name() << ": input `" << in.name << "` is declared " << InputDepName(in.dep)
+          << " but its values never change an output shape "
+          << (value_error[i] ? "(read only to validate?)" : "(never read?)");
     }
     if (NeedsShape(in.dep)) {
       EXPECT_TRUE(shape_influence[i])
-          << "op " << def.name() << " input " << i << " '" << in.name
-          << "' declares shape but its shape never influenced the output (mask should be none)";
+          << def.name() << ": input `" << in.name << "` is declared " << InputDepName(in.dep)
+          << " but its shape never influences the outcome (mask should lack shape)";
     }
   }
 }
@@ -309,8 +367,43 @@ TEST(MaskVerificationTest, ReportsOverDeclaredValue) {
   g_edited = &edited;
   EXPECT_NONFATAL_FAILURE(
       VerifyOp(*(*g_edited)->Find("nn.dense"), Generators().at("nn.dense")),
-      "op nn.dense input 1 'weight' declares value but its values never influenced the output "
-      "shape");
+      "nn.dense: input `weight` is declared shape+value but its values never change an output "
+      "shape (never read?)");
+}
+
+// Tests that a value read only to validate is over-declared, not influence: `take` whose
+// `indices` are declared shape+value, with a rule that bounds-checks them (`fast` mode) when
+// the mask lets it read them, as a well-meaning rule might. Each perturbation that breaks the
+// bounds turns the result into an error, which must not count: that mask would copy every
+// device gather's indices to the host for a check the kernel makes anyway.
+TEST(MaskVerificationTest, RejectsValuesReadOnlyToValidate) {
+  static std::unique_ptr<OpRegistry> edited = OpRegistry::Global().CloneWith([](OpDef& def) {
+    if (def.name() != "take") return;
+    OpRegistry::SetDep(def, 1, InputDep::kShapeAndValue);
+    OpDefBuilder(&def).Rule(
+        [rule = def.shape_rule()](ShapeContext& ctx) -> absl::StatusOr<std::vector<Type>> {
+          absl::StatusOr<absl::Span<const DimExpr>> data = ctx.Shape(0);
+          absl::StatusOr<std::optional<std::vector<DimExpr>>> indices = ctx.IntValues(1);
+          if (!data.ok()) return data.status();
+          if (!indices.ok()) return indices.status();
+          const int64_t axis = ctx.attrs().GetInt("axis");
+          if (ctx.attrs().GetString("mode") == "fast" && indices->has_value() && axis >= 0 &&
+              axis < static_cast<int64_t>(data->size()) && (*data)[axis].is_constant()) {
+            const int64_t d = (*data)[axis].constant();
+            for (const DimExpr& i : **indices) {
+              if (i.is_constant() && (i.constant() < -d || i.constant() >= d)) {
+                return ctx.Error("index out of range");
+              }
+            }
+          }
+          return rule(ctx);
+        });
+  });
+  g_edited = &edited;
+  EXPECT_NONFATAL_FAILURE(
+      VerifyOp(*(*g_edited)->Find("take"), Generators().at("take")),
+      "take: input `indices` is declared shape+value but its values never change an output "
+      "shape (read only to validate?)");
 }
 
 TEST(MaskVerificationTest, ReportsUnderDeclaredMask) {

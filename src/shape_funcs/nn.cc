@@ -505,6 +505,7 @@ absl::StatusOr<std::vector<DimExpr>> PaddedShape(const ShapeContext& ctx,
                         2 * shape.size(), shape.size(), pads.size()));
   }
   const bool reflect = ctx.attrs().GetString("pad_mode") == "reflect";
+  const bool edge = ctx.attrs().GetString("pad_mode") == "edge";
   std::vector<DimExpr> out;
   for (size_t i = 0; i < shape.size(); ++i) {
     const DimExpr& before = pads[2 * i];
@@ -517,6 +518,11 @@ absl::StatusOr<std::vector<DimExpr>> PaddedShape(const ShapeContext& ctx,
         (std::max(before.constant(), after.constant()) >= shape[i].constant())) {
       return ctx.Error(absl::StrFormat(
           "reflect padding of axis %d must be smaller than its size %d", i, shape[i].constant()));
+    }
+    // Edge padding copies the border element, which an empty axis does not have (NumPy
+    // rejects it too).
+    if (edge && shape[i] == DimExpr(0) && d.is_constant() && d.constant() > 0) {
+      return ctx.Error(absl::StrFormat("edge padding cannot extend axis %d of size 0", i));
     }
     out.push_back(d);
   }
@@ -554,6 +560,11 @@ KernelResult PadKernelImpl(const Tensor& x, const std::vector<int64_t>& pads, do
                            const std::string& mode, const Type& out_type) {
   Tensor out = shape_rules::ZerosOf(out_type);
   const std::vector<int64_t> os = out.shape();
+  // The shape rule rejects these; a kernel called without it must not read past the data.
+  if (mode != "constant" && x.num_elements() == 0 && out.num_elements() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("pad: %s padding cannot extend an empty tensor", mode));
+  }
   const std::vector<int64_t> strides = shape_rules::Strides(x.shape());
   std::vector<int64_t> idx(os.size(), 0);
   for (int64_t i = 0; i < out.num_elements(); ++i) {

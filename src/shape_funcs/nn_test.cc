@@ -404,6 +404,25 @@ TEST(PadTest, ReferenceModes) {
   EXPECT_THAT(Doubles((*crop)[0]), ElementsAre(2, 3));
 }
 
+// Tests that edge padding of an empty axis is an error, from the shape rule and from the
+// kernel called without it, not a read past the data (found by the primitive-mask property
+// test: a slice emptied an axis, a dyn.nn.pad in edge mode then extended it).
+TEST(PadTest, EdgePaddingOfAnEmptyAxis) {
+  const Attrs edge = {{"pad_width", std::vector<int64_t>{1, 1}}, {"pad_mode", std::string("edge")}};
+  EXPECT_THAT(InferStr("nn.pad", edge, {In(F32({0}))}),
+              HasSubstr("edge padding cannot extend axis 0 of size 0"));
+  EXPECT_EQ(InferStr("nn.pad", {{"pad_width", std::vector<int64_t>{1, 1}}}, {In(F32({0}))}),
+            "f32[2]");  // constant mode fills
+  const Tensor pads = I64s({0, 0, 2, 0});
+  EXPECT_THAT(InferStr("dyn.nn.pad", {{"pad_mode", std::string("edge")}},
+                       {In(F32({2, 0})), InV(pads), In(F32({}))}),
+              HasSubstr("edge padding cannot extend axis 1 of size 0"));
+  auto checked = Op("nn.pad")->CheckAttrs(edge);
+  ASSERT_TRUE(checked.ok());
+  auto out = Op("nn.pad")->reference()({FT({0}, {})}, *checked, {F32({2})});
+  EXPECT_FALSE(out.ok());
+}
+
 TEST(DynPadTest, MaskFillValueIsNone) {
   const OpDef* def = Op("dyn.nn.pad");
   EXPECT_EQ(def->dep(0), InputDep::kShape);

@@ -55,12 +55,23 @@ absl::string_view FusionPatternName(FusionPattern p) {
 
 ShapeContext::ShapeContext(const OpDef& op, const Attrs& attrs, std::vector<ShapeInput> inputs,
                            bool enforce_mask)
-    : op_(op), attrs_(attrs), inputs_(std::move(inputs)), enforce_mask_(enforce_mask) {}
+    : op_(op),
+      attrs_(attrs),
+      inputs_(std::move(inputs)),
+      enforce_mask_(enforce_mask),
+      accessed_(inputs_.size(), InputDep::kNone) {}
+
+InputDep ShapeContext::accessed(int i) const {
+  return i >= 0 && i < num_inputs() ? accessed_[i] : InputDep::kNone;
+}
 
 absl::Status ShapeContext::CheckAccess(int i, bool value_access) {
   if (i < 0 || i >= num_inputs()) {
     return Error(absl::StrFormat("shape rule asked for input %d of %d", i, num_inputs()));
   }
+  accessed_[i] =
+      static_cast<InputDep>(static_cast<int>(accessed_[i]) |
+                            static_cast<int>(value_access ? InputDep::kValue : InputDep::kShape));
   if (!enforce_mask_) return absl::OkStatus();
   const InputDep dep = op_.dep(i);
   const bool allowed = value_access ? NeedsValue(dep) : NeedsShape(dep);

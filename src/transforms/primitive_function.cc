@@ -1,6 +1,18 @@
 // Derived masks and composed shape functions of primitive functions (see the header for the
 // derivation rules). Both walk the body once: the mask backwards from the results, the shape
 // function forwards in program order, skipping bindings whose results nothing needs.
+//
+// Read recording (PrimitiveShapeRunOptions::reads): every inner value remembers which
+// parameter it is, if any (a parameter itself, or a tuple field / get_item of one). What reaches
+// the composed function's inputs does so through one of four doors, and each records a read of
+// the parameter behind the operand it opens:
+//   - an inner shape rule: what its ShapeContext says the rule asked for (accessed());
+//   - a host reference kernel computing a needed value: shape+value of every operand (shape
+//     only for a shape query such as shape_of, whose contents are its operand's dims);
+//   - a symbolic-value rule: what its (unrestricted) context says it asked for;
+//   - a result that is a parameter: its shape.
+// Inner values computed from parameters need no tracking of their own: their dims and
+// contents were made by the rules and kernels above, which recorded what they read.
 #include "passes/transforms/primitive_function.h"
 
 #include <deque>
@@ -83,11 +95,28 @@ struct Known {
   Type type;
   const Tensor* value = nullptr;
   const std::vector<DimExpr>* sym_value = nullptr;
+  int param = -1;                 // the parameter this value is, else -1
+  std::vector<int> field_params;  // of a tuple: the parameter each field is, else -1
 };
+
+// An inner value that is no parameter.
+Known Inner(Type type, const Tensor* value = nullptr) {
+  Known k;
+  k.type = std::move(type);
+  k.value = value;
+  return k;
+}
 
 class Composer {
  public:
-  explicit Composer(const Function& f) : f_(f), need_(DeriveNeeds(f)) {}
+  Composer(const Function& f, const PrimitiveShapeRunOptions& options)
+      : f_(f),
+        options_(options),
+        need_(DeriveNeeds(f)),
+        reads_(f.body().num_params(), InputDep::kNone) {}
+
+  // What the last Run read of each parameter.
+  const std::vector<InputDep>& reads() const { return reads_; }
 
   absl::StatusOr<std::vector<Type>> Run(std::vector<ShapeInput> inputs) {
     const Block& body = f_.body();
@@ -101,7 +130,10 @@ class Composer {
     }
     for (const auto& n : body.nodes()) RETURN_IF_ERROR(Visit(*n));
     std::vector<Type> out;
-    for (const Value* r : body.results()) out.push_back(env_.at(r).type);
+    for (const Value* r : body.results()) {
+      Read(r, InputDep::kShape);  // a returned parameter's dims are an output shape
+      out.push_back(env_.at(r).type);
+    }
     return out;
   }
 
@@ -114,9 +146,11 @@ class Composer {
           absl::StrFormat("shape function of @%s: input %d (%%%s) has type %s, expected %s",
                           f_.name(), p.index(), p.name(), in.type.ToString(), declared.ToString()));
     }
-    const InputDep mask = NeedOf(need_, &p);
+    const InputDep mask =
+        options_.apply_derived_mask ? NeedOf(need_, &p) : InputDep::kShapeAndValue;
     Known k;
     k.type = in.type;
+    k.param = p.index();
     if (mask == InputDep::kNone) {
       // Dtype and rank are metadata of the static type; the dims are not promised.
       k.type =
@@ -128,6 +162,22 @@ class Composer {
     }
     env_[&p] = k;
     return absl::OkStatus();
+  }
+
+  // Records that `d` of `v` was read: a read of the parameter(s) `v` is.
+  void Read(const Value* v, InputDep d) {
+    if (d == InputDep::kNone) return;
+    const Known& k = env_.at(v);
+    auto join = [this, d](int p) {
+      if (p >= 0) reads_[p] = Join(reads_[p], d);
+    };
+    join(k.param);
+    for (int p : k.field_params) join(p);
+  }
+
+  // Records what `ctx`'s rule asked of each operand of `n`.
+  void ReadOperands(const Node& n, const ShapeContext& ctx) {
+    for (int i = 0; i < n.num_operands(); ++i) Read(n.operand(i), ctx.accessed(i));
   }
 
   absl::Status Error(const Node& n, absl::string_view message) const {
@@ -153,12 +203,17 @@ class Composer {
   absl::Status Visit(const Node& n) {
     switch (n.kind()) {
       case NodeKind::kConstant:
-        env_[n.result(0)] = Known{n.constant_value().type(), &n.constant_value(), nullptr};
+        env_[n.result(0)] = Inner(n.constant_value().type(), &n.constant_value());
         return absl::OkStatus();
       case NodeKind::kTuple: {
+        Known tuple;
         std::vector<Type> fields;
-        for (const Value* v : n.operands()) fields.push_back(env_.at(v).type);
-        env_[n.result(0)] = Known{Type::Tuple(std::move(fields))};
+        for (const Value* v : n.operands()) {
+          fields.push_back(env_.at(v).type);
+          tuple.field_params.push_back(env_.at(v).param);
+        }
+        tuple.type = Type::Tuple(std::move(fields));
+        env_[n.result(0)] = std::move(tuple);
         return absl::OkStatus();
       }
       case NodeKind::kGetItem: {
@@ -167,7 +222,10 @@ class Composer {
         if (!t.is_tuple() || i < 0 || i >= static_cast<int64_t>(t.fields().size())) {
           return Error(n, "get_item of a non-tuple or out of range");
         }
-        env_[n.result(0)] = Known{t.fields()[i]};
+        Known field = Inner(t.fields()[i]);
+        const std::vector<int>& params = env_.at(n.operand(0)).field_params;
+        if (i < static_cast<int64_t>(params.size())) field.param = params[i];
+        env_[n.result(0)] = std::move(field);
         return absl::OkStatus();
       }
       case NodeKind::kCall:
@@ -187,7 +245,7 @@ class Composer {
     const InputDep out_need = NeedOfResults(n);
     if (out_need == InputDep::kNone) {
       // Nothing reads these results' dims or contents (e.g. a fill value): keep dtype and rank.
-      for (const auto& r : n.results()) env_[r.get()] = Known{r->type()};
+      for (const auto& r : n.results()) env_[r.get()] = Inner(r->type());
       return absl::OkStatus();
     }
     if (!op.AcceptsInputCount(n.num_operands())) return Error(n, "wrong number of operands");
@@ -196,6 +254,7 @@ class Composer {
     }
     ShapeContext ctx(op, n.attrs(), InputsOf(n));
     absl::StatusOr<std::vector<Type>> types = op.shape_rule()(ctx);
+    ReadOperands(n, ctx);
     if (!ctx.violations().empty()) {
       return absl::InternalError(
           absl::StrCat("shape function of @", f_.name(), ": ", NodeContext(nullptr, n),
@@ -207,7 +266,7 @@ class Composer {
                                               NodeContext(nullptr, n),
                                               "shape rule returned the wrong number of types"));
     }
-    for (int i = 0; i < n.num_results(); ++i) env_[n.result(i)] = Known{(*types)[i]};
+    for (int i = 0; i < n.num_results(); ++i) env_[n.result(i)] = Inner((*types)[i]);
     if (NeedsValue(out_need)) RETURN_IF_ERROR(ComputeValues(n, *types));
     return absl::OkStatus();
   }
@@ -246,6 +305,11 @@ class Composer {
         args.push_back(*t);
       }
       if (static_cast<int>(args.size()) == n.num_operands()) {
+        // A shape query's kernel reads its operand's metadata only (the role's contract, which
+        // DeriveNeeds relies on too), whatever data it was handed.
+        const InputDep read =
+            op.role() == OpRole::kShapeQuery ? InputDep::kShape : InputDep::kShapeAndValue;
+        for (const Value* v : n.operands()) Read(v, read);
         absl::StatusOr<std::vector<Tensor>> out = op.reference()(args, n.attrs(), types);
         if (!out.ok()) return Error(n, out.status().message());
         if (static_cast<int>(out->size()) != n.num_results()) {
@@ -261,6 +325,7 @@ class Composer {
     if (!op.symbolic_value_rule()) return absl::OkStatus();  // contents stay unknown
     ShapeContext ctx(op, n.attrs(), InputsOf(n), /*enforce_mask=*/false);
     auto values = op.symbolic_value_rule()(ctx);
+    ReadOperands(n, ctx);
     if (!values || static_cast<int>(values->size()) != n.num_results()) return absl::OkStatus();
     for (int i = 0; i < n.num_results(); ++i) {
       const Type& t = types[i];
@@ -276,7 +341,9 @@ class Composer {
   }
 
   const Function& f_;
+  const PrimitiveShapeRunOptions& options_;
   NeedMap need_;
+  std::vector<InputDep> reads_;
   absl::flat_hash_map<const Value*, Known> env_;
   std::deque<Tensor> tensors_;             // stable addresses for Known::value
   std::deque<std::vector<DimExpr>> syms_;  // stable addresses for Known::sym_value
@@ -294,8 +361,16 @@ std::vector<InputDep> DeriveInputMask(const Function& primitive) {
 
 absl::StatusOr<std::vector<Type>> InferPrimitiveTypes(const Function& primitive,
                                                       std::vector<ShapeInput> inputs) {
-  Composer composer(primitive);
-  return composer.Run(std::move(inputs));
+  return InferPrimitiveTypes(primitive, std::move(inputs), PrimitiveShapeRunOptions{});
+}
+
+absl::StatusOr<std::vector<Type>> InferPrimitiveTypes(const Function& primitive,
+                                                      std::vector<ShapeInput> inputs,
+                                                      const PrimitiveShapeRunOptions& options) {
+  Composer composer(primitive, options);
+  absl::StatusOr<std::vector<Type>> types = composer.Run(std::move(inputs));
+  if (options.reads != nullptr) *options.reads = composer.reads();
+  return types;
 }
 
 }  // namespace hetpass

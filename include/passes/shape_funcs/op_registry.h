@@ -10,6 +10,8 @@
 //   value  the rule reads the input's contents: the host needs the data (a copy if it lives on
 //          the accelerator)
 //   shape+value  both (argwhere: rank from the shape, count from the values)
+// `value` is declared only where the contents can change an output shape: a rule never reads
+// values just to validate them (the kernel checks data on the device), see docs/masks.md.
 // TVM had one `data_dependent` flag per op, which copied the sliced tensor of every
 // dyn.strided_slice to the host; here only begin/end/strides are `value`.
 //
@@ -123,6 +125,9 @@ class ShapeContext {
   absl::Status Error(absl::string_view message) const;
   // Accesses the mask forbade (each also returned an error).
   const std::vector<std::string>& violations() const { return violations_; }
+  // What the rule has asked of input i so far (the shape and/or value bit), allowed or not:
+  // a composed shape function records from it which of its parameters it really read.
+  InputDep accessed(int i) const;
 
  private:
   absl::Status CheckAccess(int i, bool value_access);
@@ -131,6 +136,7 @@ class ShapeContext {
   std::vector<ShapeInput> inputs_;
   bool enforce_mask_;
   std::vector<std::string> violations_;
+  std::vector<InputDep> accessed_;  // one per input, see accessed()
 };
 
 // Output types from input types (see the two modes above).

@@ -54,6 +54,23 @@ std::vector<InputDep> DeriveInputMask(const Function& primitive);
 absl::StatusOr<std::vector<Type>> InferPrimitiveTypes(const Function& primitive,
                                                       std::vector<ShapeInput> inputs);
 
+// How a run of the composed shape function behaves, for checkers of the derived mask
+// (CheckPrimitiveMask in primitive_mask_check.h). The defaults are the run-time contract above.
+struct PrimitiveShapeRunOptions {
+  // True: the inner rules see what the derived mask promises and nothing more (no dims of
+  // `none` parameters, no data of parameters without `value`). False: every parameter's dims
+  // and data are visible, so the reads recorded are what the rules really ask for, whatever
+  // the derived mask says.
+  bool apply_derived_mask = true;
+  // When set, receives one entry per parameter: what the run read of it. `shape`: its dims
+  // reached an inner shape rule, a host kernel or a result; `value`: its contents (or their
+  // count) reached an inner rule or a host kernel. Filled in when the run fails too.
+  std::vector<InputDep>* reads = nullptr;
+};
+absl::StatusOr<std::vector<Type>> InferPrimitiveTypes(const Function& primitive,
+                                                      std::vector<ShapeInput> inputs,
+                                                      const PrimitiveShapeRunOptions& options);
+
 }  // namespace hetpass
 
 #endif  // HETPASS_TRANSFORMS_PRIMITIVE_FUNCTION_H_
