@@ -432,6 +432,29 @@ TEST(ParserTest, ConstantsInEveryForm) {
   EXPECT_EQ(nodes[1]->result(0)->type().ToString(), "f32[3]");
 }
 
+// Tests that an elided constant larger than ParseOptions::max_elided_bytes is an error naming
+// its size and the limit, not an allocation (the type alone decides the size).
+TEST(ParserTest, ElidedConstantsAreBoundedByTheOption) {
+  ParseOptions options;
+  options.registry = &TestRegistry();
+  options.allow_elided_constants = true;
+  options.max_elided_bytes = 64;
+  const std::string text = "def @f() {\n  %c = constant<elided> : f32[4, 5]\n  return %c\n}";
+  auto m = ParseModule(text, options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(m.status().message()),
+              HasSubstr("2:17: elided constant of 80 bytes is too large to materialise (limit 64 "
+                        "bytes)"));
+  options.max_elided_bytes = 80;
+  EXPECT_TRUE(ParseModule(text, options).ok());
+  // The default (1 GiB) still turns away a type whose size is absurd.
+  auto huge = Parse("def @f() {\n  %c = constant<elided> : f64[4611686018427387904]\n  return %c\n}",
+                    /*allow_elided=*/true);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(std::string(huge.status().message()), HasSubstr("too large"));
+}
+
 TEST(ParserTest, InvokeMayReferToALaterFunctionAndBindNoResult) {
   auto m = Parse(R"(def @main(%x: f32[4]) {
   %y = invoke @helper(%x)
