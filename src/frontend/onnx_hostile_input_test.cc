@@ -119,7 +119,9 @@ TEST(OnnxHostileInput, SavedReproducersAreInvalidArgument) {
       std::filesystem::path(HETPASS_TEST_DATA_DIR) / "fuzz" / "regressions";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
   int replayed = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+  // regressions/onnx_import/*.onnx and regressions/onnx_tensor/*.pb (one folder per fuzzer).
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
     const std::filesystem::path& p = entry.path();
     const std::string bytes = ReadFile(p);
     absl::Status status;

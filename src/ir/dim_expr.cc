@@ -420,19 +420,29 @@ std::string DimExpr::ToString() const {
     case Kind::kMax:
       return absl::StrCat("max(", n.args[0].ToString(), ", ", n.args[1].ToString(), ")");
     case Kind::kSum: {
+      // INT64_MIN is the one value whose magnitude the parser cannot read as a literal of its
+      // own: it reads "-9223372036854775808" only as a whole, and "a - b" as a + (-1)*b, which
+      // cannot negate it back. So a term or constant of INT64_MIN prints as an added negative
+      // literal, coefficient first ("n + -9223372036854775808*m"), and parses back to itself.
       std::string s;
       for (size_t i = 0; i < n.terms.size(); ++i) {
         const DimTerm& t = n.terms[i];
-        const uint64_t abs_coeff = Magnitude(t.coeff);
-        if (i == 0) {
-          if (t.coeff < 0) s += "-";
-        } else {
-          s += t.coeff < 0 ? " - " : " + ";
+        if (i > 0) s += t.coeff < 0 && t.coeff != INT64_MIN ? " - " : " + ";
+        if (t.coeff == INT64_MIN) {
+          absl::StrAppend(&s, INT64_MIN);
+          for (const DimExpr& f : t.factors) absl::StrAppend(&s, "*", Wrap(f, 3));
+          continue;
         }
-        s += TermToString(t, abs_coeff);
+        if (i == 0 && t.coeff < 0) s += "-";
+        s += TermToString(t, Magnitude(t.coeff));
       }
-      if (n.constant > 0) absl::StrAppend(&s, " + ", n.constant);
-      if (n.constant < 0) absl::StrAppend(&s, " - ", Magnitude(n.constant));
+      if (n.constant == INT64_MIN) {
+        absl::StrAppend(&s, " + ", INT64_MIN);
+      } else if (n.constant > 0) {
+        absl::StrAppend(&s, " + ", n.constant);
+      } else if (n.constant < 0) {
+        absl::StrAppend(&s, " - ", -n.constant);
+      }
       return s;
     }
   }

@@ -15,7 +15,7 @@
 //   - Every recursion (regions, parenthesised dims, tuple types, unary minus) counts against
 //     kMaxNesting (regions also against kMaxRegionNesting), so no input can exhaust the stack. No
 //     input aborts: integer literals are range-checked, allocations are bounded by the input size
-//     (or by kMaxElidedBytes).
+//     (or by ParseOptions::max_elided_bytes).
 //
 // Extensions beyond the grammar in parser.h (both needed to print every valid module):
 //   - a parameter's `: type` may be omitted (the parameter is then untyped);
@@ -48,8 +48,6 @@ constexpr int kMaxNesting = 1000;
 // Regions recurse through several large frames (about 1.5 KB per level in release builds, over
 // 8 KB with AddressSanitizer), so they get a tighter limit; real models nest a handful deep.
 constexpr int kMaxRegionNesting = 256;
-// `constant<elided>` materialises zeros; refuse absurd sizes instead of exhausting memory.
-constexpr int64_t kMaxElidedBytes = int64_t{1} << 30;
 
 // ---------------------------------------------------------------------------------------------
 // Lexer
@@ -1274,10 +1272,10 @@ absl::StatusOr<Tensor> Parser::BuildConstant(const Type& type, const Token& type
   }
   switch (lit_form_) {
     case LitForm::kElided: {
-      if (nbytes > kMaxElidedBytes) {
+      if (nbytes > options_.max_elided_bytes) {
         return ErrorAt(lit_tok_, absl::StrFormat("elided constant of %d bytes is too large to "
-                                                 "materialise",
-                                                 nbytes));
+                                                 "materialise (limit %d bytes)",
+                                                 nbytes, options_.max_elided_bytes));
       }
       return Tensor::Zeros(dtype, std::move(shape));
     }

@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -430,6 +433,62 @@ TEST(ParserTest, ConstantsInEveryForm) {
   EXPECT_EQ(nodes[5]->constant_value().ToDoubles(), (std::vector<double>{0, 0, 0, 0}));
   EXPECT_EQ(nodes[6]->constant_value().GetInt64(0), INT64_MIN);
   EXPECT_EQ(nodes[1]->result(0)->type().ToString(), "f32[3]");
+}
+
+// Tests that an elided constant larger than ParseOptions::max_elided_bytes is an error naming
+// its size and the limit, not an allocation (the type alone decides the size).
+TEST(ParserTest, ElidedConstantsAreBoundedByTheOption) {
+  ParseOptions options;
+  options.registry = &TestRegistry();
+  options.allow_elided_constants = true;
+  options.max_elided_bytes = 64;
+  const std::string text = "def @f() {\n  %c = constant<elided> : f32[4, 5]\n  return %c\n}";
+  auto m = ParseModule(text, options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(m.status().message()),
+              HasSubstr("2:17: elided constant of 80 bytes is too large to materialise (limit 64 "
+                        "bytes)"));
+  options.max_elided_bytes = 80;
+  EXPECT_TRUE(ParseModule(text, options).ok());
+  // The default (1 GiB) still turns away a type whose size is absurd.
+  auto huge =
+      Parse("def @f() {\n  %c = constant<elided> : f64[4611686018427387904]\n  return %c\n}",
+            /*allow_elided=*/true);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(std::string(huge.status().message()), HasSubstr("too large"));
+}
+
+// Tests that every saved ir_parse_fuzzer reproducer (test/fuzz/regressions/ir_parse) either
+// parses and keeps the printer/parser round trip, or is rejected with InvalidArgument naming
+// line and column; the fuzz build replays them under ASan + UBSan.
+TEST(ParserTest, SavedFuzzerReproducers) {
+  const std::filesystem::path dir =
+      std::filesystem::path(HETPASS_TEST_DATA_DIR) / "fuzz" / "regressions" / "ir_parse";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
+  int replayed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".hir") continue;
+    ++replayed;
+    SCOPED_TRACE(entry.path().filename().string());
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ParseOptions options;  // as the fuzzer: the global registry, elided constants up to 1 MB
+    options.source_name = "fuzz.hir";
+    options.allow_elided_constants = true;
+    options.max_elided_bytes = int64_t{1} << 20;
+    auto m = ParseModule(text, options);
+    if (!m.ok()) {
+      EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+      EXPECT_THAT(std::string(m.status().message()), ::testing::StartsWith("fuzz.hir:"));
+      continue;
+    }
+    const std::string printed = PrintModule(**m);
+    auto again = ParseModule(printed, options);
+    ASSERT_TRUE(again.ok()) << again.status() << "\n" << printed;
+    EXPECT_EQ(PrintModule(**again), printed);
+  }
+  EXPECT_GT(replayed, 0);
 }
 
 TEST(ParserTest, InvokeMayReferToALaterFunctionAndBindNoResult) {

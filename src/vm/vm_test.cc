@@ -1,5 +1,9 @@
 #include "passes/vm/vm.h"
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/runtime_test_util.h"
@@ -190,6 +194,35 @@ TEST(Executable, TruncatedOrCorruptFilesAreErrors) {
   auto r = Executable::Deserialize(broken.Serialize());
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("out of range"));
+}
+
+// Tests that every saved vm_load_fuzzer reproducer (test/fuzz/regressions/vm_load) is
+// rejected with a message that is not an internal error, or deserializes to an executable that
+// serializes back to the same bytes and then loads (with the real kernel providers, which the
+// fuzz build leaves out) or is rejected the same way. The fuzz build replays them under ASan +
+// UBSan.
+TEST(Executable, SavedFuzzerReproducers) {
+  const std::filesystem::path dir =
+      std::filesystem::path(HETPASS_TEST_DATA_DIR) / "fuzz" / "regressions" / "vm_load";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no saved findings in " << dir;
+  auto expect_user_error = [](const absl::Status& s) {
+    EXPECT_NE(s.code(), absl::StatusCode::kInternal) << s;
+    EXPECT_FALSE(s.message().empty());
+  };
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".hvm") continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto exe = Executable::Deserialize(bytes);
+    if (!exe.ok()) {
+      expect_user_error(exe.status());
+      continue;
+    }
+    EXPECT_EQ(exe->Serialize(), bytes);
+    auto vm = VirtualMachine::Load(*std::move(exe));
+    if (!vm.ok()) expect_user_error(vm.status());
+  }
 }
 
 // Tests the seed slice chain on sim: per-input masks fuse ten slices behind one host shape

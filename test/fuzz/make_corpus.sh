@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
-# make_corpus.sh KIND OUT_DIR SHARED_DIR SLIM_TOOL
-#   Builds a seed corpus for the ONNX fuzzers from files already on the machine (nothing binary
-#   is committed): KIND `model` for onnx_import_fuzzer, `tensor` for onnx_tensor_fuzzer.
+# make_corpus.sh KIND OUT_DIR SHARED_DIR SEED_TOOL
+#   Builds a seed corpus for one fuzzer from files already on the machine (nothing binary is
+#   committed): KIND `model` for onnx_import_fuzzer, `tensor` for onnx_tensor_fuzzer, `hir` for
+#   ir_parse_fuzzer, `exe` for vm_load_fuzzer.
 #     model   every /usr/share/libonnx-testdata/data/node/*/model.onnx (Debian libonnx-testdata)
-#             and every SHARED_DIR/models/*/model.onnx, the latter slimmed by SLIM_TOOL
+#             and every SHARED_DIR/models/*/model.onnx, the latter slimmed by SEED_TOOL
 #             (onnx_seed_slim: large initializers become ConstantOfShape, a few KB per model),
 #             plus the models of hostile_seeds.py (extreme dims, axes and constants)
 #     tensor  the test_data_set_*/{input,output}_*.pb of both, up to 64 KB each, plus the
 #             tensors of hostile_seeds.py --tensors
-#   Also writes OUT_DIR.dict, a libFuzzer dictionary: the op types the importer converts and the
-#   attribute names its converters read (both taken from src/frontend/onnx_converters.cc, so it
-#   follows the converter table), plus ONNX field values the importer branches on.
-#   OUT_DIR is emptied first. Prints one line: how many seeds of each source.
+#     hir     the repository's .hir files (examples/, test/), each whole and, where it holds
+#             several modules separated by `// -----` lines, each module on its own, plus the
+#             modules of hostile_hir_seeds.py (extreme dims, literals, nesting)
+#     exe     executables that SEED_TOOL (fuzz_seed_tool exe) compiles from those modules for
+#             cpu and sim through the default VM pipeline, up to 64 KB each
+#   Also writes OUT_DIR.dict, a libFuzzer dictionary. For ONNX: the op types the importer
+#   converts and the attribute names its converters read (both taken from
+#   src/frontend/onnx_converters.cc, so it follows the converter table), plus ONNX field values
+#   the importer branches on. For hir and exe (whose primitive functions are text IR): the text
+#   IR's keywords, op and attribute names, dtypes and devices (fuzz_seed_tool dict, from the op
+#   registry). OUT_DIR is emptied first. Prints one line: how many seeds of each source.
 set -euo pipefail
 
 if [ $# -ne 4 ]; then
-  echo "usage: make_corpus.sh model|tensor OUT_DIR SHARED_DIR SLIM_TOOL" >&2
+  echo "usage: make_corpus.sh model|tensor|hir|exe OUT_DIR SHARED_DIR SEED_TOOL" >&2
   exit 2
 fi
-kind="$1" out="$2" shared="$3" slim="$4"
+kind="$1" out="$2" shared="$3" tool="$4"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 node_dir=/usr/share/libonnx-testdata/data/node
 
 rm -rf "$out"
 mkdir -p "$out"
-n_node=0 n_shared=0 n_hostile=0
+n_node=0 n_shared=0 n_hostile=0 n_repo=0
 case "$kind" in
   model)
     for m in "$node_dir"/*/model.onnx; do
@@ -35,7 +43,7 @@ case "$kind" in
     for m in "$shared"/models/*/model.onnx; do
       [ -f "$m" ] || continue
       name="shared_$(basename "$(dirname "$m")").onnx"
-      if ! "$slim" "$m" "$out/$name"; then
+      if ! "$tool" "$m" "$out/$name"; then
         echo "make_corpus: cannot slim $m" >&2
         exit 1
       fi
@@ -56,8 +64,39 @@ case "$kind" in
     done < <(find "$shared/models" -path '*/test_data_set_*/*.pb' -size -64k -print0 2>/dev/null | sort -z)
     n_hostile=$(python3 "$root/test/fuzz/hostile_seeds.py" --tensors "$out")
     ;;
+  hir | exe)
+    # The repository's text IR: every module of every .hir file (build directories aside).
+    mapfile -t hir_files < <(find "$root/examples" "$root/test" -name '*.hir' -type f | sort)
+    if [ "${#hir_files[@]}" -eq 0 ]; then
+      echo "make_corpus: no .hir files under $root/examples and $root/test" >&2
+      exit 1
+    fi
+    "$tool" dict "$out.dict"
+    if [ "$kind" = hir ]; then
+      for f in "${hir_files[@]}"; do
+        rel="${f#"$root"/}"
+        name="${rel//\//_}"
+        cp "$f" "$out/$name"
+        n_repo=$((n_repo + 1))
+        # Each `// -----` module on its own (awk: one file per chunk, only when there are two).
+        if grep -qx '[[:space:]]*// -----[[:space:]]*' "$f"; then
+          n_repo=$((n_repo + $(awk -v out="$out/${name%.hir}" -v chunk=0 '
+            /^[[:space:]]*\/\/ -----[[:space:]]*$/ { ++chunk; next }
+            { print > (out "_" chunk ".hir") }
+            END { print chunk + 1 }' "$f")))
+        fi
+      done
+      n_hostile=$(python3 "$root/test/fuzz/hostile_hir_seeds.py" "$out")
+      echo "seed corpus (hir): $n_repo from ${#hir_files[@]} .hir files, $n_hostile from" \
+           "hostile_hir_seeds.py; dictionary of $(grep -c '^"' "$out.dict") words"
+    else
+      summary=$("$tool" exe "$out" 65536 "${hir_files[@]}")  # fails when none compiles
+      echo "seed corpus (exe): $summary; dictionary of $(grep -c '^"' "$out.dict") words"
+    fi
+    exit 0
+    ;;
   *)
-    echo "make_corpus: unknown kind '$kind' (model or tensor)" >&2
+    echo "make_corpus: unknown kind '$kind' (model, tensor, hir or exe)" >&2
     exit 2
     ;;
 esac

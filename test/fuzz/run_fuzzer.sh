@@ -2,20 +2,23 @@
 # run_fuzzer.sh: the ctest commands of test/fuzz (registered in test/fuzz/CMakeLists.txt).
 #
 #   run_fuzzer.sh replay FUZZER REGRESSIONS_DIR EXT
-#       Runs FUZZER once on every REGRESSIONS_DIR/*.EXT (saved findings, see README.md); fails on
-#       the first that still crashes. Passes when there is none.
-#   run_fuzzer.sh fuzz FUZZER WORK_DIR SECONDS SHARED_DIR SLIM_TOOL KIND
-#       Regenerates the seed corpus (make_corpus.sh KIND) in WORK_DIR/seeds, then fuzzes for
-#       SECONDS; inputs that add coverage go to WORK_DIR/corpus (kept between local runs). On a
-#       finding, prints the sanitizer report, the reproducer's path and how to replay and keep
-#       it, and fails. The full libFuzzer log is WORK_DIR/fuzz.log, the figures of the last run
-#       (runs, exec/s, cov, ft, corpus) WORK_DIR/summary.txt.
+#       Runs FUZZER once on every REGRESSIONS_DIR/*.EXT (the saved findings of one fuzzer,
+#       test/fuzz/regressions/<target>/, see the README there); fails on the first that still
+#       crashes, and on a file the replay would skip (another extension there, or a file lying
+#       directly in regressions/ instead of a fuzzer's folder). Passes when there is none.
+#   run_fuzzer.sh fuzz FUZZER WORK_DIR SECONDS SHARED_DIR SEED_TOOL KIND
+#       Regenerates the seed corpus (make_corpus.sh KIND, with SEED_TOOL) in WORK_DIR/seeds,
+#       then fuzzes for SECONDS; inputs that add coverage go to WORK_DIR/corpus (kept between
+#       local runs). On a finding, prints the sanitizer report, the reproducer's path and how to
+#       replay and keep it, and fails. The full libFuzzer log is WORK_DIR/fuzz.log, the figures
+#       of the last run (runs, exec/s, cov, ft, corpus) WORK_DIR/summary.txt.
 #
-# Limits, the same for both modes (a replay must see what the fuzzing saw):
+# Limits, the same for both modes and every fuzzer (a replay must see what the fuzzing saw):
 #   -rss_limit_mb=2048      the process; above it libFuzzer reports an out-of-memory finding
-#   -malloc_limit_mb=512    one allocation: inputs are at most a few hundred KB and the importer
-#                           folds at most 2^16 elements, so a larger malloc means a hostile dim
-#                           became memory instead of an error
+#   -malloc_limit_mb=512    one allocation: inputs are at most a few hundred KB, the importer
+#                           folds at most 2^16 elements, the IR fuzzer caps elided constants at
+#                           1 MB and executables hold their constants' bytes, so a larger malloc
+#                           means a hostile size became memory instead of an error
 #   -timeout=20             seconds per input (ASan: a slow input is a hang, not a big model)
 set -euo pipefail
 
@@ -32,18 +35,27 @@ case "$mode" in
     [ $# -eq 4 ] || { echo "usage: run_fuzzer.sh replay FUZZER DIR EXT" >&2; exit 2; }
     fuzzer="$2" dir="$3" ext="$4"
     shopt -s nullglob
+    # Every file must be replayed by some fuzzer: a misplaced or misnamed reproducer never runs.
+    for f in "$dir"/*; do
+      case "$f" in
+        *."$ext") ;;
+        *)
+          echo "error: $f: the saved findings in $(basename "$dir")/ are *.$ext files" >&2
+          exit 1
+          ;;
+      esac
+    done
+    for f in "$(dirname "$dir")"/*; do
+      if [ -f "$f" ] && [ "$(basename "$f")" != README.md ]; then
+        echo "error: $f: keep a saved finding in its fuzzer's folder, regressions/<target>/" >&2
+        exit 1
+      fi
+    done
     files=("$dir"/*."$ext")
     if ((${#files[@]} == 0)); then
       echo "no saved findings ($dir/*.$ext): nothing to replay"
       exit 0
     fi
-    # Every file must belong to one of the fuzzers: a misnamed reproducer would never run.
-    for f in "$dir"/*; do
-      case "$f" in
-        *.onnx | *.pb | */README.md) ;;
-        *) echo "error: $f: name saved findings *.onnx (model) or *.pb (tensor)" >&2; exit 1 ;;
-      esac
-    done
     echo "replaying ${#files[@]} saved finding(s) with $(basename "$fuzzer")"
     status=0
     for f in "${files[@]}"; do
@@ -62,13 +74,13 @@ case "$mode" in
     ;;
   fuzz)
     [ $# -eq 7 ] || {
-      echo "usage: run_fuzzer.sh fuzz FUZZER WORK_DIR SECONDS SHARED_DIR SLIM_TOOL KIND" >&2
+      echo "usage: run_fuzzer.sh fuzz FUZZER WORK_DIR SECONDS SHARED_DIR SEED_TOOL KIND" >&2
       exit 2
     }
-    fuzzer="$2" work="$3" seconds="$4" shared="$5" slim="$6" kind="$7"
+    fuzzer="$2" work="$3" seconds="$4" shared="$5" tool="$6" kind="$7"
     mkdir -p "$work/corpus" "$work/artifacts"
     rm -f "$work"/artifacts/*
-    bash "$here/make_corpus.sh" "$kind" "$work/seeds" "$shared" "$slim"
+    bash "$here/make_corpus.sh" "$kind" "$work/seeds" "$shared" "$tool"
     echo "fuzzing $(basename "$fuzzer") for ${seconds}s (log: $work/fuzz.log)"
     status=0
     "$fuzzer" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
@@ -92,7 +104,8 @@ case "$mode" in
         echo "reproducer: $f"
       done
       echo "replay it:  $fuzzer $(printf '%s ' "${limits[@]}")${found[0]:-REPRODUCER}"
-      echo "keep it:    cp REPRODUCER $here/regressions/<what-it-does>.onnx (or .pb for tensors)"
+      echo "keep it:    cp REPRODUCER $here/regressions/$(basename "$work")/<what-it-does>.$(
+        case "$kind" in model) echo onnx ;; tensor) echo pb ;; hir) echo hir ;; exe) echo hvm ;; esac)"
       echo "================================================================================="
       exit 1
     fi

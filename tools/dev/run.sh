@@ -3,15 +3,17 @@
 # installs what is missing, configures, builds (ccache, -j2), then runs the demo or the tests.
 #
 #   bash tools/dev/run.sh demo     build + run the main job
-#   bash tools/dev/run.sh test     build; fuzz pass (clang, libFuzzer); ctest; ASan+UBSan build +
-#                                  ctest
+#   bash tools/dev/run.sh test     build; fuzz the three doors of untrusted bytes: the ONNX
+#                                  importer, the text IR parser, the executable loader (clang,
+#                                  libFuzzer); ctest; ASan+UBSan build + ctest
 #
 # Environment: HETPASS_BUILD_DIR (default build), HETPASS_JOBS (default 2),
 #              HETPASS_SANITIZE_RUN=always|never (test: the ASan+UBSan pass, default always;
 #              CI always runs it),
 #              HETPASS_FUZZ_RUN=always|never (test: the fuzz pass, default always; a cold
-#              fuzz build takes ~4 min of one core), HETPASS_FUZZ_SECONDS (default 60: seconds
-#              of fuzzing ImportOnnx; docs/onnx.md "Fuzzing").
+#              fuzz build takes ~5 min of one core), HETPASS_FUZZ_SECONDS (default 60: seconds
+#              of fuzzing ImportOnnx), HETPASS_FUZZ_PARSE_SECONDS and HETPASS_FUZZ_LOAD_SECONDS
+#              (default 40 each: the text IR parser, the executable loader; docs/fuzzing.md).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -122,17 +124,30 @@ run_demo() {
   fi
 }
 
-# The fuzz pass (docs/onnx.md "Fuzzing"): its own clang build directory with only the fuzzers
-# and their lean core library, then its ctest: replay test/fuzz/regressions/, fuzz ImportOnnx
-# for HETPASS_FUZZ_SECONDS from a seed corpus made of the machine's ONNX models. Runs before the
-# main ctest so the log still ends with that summary; a finding stops the run here, with the
-# report and the reproducer's path.
+# The fuzz pass (docs/fuzzing.md): its own clang build directory with only the fuzzers and
+# their lean core library (no LLVM, oneDNN or Graphviz), then its ctest, two tests per fuzzer:
+# replay its saved findings (test/fuzz/regressions/<target>/), then fuzz from a seed corpus
+# made on the spot (make_corpus.sh: the machine's ONNX models and tensors, the repository's .hir
+# files, executables compiled from them) for a fixed time:
+#   onnx_import_fuzzer  ImportOnnx                            HETPASS_FUZZ_SECONDS (60)
+#   onnx_tensor_fuzzer  ParseOnnxTensor                       15
+#   ir_parse_fuzzer     ParseModule + verifier, printer round trip, infer-types
+#                                                             HETPASS_FUZZ_PARSE_SECONDS (40)
+#   vm_load_fuzzer      Executable::Deserialize + VirtualMachine::Load (checksums fixed up)
+#                                                             HETPASS_FUZZ_LOAD_SECONDS (40)
+# ctest runs two at a time (-j2): about 1.5 min of fuzzing. Runs before the main ctest so the
+# log still ends with that summary; a finding stops the run here, with the report and the
+# reproducer's path.
 run_fuzz() {
   local dir="${build}-fuzz"
   local seconds="${HETPASS_FUZZ_SECONDS:-60}"
-  echo "== fuzz pass: ImportOnnx ${seconds}s, ParseOnnxTensor 15s ($dir, clang-16 + libFuzzer)"
+  local parse_seconds="${HETPASS_FUZZ_PARSE_SECONDS:-40}"
+  local load_seconds="${HETPASS_FUZZ_LOAD_SECONDS:-40}"
+  echo "== fuzz pass: ImportOnnx ${seconds}s, ParseOnnxTensor 15s, ParseModule ${parse_seconds}s," \
+       "Executable load ${load_seconds}s ($dir, clang-16 + libFuzzer)"
   configure_and_build "$dir" -- -DHETPASS_FUZZ=ON -DCMAKE_C_COMPILER=clang-16 \
-    -DCMAKE_CXX_COMPILER=clang++-16 -DHETPASS_FUZZ_SECONDS="$seconds"
+    -DCMAKE_CXX_COMPILER=clang++-16 -DHETPASS_FUZZ_SECONDS="$seconds" \
+    -DHETPASS_FUZZ_PARSE_SECONDS="$parse_seconds" -DHETPASS_FUZZ_LOAD_SECONDS="$load_seconds"
   if ! (cd "$dir" && ctest -j "$jobs" --output-on-failure); then
     echo "error: the fuzz pass failed: report and reproducer above" \
          "(logs: $dir/test/fuzz/*/fuzz.log)" >&2

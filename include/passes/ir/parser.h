@@ -28,6 +28,7 @@
 #ifndef HETPASS_IR_PARSER_H_
 #define HETPASS_IR_PARSER_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -43,6 +44,9 @@ struct ParseOptions {
   const OpRegistry* registry = nullptr;  // nullptr: OpRegistry::Global()
   std::string source_name;               // used in error locations; "<input>" if empty
   bool allow_elided_constants = false;   // accept `constant<elided>` (filled with zeros)
+  // An elided constant is materialised as zeros: a larger one is an error, not an allocation
+  // (the type alone decides the size, so a few bytes of text could ask for any amount).
+  int64_t max_elided_bytes = int64_t{1} << 30;
 };
 
 absl::StatusOr<std::unique_ptr<Module>> ParseModule(absl::string_view text,
