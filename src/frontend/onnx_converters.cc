@@ -14,6 +14,8 @@
 //     left to fold-constants.
 //   - A converter that meets a form it cannot map returns Unimplemented naming op, node and
 //     opset (ImportContext::Unimplemented); it never crashes on user input.
+#include "frontend/onnx_context.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -22,7 +24,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "frontend/onnx_context.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass::onnx_frontend {

@@ -14,13 +14,14 @@
 //   - Launch runs the kernel inline on the calling thread.
 // Thread safety: every method may be called from several threads; the map and the counters are
 // guarded by one mutex (never held while a kernel runs or while memcpy copies).
+#include "passes/runtime/device.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "passes/runtime/device.h"
 
 namespace hetpass::runtime {
 namespace {

@@ -29,13 +29,14 @@
 //     leak in tests).
 // Thread safety: one mutex guards the cache and the in-use map; it is not held across raw
 // device calls (the device is thread-safe itself).
+#include "passes/runtime/device.h"
+
 #include <map>
 #include <mutex>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "passes/runtime/device.h"
 
 namespace hetpass::runtime {
 namespace {

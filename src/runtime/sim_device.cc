@@ -42,6 +42,8 @@
 // Thread safety: Allocate/Free/Owns/Copy*/Launch may be called from several threads. One mutex
 // guards the allocator and the counters; another guards the guard depth. Neither is held while
 // bytes are copied or a kernel runs (a kernel may call back into the device).
+#include "passes/runtime/device.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -55,7 +57,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "passes/runtime/device.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass::runtime {

@@ -8,6 +8,8 @@
 // values the region captures (free-variable analysis), so the interpreter needs no nested
 // scopes. Kernel call sites record which parameters are constants, so the VM can hand those to
 // the kernel at load (prepacking).
+#include "passes/vm/executable.h"
+
 #include <deque>
 #include <functional>
 #include <set>
@@ -18,7 +20,6 @@
 #include "absl/strings/strip.h"
 #include "passes/ir/printer.h"
 #include "passes/support/status_macros.h"
-#include "passes/vm/executable.h"
 
 namespace hetpass::vm {
 namespace {

@@ -5,6 +5,8 @@
 // is bounds-checked and every count is checked against the bytes left, so a truncated or corrupt
 // file gives an error naming what was being read, never a crash or a huge allocation. Verify()
 // then checks every index once, which is what lets the interpreter skip checks per instruction.
+#include "passes/vm/executable.h"
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -13,7 +15,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/support/status_macros.h"
-#include "passes/vm/executable.h"
 
 namespace hetpass::vm {
 namespace {

@@ -1,6 +1,8 @@
 // index.html: every stage in order, each with its picture, a summary table, its copies and what
 // changed since the previous stage. A small script reports pictures that fail to load (and any
 // script error) in the page title and in <body data-status>, which the browser check reads.
+#include "viz/viz.h"
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -8,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "viz/stages.h"
-#include "viz/viz.h"
 
 namespace hetpass::viz {
 namespace {

@@ -14,6 +14,8 @@
 //
 // Graph node names come from printed value names, never from pointers, and objects are created
 // in program order, so agwrite's output is deterministic.
+#include "viz/viz.h"
+
 #include <graphviz/cgraph.h>
 
 #include <chrono>
@@ -28,7 +30,6 @@
 #include "absl/strings/str_split.h"
 #include "passes/ir/printer.h"
 #include "passes/shape_funcs/op_registry.h"
-#include "viz/viz.h"
 
 namespace hetpass::viz {
 namespace {
@@ -113,7 +114,6 @@ std::string Wrap(absl::string_view s, int width) {
   }
   return out;
 }
-
 
 // The invoke forms of ir.h after manifest-alloc: `{shape_func = true}` calls a primitive's host
 // shape function, `{outputs = k}` a kernel writing into k explicit outputs. Neither is drawn as

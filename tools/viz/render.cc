@@ -4,6 +4,8 @@
 // on. Every Layout/Render call here installs a collector (agseterrf) for its duration, resets
 // the error level (agreseterrors), and turns anything at AGERR level or above into a failed
 // Status that quotes the message; warnings are kept in Renderer::diagnostics().
+#include "viz/viz.h"
+
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 
@@ -14,7 +16,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "viz/viz.h"
 
 namespace hetpass::viz {
 namespace {
