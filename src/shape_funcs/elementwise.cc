@@ -102,7 +102,9 @@ SymbolicValueRule BinarySymbolic(std::function<std::optional<DimExpr>(DimExpr, D
     const auto& av = **a;
     const auto& bv = **b;
     if (av.size() != bv.size() && av.size() != 1 && bv.size() != 1) return std::nullopt;
-    const size_t n = std::max(av.size(), bv.size());
+    // Broadcasting: an empty operand against a one-element one gives an empty result (never an
+    // element read from the empty side).
+    const size_t n = av.empty() || bv.empty() ? 0 : std::max(av.size(), bv.size());
     std::vector<DimExpr> out;
     for (size_t i = 0; i < n; ++i) {
       auto r = fn(av[av.size() == 1 ? 0 : i], bv[bv.size() == 1 ? 0 : i]);
