@@ -1,0 +1,170 @@
+// Internal to the CPU JIT (jit_elementwise.cc, jit_emitter.cc): the plan a primitive function
+// is analysed into (phase 1), its lowering to accesses and expressions (phase 2), and the LLVM
+// module the emitter builds from them (phase 3). jit_elementwise.cc explains the algorithm;
+// jit_emitter.cc is the only file besides llvm_jit.cc that builds LLVM IR.
+#ifndef HETPASS_COMPILE_ENGINE_JIT_PLAN_H_
+#define HETPASS_COMPILE_ENGINE_JIT_PLAN_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "passes/ir/dim_expr.h"
+#include "passes/ir/dtype.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace hetpass::jit_internal {
+
+// clang-format off
+enum class JitOp : uint8_t {
+  kRelu, kNegative, kAbs, kExp, kLog, kSqrt, kTanh, kSigmoid, kFloor, kCeil,
+  kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower,
+  kEqual, kLess, kGreater, kBiasAdd, kWhere, kCast,
+  // Injective ops (only on the injective path, CompileJitInjective).
+  kTranspose, kReshape, kDynReshape, kExpandDims, kSqueeze, kStridedSlice, kDynStridedSlice,
+  kTake, kConcatenate, kBroadcastTo, kDynBroadcastTo,
+};
+// clang-format on
+
+// Operand / result typing of a lowering.
+enum class OpForm : uint8_t {
+  kUnaryNumeric,   // T -> T, T numeric
+  kUnaryFloat,     // T -> T, T f32 or f64
+  kBinaryNumeric,  // (T, T) -> T, broadcasting
+  kBinaryFloat,    // (T, T) -> T, T f32 or f64
+  kCompare,        // (T, T) -> bool
+  kBiasAdd,        // (T[..], T[k]) -> T[..], T numeric
+  kWhere,          // (C, T, T) -> T
+  kCast,           // S -> attribute dtype
+  kInjective,      // data movement: the result's element at an index is an element of the data
+                   // (or of one of the concatenated inputs) at an index computed from it
+};
+
+inline bool SupportedDType(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kF64:
+    case DType::kI8:
+    case DType::kI32:
+    case DType::kI64:
+    case DType::kU8:
+    case DType::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+inline bool NumericDType(DType t) { return SupportedDType(t) && t != DType::kBool; }
+inline bool FloatDType(DType t) { return t == DType::kF32 || t == DType::kF64; }
+inline bool SignedIntDType(DType t) { return t == DType::kI8 || t == DType::kI32 || t == DType::kI64; }
+
+// Error flag bits returned by the generated entry points.
+inline constexpr int32_t kFlagDivisionByZero = 1;
+inline constexpr int32_t kFlagIndexOutOfRange = 2;  // take in mode "fast" (Run checks first)
+
+// Beyond this many exprs (values recomputed along different broadcast paths) the group is left
+// to another backend rather than emitting a huge loop body.
+inline constexpr size_t kMaxExprs = 4096;
+
+// ===== Phase 1: analysis =======================================================================
+
+enum class TakeMode : uint8_t { kClip, kWrap, kFast };
+
+struct Step {
+  JitOp op;
+  OpForm form;
+  std::string op_name;
+  std::vector<int> args;  // value ids
+  int result = -1;        // value id
+  int64_t axis = 0;       // nn.bias_add, take, concatenate, expand_dims: normalised axis
+  // Injective ops, from the attributes (normalised where the rank allows):
+  //   transpose: ints = the permutation; reshape: ints = newshape; expand_dims: num = the
+  //   number of new axes; squeeze: ints = 1 per dropped input dim, 0 per kept one;
+  //   strided_slice: begin, end, strides, axes as given; broadcast_to: ints = the target;
+  //   take: mode.
+  std::vector<int64_t> ints;
+  std::vector<int64_t> begin, end, strides, axes;
+  int64_t num = 0;
+  bool size_mode = false;
+  TakeMode mode = TakeMode::kClip;
+};
+
+// Values are numbered: parameters 0..num_params-1, then one per binding (step k -> value
+// num_params + k).
+struct Plan {
+  std::string fn;
+  int num_params = 0;
+  std::vector<std::string> names;  // "%a" for messages
+  std::vector<DType> dtypes;
+  std::vector<std::vector<DimExpr>> dims;
+  std::vector<Step> steps;
+  int result = -1;
+
+  int rank(int v) const { return static_cast<int>(dims[v].size()); }
+};
+
+// ===== Phase 2: lowering to accesses and exprs =================================================
+
+struct Access {
+  int param;
+  std::vector<int> pos;   // output dim of each of the parameter's dims
+  bool inner_contiguous;  // static guess: stride 1 (true) or 0 (false) in the innermost dim
+};
+
+struct Expr {
+  int value;
+  int access = -1;        // parameters: the access loaded
+  std::vector<int> args;  // bindings: expr ids of the operands
+};
+
+struct Lowered {
+  int out_rank = 0;
+  int depth = 1;  // loop nest depth: max(out_rank, 1)
+  std::vector<Access> accesses;
+  std::vector<Expr> exprs;  // operands before users
+  int root = -1;
+  bool divides_integers = false;
+  // Every parameter and result dim is a constant: the static inner-stride guess is exact, so
+  // `fast` always applies and `generic` is not emitted.
+  bool static_shapes = true;
+};
+
+// ===== Phase 3: LLVM IR ========================================================================
+
+// Where the injective entry point finds the run-time dims of every value and the per-step
+// run-time parameters (see "The injective path" below).
+struct InjectiveLayout {
+  std::vector<int> dim_offset;  // per value: its first entry in `dims`
+  int num_dims = 0;
+  // Per step: its first entry in `aux` (-1: none). Slices: start and stride per data dim;
+  // reshapes: per data dim k >= 1 the multiplier of the division by that dim (see Divide).
+  std::vector<int> aux_offset;
+  int num_aux = 0;
+  // Some reshape divides by a run-time dim: a second entry point, `wide`, divides with udiv
+  // for element counts of 2^32 and more, where the multipliers are not exact.
+  bool needs_wide = false;
+};
+
+struct BuiltModule {
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;
+  std::string fast_name;
+  std::string generic_name;  // empty for static shapes
+};
+
+// Phase 3 (jit_emitter.cc): the elementwise module (`fast`, and `generic` unless every shape is
+// static) and the injective module (its entry, and `wide` when a reshape divides by a run-time
+// dim).
+BuiltModule BuildModule(const Plan& plan, const Lowered& lowered, const std::string& symbol);
+BuiltModule BuildInjectiveModule(const Plan& plan, const InjectiveLayout& layout,
+                                 const std::string& symbol);
+
+}  // namespace hetpass::jit_internal
+
+#endif  // HETPASS_COMPILE_ENGINE_JIT_PLAN_H_
