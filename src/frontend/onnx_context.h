@@ -1,5 +1,6 @@
 // Internal to the ONNX frontend: the state one import shares with the per-op converters
-// (onnx_converters.cc). Includes the ONNX protobuf classes, so only src/frontend includes it.
+// (onnx_convert_<family>.cc, their table in onnx_converters.cc). Includes the ONNX protobuf
+// classes, so only src/frontend includes it.
 #ifndef HETPASS_FRONTEND_ONNX_CONTEXT_H_
 #define HETPASS_FRONTEND_ONNX_CONTEXT_H_
 

@@ -1,0 +1,373 @@
+// ONNX converters of the neural-network family: Pad, Conv, ConvTranspose, MaxPool,
+// GlobalAveragePool, LayerNormalization, Softmax and BatchNormalization. The registry side is
+// shape_funcs/nn.cc; the conventions are in onnx_converters.h.
+#include "frontend/onnx_converters.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "frontend/onnx_converter_helpers.h"
+#include "passes/support/status_macros.h"
+
+namespace hetpass::onnx_frontend {
+namespace {
+
+Outs Pad(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  std::string mode = StringAttr(n, "mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") {
+    return ctx.Unimplemented(absl::StrCat("mode '", mode, "'"));
+  }
+  if (In(in, 3) != nullptr) return ctx.Unimplemented("the axes input");
+  ASSIGN_OR_RETURN(Value * pads, Need(ctx, in, 1));
+  Value* cv = In(in, 2);
+  auto pv = ConstInts(ctx, pads);
+  if (pv) {
+    // ONNX [b0, b1, ..., e0, e1, ...] -> registry [b0, e0, b1, e1, ...].
+    const size_t r = pv->size() / 2;
+    std::vector<int64_t> width;
+    for (size_t i = 0; i < r; ++i) {
+      width.push_back((*pv)[i]);
+      width.push_back((*pv)[i + r]);
+    }
+    double value = 0;
+    if (cv != nullptr) {
+      auto c = ctx.ConstValue(cv);
+      if (!c) return ctx.Unimplemented("a computed constant_value");
+      if (c->num_elements() > 0) value = c->GetDouble(0);
+    }
+    return One(ctx.Op("nn.pad", {x},
+                      {{"pad_width", width}, {"pad_value", value}, {"pad_mode", mode}}));
+  }
+  // Computed pads: reorder on the host with reshape [2, r] -> transpose -> reshape [-1].
+  ASSIGN_OR_RETURN(Value * p2, ctx.Op("reshape", {pads}, {{"newshape", std::vector<int64_t>{2, -1}}}));
+  ASSIGN_OR_RETURN(Value * pt, ctx.Op("transpose", {p2}, {{"axes", std::vector<int64_t>{1, 0}}}));
+  ASSIGN_OR_RETURN(Value * pw, ctx.Op("reshape", {pt}, {{"newshape", std::vector<int64_t>{-1}}}));
+  if (cv == nullptr) cv = ctx.ScalarLike(x, 0.0);
+  return One(ctx.Op("dyn.nn.pad", {x, pw, cv}, {{"pad_mode", mode}}));
+}
+
+absl::Status CheckAutoPad(ImportContext& ctx, const onnx::NodeProto& n) {
+  const std::string auto_pad = StringAttr(n, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+    return ctx.Unimplemented(absl::StrCat("auto_pad = ", auto_pad, " (give explicit pads)"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> Ints(const onnx::NodeProto& n, absl::string_view name,
+                          std::vector<int64_t> def) {
+  auto v = IntsAttr(n, name);
+  return v ? *v : def;
+}
+
+Outs Conv(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * w, Need(ctx, in, 1));
+  RETURN_IF_ERROR(CheckAutoPad(ctx, n));
+  const int rw = ctx.RankOf(w);
+  if (rw != 4) {
+    return ctx.Unimplemented(absl::StrFormat("only 2-D convolution (weight rank 4, got %d)", rw));
+  }
+  Attrs attrs{{"strides", Ints(n, "strides", {1, 1})},
+              {"padding", Ints(n, "pads", {0, 0, 0, 0})},
+              {"dilation", Ints(n, "dilations", {1, 1})},
+              {"groups", IntAttr(n, "group", 1)}};
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("nn.conv2d", {x, w}, attrs));
+  if (Value* b = In(in, 2)) {
+    ASSIGN_OR_RETURN(y, ctx.Op("nn.bias_add", {y, b}, {{"axis", int64_t{1}}}));
+  }
+  return std::vector<Value*>{y};
+}
+
+// ---- ConvTranspose ---------------------------------------------------------------------------
+
+// The padding of one spatial axis of a ConvTranspose whose output size is given (output_shape,
+// or input * stride under SAME_*): ONNX's total_padding = stride * (in - 1) + output_padding +
+// dilation * (k - 1) + 1 - out, split with the odd unit at the end for SAME_UPPER and at the
+// start otherwise. A negative total (the output is asked to be longer than the kernels reach)
+// cannot be padding; like ONNX Runtime we clamp it to 0 and lengthen the far end instead
+// (output_padding), which is what test_convtranspose_output_shape expects (a zero last row).
+struct TransposePads {
+  int64_t begin = 0, end = 0, extra_output_padding = 0;
+};
+TransposePads PadsForOutputSize(int64_t total, bool same_upper) {
+  TransposePads p;
+  if (total < 0) {
+    p.extra_output_padding = -total;
+    return p;
+  }
+  p.begin = same_upper ? total / 2 : total - total / 2;
+  p.end = total - p.begin;
+  return p;
+}
+
+// ConvTranspose-11 (current through opset 17) as nn.conv2d_transpose; 1-D as 2-D with a unit
+// height (expand_dims / squeeze around it); 3-D is not supported. Explicit pads, auto_pad
+// (NOTSET, VALID, SAME_UPPER, SAME_LOWER) and output_shape (which overrides pads) all become
+// explicit padding: SAME_* needs only the kernel extent, because its total padding
+// output_padding + dilation * (k - 1) + 1 - stride does not depend on the input size (so a
+// dynamic input stays dynamic); output_shape needs static input sizes. The bias is an
+// nn.bias_add on the channel axis, as for Conv.
+Outs ConvTranspose(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * w, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank < 3) {
+    return ctx.Error(absl::StrFormat("X must have rank >= 3 (N, C, spatial...), got %d", rank));
+  }
+  const int spatial = rank - 2;
+  if (spatial > 2) {
+    return ctx.Unimplemented(
+        absl::StrFormat("%d-D transposed convolution (only 1-D and 2-D are supported)", spatial));
+  }
+  const int rw = ctx.RankOf(w);
+  if (rw >= 0 && rw != rank) {
+    return ctx.Error(absl::StrFormat("W must have the rank of X (%d), got %d", rank, rw));
+  }
+  // Per-spatial-axis attributes, checked for length.
+  auto axis_attr = [&](absl::string_view name, int64_t def,
+                       int per_axis) -> absl::StatusOr<std::vector<int64_t>> {
+    std::vector<int64_t> v = Ints(n, name, std::vector<int64_t>(per_axis * spatial, def));
+    if (static_cast<int>(v.size()) != per_axis * spatial) {
+      return ctx.Error(absl::StrFormat("%s must have %d values for %d-D input, got %d", name,
+                                       per_axis * spatial, spatial, v.size()));
+    }
+    return v;
+  };
+  ASSIGN_OR_RETURN(std::vector<int64_t> strides, axis_attr("strides", 1, 1));
+  ASSIGN_OR_RETURN(std::vector<int64_t> dilations, axis_attr("dilations", 1, 1));
+  ASSIGN_OR_RETURN(std::vector<int64_t> output_padding, axis_attr("output_padding", 0, 1));
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads, axis_attr("pads", 0, 2));
+  const std::string auto_pad = StringAttr(n, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER") {
+    return ctx.Error(absl::StrCat("unknown auto_pad '", auto_pad, "'"));
+  }
+  // The kernel extent: kernel_shape, else W's static spatial dims (needed only to compute pads).
+  const Type wt = ctx.TypeOf(w);
+  std::vector<std::optional<int64_t>> kernel(spatial);
+  for (int i = 0; i < spatial && wt.is_tensor() && wt.rank() == rank; ++i) {
+    const DimExpr& d = wt.shape()[2 + i];
+    if (d.is_constant()) kernel[i] = d.constant();
+  }
+  if (auto ks = IntsAttr(n, "kernel_shape")) {
+    if (static_cast<int>(ks->size()) != spatial) {
+      return ctx.Error(absl::StrFormat("kernel_shape must have %d values, got %d", spatial,
+                                       ks->size()));
+    }
+    for (int i = 0; i < spatial; ++i) {
+      if (kernel[i] && *kernel[i] != (*ks)[i]) {
+        return ctx.Error(absl::StrFormat("kernel_shape %s does not match W's spatial dims",
+                                         absl::StrJoin(*ks, "x")));
+      }
+      kernel[i] = (*ks)[i];
+    }
+  }
+  std::optional<std::vector<int64_t>> output_shape = IntsAttr(n, "output_shape");
+  if (output_shape) {
+    // Exporters write the spatial sizes; a full [N, C, spatial...] shape is accepted too.
+    if (static_cast<int>(output_shape->size()) == rank) {
+      output_shape->erase(output_shape->begin(), output_shape->begin() + 2);
+    }
+    if (static_cast<int>(output_shape->size()) != spatial) {
+      return ctx.Error(absl::StrFormat("output_shape must have %d values, got %d", spatial,
+                                       output_shape->size()));
+    }
+  }
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (auto_pad == "VALID") pads.assign(2 * spatial, 0);
+  if (output_shape || same) {
+    const Type xt = ctx.TypeOf(x);
+    for (int i = 0; i < spatial; ++i) {
+      if (!kernel[i]) {
+        return ctx.Unimplemented("auto_pad SAME_* or output_shape with a kernel size that is "
+                                 "not known (give kernel_shape or a constant W)");
+      }
+      const int64_t reach = output_padding[i] + dilations[i] * (*kernel[i] - 1) + 1;
+      int64_t total;
+      if (output_shape) {
+        const DimExpr& d = xt.shape()[2 + i];
+        if (!d.is_constant()) {
+          return ctx.Unimplemented(
+              "output_shape with a dynamic input size (the padding would be run-time data)");
+        }
+        total = strides[i] * (d.constant() - 1) + reach - (*output_shape)[i];
+      } else {
+        total = reach - strides[i];  // output = input * stride
+      }
+      const TransposePads p = PadsForOutputSize(total, auto_pad == "SAME_UPPER");
+      pads[i] = p.begin;
+      pads[spatial + i] = p.end;
+      output_padding[i] += p.extra_output_padding;
+    }
+  }
+  // ONNX pads are [x1_begin, x2_begin, x1_end, x2_end]: for 2-D exactly the registry's
+  // (top, left, bottom, right). 1-D gets a unit height with no padding.
+  Attrs attrs;
+  if (spatial == 2) {
+    attrs = {{"strides", strides},
+             {"padding", pads},
+             {"output_padding", output_padding},
+             {"dilation", dilations}};
+  } else {
+    attrs = {{"strides", std::vector<int64_t>{1, strides[0]}},
+             {"padding", std::vector<int64_t>{0, pads[0], 0, pads[1]}},
+             {"output_padding", std::vector<int64_t>{0, output_padding[0]}},
+             {"dilation", std::vector<int64_t>{1, dilations[0]}}};
+    const Attrs unit_height{{"axis", int64_t{2}}};
+    ASSIGN_OR_RETURN(x, ctx.Op("expand_dims", {x}, unit_height));
+    ASSIGN_OR_RETURN(w, ctx.Op("expand_dims", {w}, unit_height));
+  }
+  attrs.Set("groups", IntAttr(n, "group", 1));
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("nn.conv2d_transpose", {x, w}, attrs));
+  if (spatial == 1) {
+    ASSIGN_OR_RETURN(y, ctx.Op("squeeze", {y}, {{"axis", std::vector<int64_t>{2}}}));
+  }
+  if (Value* b = In(in, 2)) {
+    ASSIGN_OR_RETURN(y, ctx.Op("nn.bias_add", {y, b}, {{"axis", int64_t{1}}}));
+  }
+  return std::vector<Value*>{y};
+}
+
+Outs MaxPool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  RETURN_IF_ERROR(CheckAutoPad(ctx, n));
+  if (n.output_size() > 1 && !n.output(1).empty()) {
+    return ctx.Unimplemented("the Indices output");
+  }
+  auto kernel = IntsAttr(n, "kernel_shape");
+  if (!kernel || kernel->size() != 2) return ctx.Unimplemented("only 2-D max pooling");
+  if (IntAttr(n, "storage_order", 0) != 0) return ctx.Unimplemented("storage_order = 1");
+  Attrs attrs{{"pool_size", *kernel},
+              {"strides", Ints(n, "strides", {1, 1})},
+              {"padding", Ints(n, "pads", {0, 0, 0, 0})},
+              {"dilation", Ints(n, "dilations", {1, 1})},
+              {"ceil_mode", IntAttr(n, "ceil_mode", 0) != 0}};
+  return One(ctx.Op("nn.max_pool2d", {x}, attrs));
+}
+
+Outs GlobalAveragePool(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  std::vector<int64_t> axes;
+  for (int i = 2; i < rank; ++i) axes.push_back(i);
+  return One(ctx.Op("mean", {x}, {{"axis", axes}, {"keepdims", true}}));
+}
+
+// LayerNormalization-17: normalise over axes [axis, rank); Mean and InvStdDev keep the
+// reduced dims as 1, which is the keepdims form of mean.
+Outs LayerNormalization(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * scale, Need(ctx, in, 1));
+  Value* bias = In(in, 2);
+  if (IntAttr(n, "stash_type", 1) != 1) return ctx.Unimplemented("stash_type != 1");
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  const int64_t axis = NormAxis(IntAttr(n, "axis", -1), rank);
+  if (axis < 0 || axis >= rank) return ctx.Error("axis out of range");
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < rank; ++i) axes.push_back(i);
+  Attrs red{{"axis", axes}, {"keepdims", true}};
+  ASSIGN_OR_RETURN(Value * mu, ctx.Op("mean", {x}, red));
+  ASSIGN_OR_RETURN(Value * d, ctx.Op("subtract", {x, mu}));
+  ASSIGN_OR_RETURN(Value * d2, ctx.Op("multiply", {d, d}));
+  ASSIGN_OR_RETURN(Value * var, ctx.Op("mean", {d2}, red));
+  ASSIGN_OR_RETURN(Value * ve, ctx.Op("add", {var, ctx.ScalarLike(x, FloatAttr(n, "epsilon", 1e-5f))}));
+  ASSIGN_OR_RETURN(Value * sd, ctx.Op("sqrt", {ve}));
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("divide", {d, sd}));
+  ASSIGN_OR_RETURN(y, ctx.Op("multiply", {y, scale}));
+  if (bias != nullptr) {
+    ASSIGN_OR_RETURN(y, ctx.Op("add", {y, bias}));
+  }
+  std::vector<Value*> outs = {y, mu};
+  if (n.output_size() > 2 && !n.output(2).empty()) {
+    ASSIGN_OR_RETURN(Value * inv, ctx.Op("divide", {ctx.ScalarLike(x, 1.0), sd}));
+    outs.push_back(inv);
+  }
+  return outs;
+}
+
+Outs Softmax(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  const int64_t axis = IntAttr(n, "axis", ctx.opset() >= 13 ? -1 : 1);
+  if (ctx.opset() < 13) {
+    // Softmax-11 normalises over the flattened dims from axis: equal to a 1-axis softmax
+    // only when axis is the last one.
+    ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+    if (NormAxis(axis, rank) != rank - 1) {
+      return ctx.Unimplemented("Softmax-11 over several trailing axes");
+    }
+  }
+  return One(ctx.Op("nn.softmax", {x}, {{"axis", axis}}));
+}
+
+// Inference BatchNormalization: y = x * a + b with a = scale / sqrt(var + eps) and
+// b = bias - mean * a, folded here into [C, 1, ..., 1] constants.
+Outs BatchNormalization(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  if (IntAttr(n, "training_mode", 0) != 0) return ctx.Unimplemented("training_mode = 1");
+  std::optional<Tensor> p[4];
+  Value* pv[4];
+  bool all_const = true;
+  for (int i = 0; i < 4; ++i) {
+    ASSIGN_OR_RETURN(pv[i], Need(ctx, in, i + 1));
+    p[i] = ctx.ConstValue(pv[i]);
+    all_const = all_const && p[i].has_value();
+  }
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (!all_const) {
+    // Computed statistics: the same formula as ops, reshaped to [C, 1, ..., 1].
+    std::vector<int64_t> cshape = {-1};
+    for (int i = 2; i < rank; ++i) cshape.push_back(1);
+    ASSIGN_OR_RETURN(Value * ve,
+                     ctx.Op("add", {pv[3], ctx.ScalarLike(pv[3], FloatAttr(n, "epsilon", 1e-5f))}));
+    ASSIGN_OR_RETURN(Value * sd, ctx.Op("sqrt", {ve}));
+    ASSIGN_OR_RETURN(Value * a, ctx.Op("divide", {pv[0], sd}));
+    ASSIGN_OR_RETURN(Value * ma, ctx.Op("multiply", {pv[2], a}));
+    ASSIGN_OR_RETURN(Value * b, ctx.Op("subtract", {pv[1], ma}));
+    ASSIGN_OR_RETURN(Value * a3, ctx.Op("reshape", {a}, {{"newshape", cshape}}));
+    ASSIGN_OR_RETURN(Value * b3, ctx.Op("reshape", {b}, {{"newshape", cshape}}));
+    ASSIGN_OR_RETURN(Value * y, ctx.Op("multiply", {x, a3}));
+    return One(ctx.Op("add", {y, b3}));
+  }
+  const int64_t c = p[0]->num_elements();
+  const double eps = FloatAttr(n, "epsilon", 1e-5f);
+  std::vector<int64_t> shape = {c};
+  for (int i = 2; i < rank; ++i) shape.push_back(1);
+  std::vector<double> a(c), b(c);
+  for (int64_t i = 0; i < c; ++i) {
+    if (p[1]->num_elements() != c || p[2]->num_elements() != c || p[3]->num_elements() != c) {
+      return ctx.Error("scale, bias, mean and var differ in length");
+    }
+    a[i] = p[0]->GetDouble(i) / std::sqrt(p[3]->GetDouble(i) + eps);
+    b[i] = p[1]->GetDouble(i) - p[2]->GetDouble(i) * a[i];
+  }
+  const DType dt = ctx.DTypeOf(x);
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("multiply", {x, ctx.Const(Tensor::FromDoubles(dt, shape, a))}));
+  return One(ctx.Op("add", {y, ctx.Const(Tensor::FromDoubles(dt, shape, b))}));
+}
+
+}  // namespace
+
+void AddNnConverters(ConverterTable& table) {
+  constexpr ConverterEntry kEntries[] = {
+      {"BatchNormalization", BatchNormalization},
+      {"Conv", Conv},
+      {"ConvTranspose", ConvTranspose},
+      {"GlobalAveragePool", GlobalAveragePool},
+      {"LayerNormalization", LayerNormalization},
+      {"MaxPool", MaxPool},
+      {"Pad", Pad},
+      {"Softmax", Softmax},
+  };
+  table.insert(table.end(), std::begin(kEntries), std::end(kEntries));
+}
+
+}  // namespace hetpass::onnx_frontend

@@ -1,0 +1,83 @@
+// The attribute and input helpers the ONNX converters share (onnx_converter_helpers.h).
+#include "frontend/onnx_converter_helpers.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "passes/support/status_macros.h"
+
+namespace hetpass::onnx_frontend {
+
+const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, absl::string_view name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+int64_t IntAttr(const onnx::NodeProto& n, absl::string_view name, int64_t def) {
+  const auto* a = FindAttr(n, name);
+  return a ? a->i() : def;
+}
+float FloatAttr(const onnx::NodeProto& n, absl::string_view name, float def) {
+  const auto* a = FindAttr(n, name);
+  return a ? a->f() : def;
+}
+std::string StringAttr(const onnx::NodeProto& n, absl::string_view name, std::string def) {
+  const auto* a = FindAttr(n, name);
+  return a ? a->s() : def;
+}
+std::optional<std::vector<int64_t>> IntsAttr(const onnx::NodeProto& n, absl::string_view name) {
+  const auto* a = FindAttr(n, name);
+  if (a == nullptr) return std::nullopt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+Value* In(const Ins& in, size_t i) { return i < in.size() ? in[i] : nullptr; }
+
+absl::StatusOr<Value*> Need(ImportContext& ctx, const Ins& in, size_t i) {
+  Value* v = In(in, i);
+  if (v == nullptr) return ctx.Error(absl::StrFormat("input %d is required", i));
+  return v;
+}
+
+std::optional<std::vector<int64_t>> ConstInts(ImportContext& ctx, const Value* v) {
+  auto t = ctx.ConstValue(v);
+  if (!t) return std::nullopt;
+  return t->ToInt64s();
+}
+
+absl::StatusOr<std::vector<int64_t>> RequireConstInts(ImportContext& ctx, const Value* v,
+                                                      absl::string_view what) {
+  auto r = ConstInts(ctx, v);
+  if (!r) return ctx.Unimplemented(absl::StrCat(what, " must be a constant"));
+  return *r;
+}
+
+int64_t NormAxis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
+
+absl::StatusOr<int> NeedRank(ImportContext& ctx, const Value* v) {
+  const int r = ctx.RankOf(v);
+  if (r < 0) return ctx.Unimplemented("needs the rank of its input, which is not known");
+  return r;
+}
+
+Outs One(absl::StatusOr<Value*> v) {
+  if (!v.ok()) return v.status();
+  return std::vector<Value*>{*v};
+}
+
+absl::StatusOr<std::optional<std::vector<int64_t>>> AxesOf(ImportContext& ctx,
+                                                           const onnx::NodeProto& n,
+                                                           const Ins& in, int64_t input_since) {
+  if (ctx.opset() < input_since) return IntsAttr(n, "axes");
+  Value* a = In(in, 1);
+  if (a == nullptr) return std::optional<std::vector<int64_t>>();
+  ASSIGN_OR_RETURN(auto v, RequireConstInts(ctx, a, "axes"));
+  return std::optional<std::vector<int64_t>>(std::move(v));
+}
+
+}  // namespace hetpass::onnx_frontend
