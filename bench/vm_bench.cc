@@ -165,11 +165,12 @@ BENCHMARK(BM_MlpDirect)->Arg(1)->Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond)
 // ---- dispatch: no-op kernels --------------------------------------------------------------
 class NoopInstance : public KernelInstance {
  public:
-  absl::Status Run(absl::Span<const TensorArg>) override { return absl::OkStatus(); }
+  absl::Status Run(const KernelContext&, absl::Span<const TensorArg>) override { return absl::OkStatus(); }
 };
 class NoopKernel : public CompiledKernel {
  public:
-  absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(absl::Span<const Tensor* const>) const override {
+  absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(const KernelContext&,
+                                                          absl::Span<const Tensor* const>) const override {
     return std::make_unique<NoopInstance>();
   }
   std::string Describe() const override { return "noop"; }

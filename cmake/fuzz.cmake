@@ -14,9 +14,10 @@
 #   frontend                       the ONNX fuzzers
 #   runtime, vm/executable.cc,     the loader fuzzer: VirtualMachine::Load places constants on
 #   vm/vm.cc, compile_engine.cc    cpu/sim and asks the compile engine for kernels; the engine's
-#                                  providers (oneDNN, LLVM JIT) are left out and answer "not
-#                                  mine" (test/fuzz/no_kernel_providers.cc), so every kernel site
-#                                  gets the reference kernel, the engine's own fallback
+#                                  native providers (oneDNN, LLVM JIT) are left out: the provider
+#                                  lists are test/fuzz/no_kernel_providers.cc's (view copy and
+#                                  reference only), so every kernel site gets the reference
+#                                  kernel, the engine's own fallback
 # and `hetpass_fuzz_seed`, for fuzz_seed_tool only: the pipeline that compiles the loader's seed
 # executables from the repository's .hir files (pass, analysis, device_planner, manifest_alloc,
 # vm/compiler.cc, vm/ledger_check.cc). No fuzzer reaches it, so it is built at -O1 without

@@ -30,7 +30,7 @@
 #include "passes/device_planner/device_rules.h"
 #include "passes/ir/printer.h"
 #include "passes/shape_funcs/op_registry.h"
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 
 namespace hetpass {
 namespace {
@@ -118,7 +118,8 @@ class LedgerBuilder {
         const OpDef& op = *n.op();
         const InputSpec& in = op.input(u.index);
         if (NeedsValue(in.dep) && !IsAccelerator(dst)) {
-          if (op.role() == OpRole::kAllocTensor || op.role() == OpRole::kAllocStorage) {
+          if (op.role() == OpRole::kAllocTensor || op.role() == OpRole::kAllocStorage ||
+              op.role() == OpRole::kAllocTensorDyn) {
             return absl::StrFormat("input %d '%s' of %s %s (mask %s: the host reads the dims to "
                                    "allocate)",
                                    u.index, in.name, op.name(), ResultNames(n),

@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/onednn_common.h"
+#include "compile_engine/group_provider.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass {
@@ -83,7 +84,7 @@ class BatchMatmulInstance final : public KernelInstance {
  public:
   BatchMatmulInstance(const Group& group, const dnnl::engine& engine)
       : group_(group), engine_(engine) {}
-  absl::Status Run(absl::Span<const TensorArg> args) override;
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override;
 
  private:
   struct Primitive {
@@ -147,7 +148,7 @@ BatchMatmulInstance::GetPrimitive(const memory::dims& a, const memory::dims& b,
   }
 }
 
-absl::Status BatchMatmulInstance::Run(absl::Span<const TensorArg> args) {
+absl::Status BatchMatmulInstance::Run(const KernelContext& ctx, absl::Span<const TensorArg> args) {
   const Group& g = group_;
   if (static_cast<int>(args.size()) != g.num_params + 1) {
     return absl::InvalidArgumentError(
@@ -215,7 +216,7 @@ class BatchMatmulKernel final : public CompiledKernel {
   BatchMatmulKernel(Group group, const dnnl::engine& engine)
       : group_(std::move(group)), engine_(engine) {}
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const>) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const>) const override {
     return std::unique_ptr<KernelInstance>(std::make_unique<BatchMatmulInstance>(group_, engine_));
   }
   std::string Describe() const override { return "onednn matmul[batched]"; }
@@ -243,6 +244,18 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileBatchMatmulGroup(const Fu
   }
   return std::unique_ptr<CompiledKernel>(
       std::make_unique<BatchMatmulKernel>(*std::move(group), *engine));
+}
+
+
+namespace {
+bool BatchMatmulRuns(const OpDef& op) { return op.name() == kBatchMatmulOp; }
+}  // namespace
+
+const KernelProvider& BatchMatmulKernelProvider() {
+  static const GroupProvider provider({"onednn.batch_matmul", kNeedsKernelLibrary,
+                                       &IsBatchMatmulGroup, &CompileBatchMatmulGroup,
+                                       &BatchMatmulRuns, nullptr});
+  return provider;
 }
 
 }  // namespace hetpass

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass {
@@ -33,6 +34,9 @@ bool IsBatchMatmulGroup(const Function& primitive);
 // The kernel for such a group; InvalidArgument (naming the function) if !IsBatchMatmulGroup.
 // Describe(): "onednn matmul[batched]".
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileBatchMatmulGroup(const Function& primitive);
+
+// "onednn.batch_matmul": single nn.batch_matmul groups (IsBatchMatmulGroup).
+const KernelProvider& BatchMatmulKernelProvider();
 
 }  // namespace hetpass
 

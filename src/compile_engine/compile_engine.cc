@@ -1,5 +1,6 @@
-// The compile engine (see compile_engine.h): picks an implementation per primitive function,
-// caches it by structural hash and device, and builds host shape functions.
+// The compile engine (see compile_engine.h): asks the device's kernel providers, in their order
+// (providers.cc), for an implementation of each primitive function, caches it by structural
+// hash and device, and builds host shape functions.
 //
 // The reference path interprets the group's body op by op with the registry's reference
 // kernels on host tensors. It is the fallback that makes every registered op runnable on every
@@ -11,17 +12,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compile_engine/batch_matmul_kernel.h"
-#include "compile_engine/conv_kernel.h"
-#include "compile_engine/deconv_kernel.h"
-#include "compile_engine/dense_kernel.h"
-#include "compile_engine/image_kernel.h"
-#include "compile_engine/jit_elementwise.h"
-#include "compile_engine/reduce_kernel.h"
-#include "compile_engine/split_kernel.h"
+#include "compile_engine/builtin_providers.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/structural.h"
+#include "passes/runtime/device.h"
 #include "passes/support/status_macros.h"
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 
 namespace hetpass {
 namespace {
@@ -46,7 +42,7 @@ class ReferenceInstance : public KernelInstance {
  public:
   ReferenceInstance(const Function* f, const std::vector<Attrs>* attrs) : f_(f), attrs_(attrs) {}
 
-  absl::Status Run(absl::Span<const TensorArg> args) override {
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
     const Block& body = f_->body();
     const int np = body.num_params();
     const int nr = static_cast<int>(body.results().size());
@@ -113,7 +109,7 @@ class ReferenceKernelImpl : public CompiledKernel {
   ReferenceKernelImpl(const Function* f, std::vector<Attrs> attrs, std::string ops)
       : f_(f), attrs_(std::move(attrs)), ops_(std::move(ops)) {}
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const>) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const>) const override {
     return std::make_unique<ReferenceInstance>(f_, &attrs_);
   }
   std::string Describe() const override { return absl::StrCat("reference[", ops_, "]"); }
@@ -124,14 +120,11 @@ class ReferenceKernelImpl : public CompiledKernel {
   std::string ops_;
 };
 
-// Ops that keep the bytes and change only the shape: a copy of the data input (a view, once
-// plan-memory lets outputs alias inputs).
-bool IsReshapeOnly(const Function& f) {
+// A group of one view op (OpDef::is_view) reading the first parameter and returned: its bytes.
+bool IsSingleView(const Function& f) {
   const auto& nodes = f.body().nodes();
   if (nodes.size() != 1 || nodes[0]->kind() != NodeKind::kCall) return false;
-  const std::string& op = nodes[0]->op()->name();
-  return (op == "reshape" || op == "dyn.reshape" || op == "squeeze" ||
-          op == "dyn.squeeze" || op == "dyn.unsqueeze" || op == "expand_dims") &&
+  return nodes[0]->op()->is_view() && nodes[0]->num_operands() >= 1 &&
          nodes[0]->operand(0) == f.body().param(0) && f.body().results().size() == 1 &&
          f.body().results()[0] == nodes[0]->result();
 }
@@ -139,7 +132,7 @@ bool IsReshapeOnly(const Function& f) {
 class CopyInstance : public KernelInstance {
  public:
   explicit CopyInstance(const Function* f) : f_(f) {}
-  absl::Status Run(absl::Span<const TensorArg> args) override {
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
     const TensorArg& in = args.front();
     const TensorArg& out = args.back();
     if (in.nbytes() != out.nbytes() || in.dtype != out.dtype) {
@@ -158,7 +151,7 @@ class CopyKernel : public CompiledKernel {
  public:
   explicit CopyKernel(const Function* f) : f_(f) {}
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const>) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const>) const override {
     return std::make_unique<CopyInstance>(f_);
   }
   std::string Describe() const override { return "copy (reshape)"; }
@@ -167,7 +160,82 @@ class CopyKernel : public CompiledKernel {
   const Function* f_;
 };
 
+class ViewCopy final : public KernelProvider {
+ public:
+  absl::string_view name() const override { return "view.copy"; }
+  absl::StatusOr<std::unique_ptr<CompiledKernel>> TryCompile(const Function& primitive,
+                                                             const KernelTarget&) const override {
+    if (!IsSingleView(primitive)) {
+      return absl::UnimplementedError(absl::StrCat("@", primitive.name(), " is not a single view op"));
+    }
+    return std::make_unique<CopyKernel>(&primitive);
+  }
+  bool Runs(const OpDef& op) const override { return op.is_view(); }
+};
+
+class Reference final : public KernelProvider {
+ public:
+  absl::string_view name() const override { return "reference"; }
+  absl::StatusOr<std::unique_ptr<CompiledKernel>> TryCompile(const Function& primitive,
+                                                             const KernelTarget&) const override {
+    return CompileReferenceKernel(primitive);
+  }
+  bool Runs(const OpDef& op) const override { return static_cast<bool>(op.reference()); }
+  bool Fuses(const OpDef& op) const override { return static_cast<bool>(op.reference()); }
+  bool is_fallback() const override { return true; }
+};
+
+class BuiltinCapabilities final : public KernelCapabilities {
+ public:
+  bool CanRun(const OpDef& op, DeviceKind device) const override {
+    for (const KernelProvider* p : KernelProviders(device)) {
+      if (p->Runs(op)) return true;
+    }
+    return false;
+  }
+  bool CanFuse(const OpDef& op, DeviceKind device) const override {
+    bool native = false;  // some non-fallback provider runs it alone
+    for (const KernelProvider* p : KernelProviders(device)) {
+      if (p->is_fallback()) continue;
+      if (p->Fuses(op)) return true;
+      native |= p->Runs(op);
+    }
+    // Only the fallback runs it: a group with it runs there anyway, so fusing loses nothing.
+    return !native;
+  }
+};
+
+bool Enabled(const KernelProvider& p, const CompileEngineOptions& options) {
+  return ((p.needs() & kNeedsKernelLibrary) == 0 || options.use_kernel_library) &&
+         ((p.needs() & kNeedsJit) == 0 || options.use_jit);
+}
+
 }  // namespace
+
+const KernelProvider& ViewCopyProvider() {
+  static const ViewCopy provider;
+  return provider;
+}
+
+const KernelProvider& ReferenceProvider() {
+  static const Reference provider;
+  return provider;
+}
+
+const KernelCapabilities& BuiltinKernelCapabilities() {
+  static const BuiltinCapabilities capabilities;
+  return capabilities;
+}
+
+const KernelContext& KernelContext::Host() {
+  // One cpu device and pool for the process, never destroyed (kernels may run at exit).
+  static const KernelContext* host = [] {
+    auto* device = runtime::MakeCpuDevice().release();
+    auto* pool = new runtime::PoolingAllocator(device);
+    return new KernelContext{device, nullptr, pool};
+  }();
+  return *host;
+}
 
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileReferenceKernel(const Function& primitive) {
   std::vector<Attrs> attrs;
@@ -232,53 +300,25 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
   }
   ++misses_;
   std::unique_ptr<CompiledKernel> kernel;
-  // Fast paths (kernel library, JIT) are tried first; Unimplemented means "not mine", any
-  // other error is a real one. Every device runs host code here (sim simulates in host memory).
-  auto attempt = [&](absl::StatusOr<std::unique_ptr<CompiledKernel>> k) -> absl::Status {
+  const KernelTarget target{device};
+  const absl::Span<const KernelProvider* const> providers =
+      options_.providers ? options_.providers(device) : KernelProviders(device);
+  for (const KernelProvider* provider : providers) {
+    if (!Enabled(*provider, options_)) continue;
+    absl::StatusOr<std::unique_ptr<CompiledKernel>> k = provider->TryCompile(primitive, target);
     if (k.ok()) {
       kernel = *std::move(k);
-      return absl::OkStatus();
+      break;
     }
-    if (absl::IsUnimplemented(k.status())) return absl::OkStatus();
-    return absl::Status(k.status().code(), absl::StrCat("cannot compile @", primitive.name(), " for ",
-                                                        DeviceName(device), ": ", k.status().message()));
-  };
-  if (!kernel && options_.use_kernel_library && IsDenseGroup(primitive)) {
-    RETURN_IF_ERROR(attempt(CompileDenseGroup(primitive)));
+    if (absl::IsUnimplemented(k.status()) && !provider->is_fallback()) continue;  // not mine
+    return absl::Status(k.status().code(),
+                        absl::StrCat("cannot compile @", primitive.name(), " for ", DeviceName(device),
+                                     " (", provider->name(), "): ", k.status().message()));
   }
-  if (!kernel && options_.use_kernel_library && IsConvGroup(primitive)) {
-    RETURN_IF_ERROR(attempt(CompileConvGroup(primitive)));
-  }
-  if (!kernel && options_.use_kernel_library && IsDeconvGroup(primitive)) {
-    RETURN_IF_ERROR(attempt(CompileDeconvGroup(primitive)));
-  }
-  if (!kernel && options_.use_kernel_library && IsBatchMatmulGroup(primitive)) {
-    RETURN_IF_ERROR(attempt(CompileBatchMatmulGroup(primitive)));
-  }
-  if (!kernel && options_.use_kernel_library) {  // reductions, softmax: native loops
-    RETURN_IF_ERROR(attempt(CompileReduceOrSoftmaxGroup(primitive)));
-  }
-  if (!kernel && options_.use_kernel_library) {  // roi_align, resize2d, constant pad, fills
-    RETURN_IF_ERROR(attempt(CompileImageOrFillGroup(primitive)));
-  }
-  if (!kernel && IsReshapeOnly(primitive)) kernel = std::make_unique<CopyKernel>(&primitive);
-  if (!kernel && options_.use_kernel_library && options_.use_jit) {
-    RETURN_IF_ERROR(attempt(CompileLibraryHeadJitTail(primitive)));
-  }
-  if (!kernel && options_.use_jit && IsJitElementwise(primitive)) {
-    RETURN_IF_ERROR(attempt(CompileJitElementwise(primitive)));
-  }
-  if (!kernel && options_.use_jit && IsJitInjective(primitive)) {
-    RETURN_IF_ERROR(attempt(CompileJitInjective(primitive)));
-  }
-  if (!kernel) {
-    auto fallback = CompileReferenceKernel(primitive);
-    if (!fallback.ok()) {
-      return absl::Status(fallback.status().code(),
-                          absl::StrCat("cannot compile @", primitive.name(), " for ",
-                                       DeviceName(device), ": ", fallback.status().message()));
-    }
-    kernel = *std::move(fallback);
+  if (kernel == nullptr) {
+    return absl::UnimplementedError(absl::StrCat("cannot compile @", primitive.name(), " for ",
+                                                 DeviceName(device), ": no kernel provider of ",
+                                                 DeviceName(device), " takes it"));
   }
   std::shared_ptr<const CompiledKernel> shared = std::move(kernel);
   bucket.push_back(Entry{&primitive, device, shared});

@@ -39,6 +39,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/dense_kernel.h"
+#include "compile_engine/group_provider.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 #include "compile_engine/onednn_common.h"
@@ -206,7 +207,7 @@ class ConvInstance final : public KernelInstance {
       : group_(std::move(group)), engine_(engine) {}
 
   absl::Status Load(absl::Span<const Tensor* const> constants);
-  absl::Status Run(absl::Span<const TensorArg> args) override;
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override;
 
  private:
   // The data pointers of one call.
@@ -442,7 +443,7 @@ void ConvInstance::RunEmptyReduction(const float* bias, float* out, const ConvSh
   }
 }
 
-absl::Status ConvInstance::Run(absl::Span<const TensorArg> args) {
+absl::Status ConvInstance::Run(const KernelContext& ctx, absl::Span<const TensorArg> args) {
   const ConvGroup& g = group_;
   if (static_cast<int>(args.size()) != g.num_params + 1) {
     return absl::InvalidArgumentError(
@@ -583,7 +584,7 @@ class ConvKernel final : public CompiledKernel {
       : group_(std::move(group)), engine_(engine) {}
 
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const> constants) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const> constants) const override {
     auto instance = std::make_unique<ConvInstance>(group_, engine_);
     RETURN_IF_ERROR(instance->Load(constants));
     return std::unique_ptr<KernelInstance>(std::move(instance));
@@ -621,6 +622,20 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileConvGroup(const Function&
     return absl::InternalError(absl::StrFormat("@%s: onednn: no cpu engine", primitive.name()));
   }
   return std::unique_ptr<CompiledKernel>(std::make_unique<ConvKernel>(*std::move(group), *engine));
+}
+
+
+namespace {
+bool ConvRuns(const OpDef& op) { return op.name() == kConvOp; }
+bool ConvFuses(const OpDef& op) {
+  return op.name() == kConvOp || op.name() == kBiasAddOp || op.name() == kReluOp;
+}
+}  // namespace
+
+const KernelProvider& ConvKernelProvider() {
+  static const GroupProvider provider({"onednn.conv2d", kNeedsKernelLibrary, &IsConvGroup,
+                                       &CompileConvGroup, &ConvRuns, &ConvFuses});
+  return provider;
 }
 
 }  // namespace hetpass

@@ -50,6 +50,7 @@
 
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass {
@@ -69,6 +70,9 @@ namespace conv_kernel_internal {
 // Primitives cached per instance before the cache restarts.
 inline constexpr int kMaxCachedShapes = 64;
 }  // namespace conv_kernel_internal
+
+// "onednn.conv2d": conv groups (IsConvGroup); fuses the bias and ReLU epilogue.
+const KernelProvider& ConvKernelProvider();
 
 }  // namespace hetpass
 

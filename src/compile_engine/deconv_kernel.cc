@@ -34,6 +34,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/onednn_common.h"
+#include "compile_engine/group_provider.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 
@@ -198,7 +199,7 @@ class DeconvInstance final : public KernelInstance {
       : group_(std::move(group)), engine_(engine) {}
 
   absl::Status Load(absl::Span<const Tensor* const> constants);
-  absl::Status Run(absl::Span<const TensorArg> args) override;
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override;
 
  private:
   // One deconvolution for one (data shape, weight shape), on the src/dst layouts oneDNN picked
@@ -410,7 +411,7 @@ void DeconvInstance::FillWithBias(const float* bias, float* out, const DeconvSha
   }
 }
 
-absl::Status DeconvInstance::Run(absl::Span<const TensorArg> args) {
+absl::Status DeconvInstance::Run(const KernelContext& ctx, absl::Span<const TensorArg> args) {
   const DeconvGroup& g = group_;
   if (static_cast<int>(args.size()) != g.num_params + 1) {
     return absl::InvalidArgumentError(
@@ -524,7 +525,7 @@ class DeconvKernel final : public CompiledKernel {
       : group_(std::move(group)), engine_(engine) {}
 
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const> constants) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const> constants) const override {
     auto instance = std::make_unique<DeconvInstance>(group_, engine_);
     RETURN_IF_ERROR(instance->Load(constants));
     return std::unique_ptr<KernelInstance>(std::move(instance));
@@ -563,6 +564,21 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileDeconvGroup(const Functio
   }
   return std::unique_ptr<CompiledKernel>(
       std::make_unique<DeconvKernel>(*std::move(group), *engine));
+}
+
+
+namespace {
+bool DeconvRuns(const OpDef& op) { return op.name() == kDeconvOp; }
+bool DeconvFuses(const OpDef& op) {
+  return op.name() == kDeconvOp || op.name() == kBiasAddOp || op.name() == kReluOp;
+}
+}  // namespace
+
+const KernelProvider& DeconvKernelProvider() {
+  static const GroupProvider provider({"onednn.conv2d_transpose", kNeedsKernelLibrary,
+                                       &IsDeconvGroup, &CompileDeconvGroup, &DeconvRuns,
+                                       &DeconvFuses});
+  return provider;
 }
 
 }  // namespace hetpass

@@ -48,6 +48,7 @@
 
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass {
@@ -66,6 +67,9 @@ namespace deconv_kernel_internal {
 // Primitives cached per instance before the cache restarts.
 inline constexpr int kMaxCachedShapes = 64;
 }  // namespace deconv_kernel_internal
+
+// "onednn.conv2d_transpose": deconv groups (IsDeconvGroup); fuses the bias and ReLU epilogue.
+const KernelProvider& DeconvKernelProvider();
 
 }  // namespace hetpass
 

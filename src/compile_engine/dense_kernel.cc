@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compile_engine/group_provider.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 #include "compile_engine/onednn_common.h"
@@ -192,7 +193,7 @@ class DenseInstance final : public KernelInstance {
       : group_(std::move(group)), engine_(engine) {}
 
   absl::Status Load(absl::Span<const Tensor* const> constants);
-  absl::Status Run(absl::Span<const TensorArg> args) override;
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override;
 
  private:
   // One matmul for one (M, K, N); `weights` is the packed constant it runs on (null for
@@ -342,7 +343,7 @@ void DenseInstance::RunEmptyReduction(const float* bias, float* out, int64_t m, 
   }
 }
 
-absl::Status DenseInstance::Run(absl::Span<const TensorArg> args) {
+absl::Status DenseInstance::Run(const KernelContext& ctx, absl::Span<const TensorArg> args) {
   const DenseGroup& g = group_;
   if (static_cast<int>(args.size()) != g.num_params + 1) {
     return absl::InvalidArgumentError(
@@ -446,7 +447,7 @@ class DenseKernel final : public CompiledKernel {
       : group_(std::move(group)), engine_(engine) {}
 
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const> constants) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const> constants) const override {
     auto instance = std::make_unique<DenseInstance>(group_, engine_);
     RETURN_IF_ERROR(instance->Load(constants));
     return std::unique_ptr<KernelInstance>(std::move(instance));
@@ -484,6 +485,20 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileDenseGroup(const Function
     return absl::InternalError(absl::StrFormat("@%s: onednn: no cpu engine", primitive.name()));
   }
   return std::unique_ptr<CompiledKernel>(std::make_unique<DenseKernel>(*std::move(group), *engine));
+}
+
+
+namespace {
+bool DenseRuns(const OpDef& op) { return op.name() == kDenseOp; }
+bool DenseFuses(const OpDef& op) {
+  return op.name() == kDenseOp || op.name() == kBiasAddOp || op.name() == kReluOp;
+}
+}  // namespace
+
+const KernelProvider& DenseKernelProvider() {
+  static const GroupProvider provider({"onednn.dense", kNeedsKernelLibrary, &IsDenseGroup,
+                                       &CompileDenseGroup, &DenseRuns, &DenseFuses});
+  return provider;
 }
 
 }  // namespace hetpass

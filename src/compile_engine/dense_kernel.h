@@ -41,6 +41,7 @@
 
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass {
@@ -67,6 +68,9 @@ int ParseThreadCount(const char* value);
 // Primitives cached per instance before the cache restarts.
 inline constexpr int kMaxCachedShapes = 64;
 }  // namespace dense_kernel_internal
+
+// "onednn.dense": dense groups (IsDenseGroup); fuses the bias and ReLU epilogue.
+const KernelProvider& DenseKernelProvider();
 
 }  // namespace hetpass
 

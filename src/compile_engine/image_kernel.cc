@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compile_engine/group_provider.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 
@@ -812,7 +813,7 @@ class ImageInstance final : public KernelInstance {
  public:
   explicit ImageInstance(const Group& group) : group_(group) {}
 
-  absl::Status Run(absl::Span<const TensorArg> args) override {
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
     const Group& g = group_;
     RETURN_IF_ERROR(CheckCount(g, args));
     switch (g.kind) {
@@ -840,7 +841,7 @@ class ImageKernel final : public CompiledKernel {
  public:
   explicit ImageKernel(Group group) : group_(std::move(group)) {}
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const>) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const>) const override {
     return std::unique_ptr<KernelInstance>(std::make_unique<ImageInstance>(group_));
   }
   std::string Describe() const override { return group_.describe; }
@@ -860,6 +861,20 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileImageOrFillGroup(const Fu
   return absl::UnimplementedError(absl::StrFormat(
       "@%s: not a single f32 roi_align, resize2d (nearest / linear), constant pad or fill group",
       primitive.name()));
+}
+
+
+namespace {
+bool ImageRuns(const OpDef& op) {
+  return std::any_of(std::begin(kOps), std::end(kOps),
+                     [&](const OpEntry& e) { return e.name == op.name(); });
+}
+}  // namespace
+
+const KernelProvider& ImageKernelProvider() {
+  static const GroupProvider provider({"native.image", kNeedsKernelLibrary, nullptr,
+                                       &CompileImageOrFillGroup, &ImageRuns, nullptr});
+  return provider;
 }
 
 }  // namespace hetpass

@@ -42,6 +42,7 @@
 
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass {
@@ -53,6 +54,9 @@ bool IsImageOrFillGroup(const Function& primitive);
 // the compile engine falls through to the next implementation. Describe(): "native roi_align",
 // "native resize2d[linear]", "native pad", "native fill".
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileImageOrFillGroup(const Function& primitive);
+
+// "native.image": single-op image, pad and fill groups (CompileImageOrFillGroup); fuses nothing.
+const KernelProvider& ImageKernelProvider();
 
 }  // namespace hetpass
 

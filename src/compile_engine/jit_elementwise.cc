@@ -90,6 +90,7 @@
 #include "compile_engine/llvm_jit.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "compile_engine/group_provider.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 
@@ -823,7 +824,7 @@ class JitElementwiseInstance : public KernelInstance {
  public:
   explicit JitElementwiseInstance(std::shared_ptr<const Program> program)
       : program_(std::move(program)) {}
-  absl::Status Run(absl::Span<const TensorArg> args) override {
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
     return RunProgram(*program_, args);
   }
 
@@ -836,7 +837,7 @@ class JitElementwiseKernel : public CompiledKernel {
   explicit JitElementwiseKernel(std::shared_ptr<const Program> program)
       : program_(std::move(program)) {}
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const> constants) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const> constants) const override {
     // Nothing to prepack: constants are read like any argument.
     return std::make_unique<JitElementwiseInstance>(program_);
   }
@@ -1266,7 +1267,7 @@ class JitInjectiveInstance : public KernelInstance {
  public:
   explicit JitInjectiveInstance(std::shared_ptr<const InjectiveProgram> program)
       : program_(std::move(program)) {}
-  absl::Status Run(absl::Span<const TensorArg> args) override {
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
     return RunInjective(*program_, args);
   }
 
@@ -1279,7 +1280,7 @@ class JitInjectiveKernel : public CompiledKernel {
   explicit JitInjectiveKernel(std::shared_ptr<const InjectiveProgram> program)
       : program_(std::move(program)) {}
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const>) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const>) const override {
     return std::make_unique<JitInjectiveInstance>(program_);
   }
   std::string Describe() const override { return program_->description; }
@@ -1365,6 +1366,31 @@ absl::StatusOr<std::string> JitElementwiseOptimizedIr(const Function& primitive)
   ASSIGN_OR_RETURN(LlvmJit * jit, LlvmJit::Get());
   ASSIGN_OR_RETURN(Prepared prepared, Prepare(primitive, *jit, {}));
   return LlvmJit::PrintModule(*prepared.built.module);
+}
+
+
+namespace {
+bool JitElementwiseOp(const OpDef& op) {
+  const Lowering* l = FindLowering(op.name());
+  return l != nullptr && l->form != OpForm::kInjective;
+}
+bool JitInjectiveOp(const OpDef& op) { return FindLowering(op.name()) != nullptr; }
+}  // namespace
+
+const KernelProvider& JitElementwiseProvider() {
+  static const GroupProvider provider(
+      {"llvm.elementwise", kNeedsJit, &IsJitElementwise,
+       [](const Function& f) { return CompileJitElementwise(f); }, &JitElementwiseOp,
+       &JitElementwiseOp});
+  return provider;
+}
+
+const KernelProvider& JitInjectiveProvider() {
+  static const GroupProvider provider(
+      {"llvm.injective", kNeedsJit, &IsJitInjective,
+       [](const Function& f) { return CompileJitInjective(f); }, &JitInjectiveOp,
+       &JitInjectiveOp});
+  return provider;
 }
 
 }  // namespace hetpass

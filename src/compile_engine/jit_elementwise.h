@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass {
@@ -59,6 +60,11 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitInjective(
 // The optimised LLVM IR of the kernel module CompileJitElementwise would build (not added to
 // the JIT). For tests (vectorisation checks) and debugging.
 absl::StatusOr<std::string> JitElementwiseOptimizedIr(const Function& primitive);
+
+// "llvm.elementwise" and "llvm.injective": the two paths above (IsJitElementwise,
+// IsJitInjective), each fusing the ops of its lowering table.
+const KernelProvider& JitElementwiseProvider();
+const KernelProvider& JitInjectiveProvider();
 
 }  // namespace hetpass
 

@@ -41,6 +41,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compile_engine/group_provider.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 
@@ -741,7 +742,7 @@ class ReduceInstance final : public KernelInstance {
  public:
   explicit ReduceInstance(const ReduceGroup& group) : group_(group) {}
 
-  absl::Status Run(absl::Span<const TensorArg> args) override {
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
     const ReduceGroup& g = group_;
     RETURN_IF_ERROR(CheckCount(g.sig, args));
     const TensorArg& in = args[g.data];
@@ -781,7 +782,7 @@ class SoftmaxInstance final : public KernelInstance {
  public:
   explicit SoftmaxInstance(const SoftmaxGroup& group) : group_(group) {}
 
-  absl::Status Run(absl::Span<const TensorArg> args) override {
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
     const SoftmaxGroup& g = group_;
     RETURN_IF_ERROR(CheckCount(g.sig, args));
     const TensorArg& in = args[0];
@@ -808,7 +809,7 @@ class ReduceKernel final : public CompiledKernel {
  public:
   explicit ReduceKernel(ReduceGroup group) : group_(std::move(group)) {}
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const>) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const>) const override {
     return std::unique_ptr<KernelInstance>(std::make_unique<ReduceInstance>(group_));
   }
   std::string Describe() const override { return absl::StrFormat("native reduce[%s]", group_.ops); }
@@ -821,7 +822,7 @@ class SoftmaxKernel final : public CompiledKernel {
  public:
   explicit SoftmaxKernel(SoftmaxGroup group) : group_(std::move(group)) {}
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const>) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const>) const override {
     return std::unique_ptr<KernelInstance>(std::make_unique<SoftmaxInstance>(group_));
   }
   std::string Describe() const override { return "native softmax"; }
@@ -848,6 +849,25 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileReduceOrSoftmaxGroup(
       "@%s: not a reduction group (steps, one adjacent-axis sum/mean/prod/max/min, steps) or "
       "a softmax group",
       primitive.name()));
+}
+
+
+namespace {
+bool IsReduceOp(const OpDef& op) {
+  return std::any_of(std::begin(kReduceOps), std::end(kReduceOps),
+                     [&](const auto& r) { return r.first == op.name(); });
+}
+bool ReduceRuns(const OpDef& op) { return IsReduceOp(op) || op.name() == kSoftmaxOp; }
+bool ReduceFuses(const OpDef& op) {
+  return IsReduceOp(op) || std::any_of(std::begin(kStepOps), std::end(kStepOps),
+                                       [&](const StepOp& s) { return s.name == op.name(); });
+}
+}  // namespace
+
+const KernelProvider& ReduceKernelProvider() {
+  static const GroupProvider provider({"native.reduce", kNeedsKernelLibrary, nullptr,
+                                       &CompileReduceOrSoftmaxGroup, &ReduceRuns, &ReduceFuses});
+  return provider;
 }
 
 }  // namespace hetpass

@@ -48,6 +48,7 @@
 
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass {
@@ -62,6 +63,9 @@ bool IsSoftmaxGroup(const Function& primitive);
 // Describe(): "native reduce[power,mean]", "native softmax".
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileReduceOrSoftmaxGroup(
     const Function& primitive);
+
+// "native.reduce": reduction groups with their steps, and softmax (CompileReduceOrSoftmaxGroup).
+const KernelProvider& ReduceKernelProvider();
 
 }  // namespace hetpass
 

@@ -17,6 +17,7 @@
 #include "compile_engine/conv_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/jit_elementwise.h"
+#include "compile_engine/group_provider.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
 #include "passes/support/status_macros.h"
@@ -73,16 +74,16 @@ class SplitInstance : public KernelInstance {
                 const Half* h, const Half* t)
       : head_(std::move(head)), tail_(std::move(tail)), h_(h), t_(t) {}
 
-  absl::Status Run(absl::Span<const TensorArg> args) override {
+  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
     const TensorArg& out = args.back();
     head_args_.clear();
     for (int p : h_->params) head_args_.push_back(args[p]);
     head_args_.push_back(out);
-    RETURN_IF_ERROR(head_->Run(head_args_));
+    RETURN_IF_ERROR(head_->Run(ctx, head_args_));
     tail_args_.clear();
     for (int p : t_->params) tail_args_.push_back(p < 0 ? out : args[p]);
     tail_args_.push_back(out);
-    return tail_->Run(tail_args_);
+    return tail_->Run(ctx, tail_args_);
   }
 
  private:
@@ -100,14 +101,14 @@ class SplitKernel : public CompiledKernel {
         head_kernel_(std::move(head_kernel)), tail_kernel_(std::move(tail_kernel)) {}
 
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const> constants) const override {
+      const KernelContext& ctx, absl::Span<const Tensor* const> constants) const override {
     auto pick = [&](const Half& h) {
       std::vector<const Tensor*> c;
       for (int p : h.params) c.push_back(p >= 0 && p < static_cast<int>(constants.size()) ? constants[p] : nullptr);
       return c;
     };
-    ASSIGN_OR_RETURN(auto head, head_kernel_->Instantiate(pick(head_)));
-    ASSIGN_OR_RETURN(auto tail, tail_kernel_->Instantiate(pick(tail_)));
+    ASSIGN_OR_RETURN(auto head, head_kernel_->Instantiate(ctx, pick(head_)));
+    ASSIGN_OR_RETURN(auto tail, tail_kernel_->Instantiate(ctx, pick(tail_)));
     return std::make_unique<SplitInstance>(std::move(head), std::move(tail), &head_, &tail_);
   }
   std::string Describe() const override {
@@ -162,6 +163,22 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileLibraryHeadJitTail(const 
                                          *std::move(head_kernel), std::move(tail_kernel));
   }
   return absl::UnimplementedError("no library head with an elementwise tail");
+}
+
+
+namespace {
+bool SplitRuns(const OpDef&) { return false; }
+bool SplitFuses(const OpDef& op) {
+  return DenseKernelProvider().Fuses(op) || ConvKernelProvider().Fuses(op) ||
+         JitElementwiseProvider().Fuses(op);
+}
+}  // namespace
+
+const KernelProvider& SplitKernelProvider() {
+  static const GroupProvider provider({"onednn+llvm.split", kNeedsKernelLibrary | kNeedsJit,
+                                       nullptr, &CompileLibraryHeadJitTail, &SplitRuns,
+                                       &SplitFuses});
+  return provider;
 }
 
 }  // namespace hetpass

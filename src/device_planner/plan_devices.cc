@@ -20,6 +20,9 @@
 //      (dense, conv2d, reductions, argwhere, ...) and invokes on ACCEL; existing device_copy
 //      nodes at their dst; `anywhere` ops (elementwise, broadcast, injective) and if/loop are
 //      free.
+//      Then the device's kernels: an op that no kernel provider of the target runs
+//      (KernelCapabilities::CanRun) is fixed to HOST, as ONNX Runtime falls back to its CPU
+//      provider; an annotation putting it on the accelerator is an error.
 //   3. Parameters: annotated, else inputs=host|target.
 //   4. Shape subgraph: a free binding all of whose uses are on HOST (value inputs of shape
 //      functions, host-only ops, other such bindings) is fixed to HOST (shape_of -> take ->
@@ -54,6 +57,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/device_planner/device_rules.h"
 #include "passes/device_planner/two_device_cut.h"
 #include "passes/ir/printer.h"
@@ -203,7 +207,20 @@ class Planner {
       return Error(n, absl::StrFormat("annotation @%s conflicts with '%s' running on the host only",
                                       DeviceName(d), n.op()->name()));
     }
+    if (IsAccelerator(d) && !AcceleratorRuns(n)) {
+      return Error(n, absl::StrFormat("annotation @%s: no kernel provider of %s runs '%s'",
+                                      DeviceName(d), DeviceName(d), n.op()->name()));
+    }
     return absl::OkStatus();
+  }
+
+  // Whether the target's kernel providers run `n` (true for everything but compute op calls:
+  // device copies, shape queries and the memory ops are not kernels).
+  bool AcceleratorRuns(const Node& n) const {
+    if (n.kind() != NodeKind::kCall || n.op()->role() != OpRole::kCompute) return true;
+    const KernelCapabilities& caps =
+        options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
+    return caps.CanRun(*n.op(), options_.target);
   }
 
   absl::Status FixNodes() {
@@ -230,7 +247,7 @@ class Planner {
       } else if (n.kind() == NodeKind::kCall) {
         if (n.op()->role() == OpRole::kDeviceCopy) {
           fixed = SideOf(ParseDevice(n.attrs().GetString("dst")).value_or(DeviceKind::kCpu));
-        } else if (n.op()->placement() == Placement::kHost) {
+        } else if (n.op()->placement() == Placement::kHost || !AcceleratorRuns(n)) {
           fixed = CutProblem::kHost;
         } else if (n.op()->placement() == Placement::kTarget) {
           fixed = CutProblem::kAccel;
@@ -431,7 +448,7 @@ class Planner {
       if (!redirected) continue;  // only shape-function needs: manifest-alloc's copies
       const DeviceKind src = Device(from), dst = Device(1 - from);
       auto copy = std::make_unique<Node>(NodeKind::kCall);
-      copy->set_op(OpRegistry::Global().Find("device_copy"));
+      copy->set_op(OpRegistry::Global().FindByRole(OpRole::kDeviceCopy));
       copy->AddOperand(v);
       copy->mutable_attrs().Set("src", std::string(DeviceName(src)));
       copy->mutable_attrs().Set("dst", std::string(DeviceName(dst)));

@@ -1,7 +1,7 @@
 #include "passes/ir/builder.h"
 
 #include "absl/strings/str_format.h"
-#include "passes/shape_funcs/op_registry.h"
+#include "passes/ir/op_def.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass {

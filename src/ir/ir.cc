@@ -3,7 +3,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "passes/shape_funcs/op_registry.h"
+#include "passes/ir/op_def.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass {

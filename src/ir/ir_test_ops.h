@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "passes/shape_funcs/op_registry.h"
+#include "passes/ir/op_def.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass::testing {

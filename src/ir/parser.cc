@@ -39,7 +39,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/lexer.h"
-#include "passes/shape_funcs/op_registry.h"
+#include "passes/ir/op_def.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass {

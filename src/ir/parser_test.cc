@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "ir/ir_test_ops.h"
 #include "passes/ir/printer.h"
-#include "passes/shape_funcs/op_registry.h"
+#include "passes/ir/op_def.h"
 
 namespace hetpass {
 namespace {

@@ -29,7 +29,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "passes/shape_funcs/op_registry.h"
+#include "passes/ir/op_def.h"
 
 namespace hetpass {
 namespace {

@@ -16,7 +16,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "passes/shape_funcs/op_registry.h"
+#include "passes/ir/op_def.h"
 
 namespace hetpass {
 namespace {

@@ -7,7 +7,6 @@
 // value involved; the first problem found is returned.
 #include "passes/ir/verifier.h"
 
-#include "passes/transforms/primitive_function.h"
 
 #include <string>
 #include <vector>
@@ -16,7 +15,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "passes/shape_funcs/op_registry.h"
+#include "passes/ir/op_def.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass {
@@ -320,23 +319,8 @@ class FunctionVerifier {
     for (int64_t m : entries) {
       if (m < 0 || m > 3) return NodeError(node, absl::StrFormat("mask entry %d is not an input dependence (0..3)", m));
     }
-    // The recorded mask is what the call supplies: `value` arguments on the host, the others as
-    // metadata. It must cover what the callee's body derives (a missing bit would hide dims or
-    // data its shape function reads); more is allowed, it only costs copies.
-    const std::vector<InputDep> derived = DeriveInputMask(callee);
-    for (int i = 0; i < params; ++i) {
-      const InputDep recorded = static_cast<InputDep>(entries[i]);
-      const int missing = static_cast<int>(derived[i]) & ~static_cast<int>(recorded);
-      if (missing == 0) continue;
-      const absl::string_view bits = missing == 3   ? "shape and value bits"
-                                     : missing == 2 ? "value bit"
-                                                    : "shape bit";
-      return NodeError(node,
-                       absl::StrFormat("mask of '@%s' lacks the %s of parameter %d %s: the "
-                                       "call records '%s' but the body derives '%s'",
-                                       node.callee(), bits, i, ValueText(callee.body().param(i)),
-                                       InputDepName(recorded), InputDepName(derived[i])));
-    }
+    // Whether the mask covers what the callee's body derives needs the op families' rules: that
+    // is VerifyShapeFunctionMasks (passes/pass/verify_module.h), which the pass manager runs.
     if (node.num_operands() != params || node.num_results() != results) {
       return NodeError(node, absl::StrFormat("a shape-function invoke of '@%s' takes %d operands "
                                              "and binds %d shapes",

@@ -43,7 +43,7 @@
 #include "passes/ir/printer.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 
 namespace hetpass {
 namespace {
@@ -88,9 +88,9 @@ class Manifester {
   }
 
   // An op call built by this pass: its attributes are ours, so a schema mismatch is a bug.
-  std::unique_ptr<Node> Call(absl::string_view op, const Attrs& attrs = {}) {
+  std::unique_ptr<Node> Call(OpRole role, const Attrs& attrs = {}) {
     auto n = std::make_unique<Node>(NodeKind::kCall);
-    n->set_op(registry_.Find(op));
+    n->set_op(registry_.FindByRole(role));
     HETPASS_CHECK(n->op() != nullptr, "manifest-alloc op missing from the registry");
     absl::StatusOr<Attrs> checked = n->op()->CheckAttrs(attrs);
     HETPASS_CHECK(checked.ok(), "manifest-alloc built attributes its op rejects");
@@ -100,10 +100,10 @@ class Manifester {
 
   // Storage + tensor for a result of known type.
   Value* AllocKnown(const Type& t, DeviceKind d, const Location& loc, const std::string& name) {
-    auto storage = Call("memory.alloc_storage", Attrs{{"alignment", options_.alignment}});
+    auto storage = Call(OpRole::kAllocStorage, Attrs{{"alignment", options_.alignment}});
     Value* st = storage->AddResult(Type::Storage(t.NumBytes()), name.empty() ? "" : absl::StrCat(name, "_storage"));
     Emit(std::move(storage), d, loc);
-    auto tensor = Call("memory.alloc_tensor");
+    auto tensor = Call(OpRole::kAllocTensor);
     tensor->AddOperand(st);
     Value* out = tensor->AddResult(t, name);
     Emit(std::move(tensor), d, loc);
@@ -111,7 +111,7 @@ class Manifester {
   }
 
   Value* AllocDyn(const Type& t, Value* dims, DeviceKind d, const Location& loc, const std::string& name) {
-    auto tensor = Call("memory.alloc_tensor_dyn", Attrs{{"alignment", options_.alignment}});
+    auto tensor = Call(OpRole::kAllocTensorDyn, Attrs{{"alignment", options_.alignment}});
     tensor->AddOperand(dims);
     Value* out = tensor->AddResult(t, name);
     Emit(std::move(tensor), d, loc);
@@ -123,7 +123,7 @@ class Manifester {
     if (!IsAccelerator(v->device())) return v;
     auto it = host_copies_.find(v);
     if (it != host_copies_.end()) return it->second;
-    auto copy = Call("device_copy", Attrs{{"src", std::string(DeviceName(v->device()))},
+    auto copy = Call(OpRole::kDeviceCopy, Attrs{{"src", std::string(DeviceName(v->device()))},
                                           {"dst", std::string("cpu")}});
     copy->AddOperand(v);
     Value* c = copy->AddResult(v->type(), v->name().empty() || std::isdigit(static_cast<unsigned char>(v->name()[0]))

@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "passes/analysis/copy_ledger.h"
 #include "passes/device_planner/plan_devices.h"
+#include "passes/pass/verify_module.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/testing/copy_budget.h"
 #include "support/ir_test_util.h"
@@ -142,9 +143,9 @@ TEST(ManifestAlloc, ShapeFunctionsNeverCopyData) {
   const std::string over = ::hetpass::testing::kOverDeclaredOps;
   const char* pipeline = "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc";
   Compiled ours = Compile(over, pipeline);
-  // pad+tile+reshape fuse (injective, values from host inputs); resize (opaque: run alone by
-  // the native kernel) and topk stand alone.
-  EXPECT_EQ(ours.shape_functions, 3);
+  // tile+reshape fuse (injective, values from host inputs); pad and resize stand alone (the
+  // native image kernel runs each only alone: fuse-ops rule h), and so does topk (opaque).
+  EXPECT_EQ(ours.shape_functions, 4);
   ExpectCopies(ours.ledger, {.h2d = 1, .d2h = 0});
   Compiled old = Compile(over, pipeline, &SingleFlag());
   ExpectCopies(old.ledger, {.h2d = 1, .d2h = 5});
@@ -195,7 +196,7 @@ namespace {
 
 // Tests that a shape-function mask must cover the callee's derived mask: more is accepted (it
 // only costs copies), a missing bit is rejected.
-TEST(ManifestAlloc, VerifierChecksRecordedMask) {
+TEST(ManifestAlloc, ModuleVerificationChecksRecordedMask) {
   const std::string text = R"(
 def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) {
   %y_shape = invoke @f(%x, %b, %e, %s) {mask = [MASK], shape_func = true} : i64[2] @cpu
@@ -210,7 +211,7 @@ def @f(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) -
   auto verify = [&](absl::string_view mask) {
     auto m = ParseModule(absl::StrReplaceAll(text, {{"MASK", mask}}));
     EXPECT_TRUE(m.ok()) << m.status();
-    return m.ok() ? Verify(**m) : m.status();
+    return m.ok() ? VerifyModule(**m) : m.status();
   };
   EXPECT_TRUE(verify("1, 2, 2, 2").ok());
   EXPECT_TRUE(verify("3, 2, 2, 3").ok());

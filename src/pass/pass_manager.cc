@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "passes/ir/verifier.h"
+#include "passes/pass/verify_module.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass {
@@ -37,7 +37,7 @@ absl::StatusOr<bool> PassManager::Run(Module& module) {
     if (options_.timing) timings_.push_back(PassTiming{std::string(pass->name()), seconds, *changed});
     any_changed |= *changed;
     if (options_.verify_each) {
-      absl::Status v = Verify(module);
+      absl::Status v = VerifyModule(module);
       if (v.ok()) v = pass->VerifyPostconditions(module);
       if (!v.ok()) {
         return absl::InternalError(absl::StrCat("verifier failed after pass '", pass->name(),

@@ -364,12 +364,12 @@ KernelResult RoiAlignKernel(absl::Span<const Tensor> in, const Attrs& attrs,
 
 void RegisterImageOps(OpRegistry::Builder& b) {
   OpDefBuilder resize = b.Register("image.resize2d");
-  // Opaque, not injective as in TVM: no backend here compiles a resize inside a fused loop
-  // nest, so fusing it would drag its neighbours onto the reference kernels; alone it runs on
-  // the native kernel (compile_engine/image_kernel.h) and its neighbours on the JIT.
+  // Injective, as in TVM. Whether it fuses is the devices' business: fuse-ops asks the kernel
+  // providers (rule h), and today's run it only alone (compile_engine/image_kernel.h).
   resize.Input("data", InputDep::kShape)
       .Attr("size", AttrType::kIntList)
-      .Pattern(FusionPattern::kOpaque)
+      .Pattern(FusionPattern::kInjective)
+      .Placed(Placement::kTarget)  // arithmetic per element: a kernel, not data movement
       .Doc("resizes the spatial dims to size = [height, width]")
       .Rule(ResizeRule)
       .Reference(ResizeKernel);
@@ -377,7 +377,8 @@ void RegisterImageOps(OpRegistry::Builder& b) {
   OpDefBuilder dyn = b.Register("dyn.image.resize2d");
   dyn.Input("data", InputDep::kShape)
       .Input("size", InputDep::kValue)
-      .Pattern(FusionPattern::kOpaque)  // as image.resize2d
+      .Pattern(FusionPattern::kInjective)  // as image.resize2d
+      .Placed(Placement::kTarget)
       .Doc("image.resize2d to a run-time size [height, width]")
       .Rule(DynResizeRule)
       .Reference(ResizeKernel);

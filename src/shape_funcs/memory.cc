@@ -47,7 +47,7 @@ void RegisterMemoryOps(OpRegistry::Builder& b) {
       .Input("dims", InputDep::kValue)
       .Attr("alignment", AttrType::kInt, int64_t{64})
       .Pattern(FusionPattern::kOpaque)
-      .Role(OpRole::kAllocStorage)
+      .Role(OpRole::kAllocTensorDyn)
       .Placed(Placement::kAnywhere)
       .TypedByDeclaration()
       .Doc("allocates a tensor of its declared type whose `?` dims are known only at run time: "

@@ -2,6 +2,8 @@
 // static registration constructors (their order is unspecified and they hide dependencies).
 // mask_verification_test.cc checks every op listed by these families.
 #include "passes/shape_funcs/op_registry.h"
+
+#include "passes/support/status_macros.h"
 #include "shape_funcs/algorithm.h"
 #include "shape_funcs/dynamic.h"
 #include "shape_funcs/elementwise.h"
@@ -26,6 +28,18 @@ void RegisterAllOps(OpRegistry::Builder& builder) {
   RegisterReduceOps(builder);
   RegisterAlgorithmOps(builder);
   RegisterImageOps(builder);
+}
+
+// The registry of every built-in op (declared with the machinery in passes/ir/op_def.h).
+const OpRegistry& OpRegistry::Global() {
+  static const OpRegistry* global = [] {
+    Builder b;
+    RegisterAllOps(b);
+    auto reg = b.Build();
+    HETPASS_CHECK(reg.ok(), "built-in op registry is inconsistent");
+    return reg->release();
+  }();
+  return *global;
 }
 
 }  // namespace hetpass

@@ -40,7 +40,8 @@ TEST(RegistryTest, EveryOpIsComplete) {
     if (def->typed_by_declaration()) {
       // Allocation ops: typed by their declaration, no rule, no kernel of their own.
       EXPECT_FALSE(def->shape_rule()) << def->name();
-      EXPECT_TRUE(def->role() == OpRole::kAllocStorage || def->role() == OpRole::kAllocTensor)
+      EXPECT_TRUE(def->role() == OpRole::kAllocStorage || def->role() == OpRole::kAllocTensor ||
+                  def->role() == OpRole::kAllocTensorDyn)
           << def->name();
       continue;
     }
@@ -193,4 +194,29 @@ TEST(RegistryTest, DeviceCopyRule) {
 }
 
 }  // namespace
+
+TEST(RegistryTest, RolesOtherThanComputeNameExactlyOneOp) {
+  const OpRegistry& r = OpRegistry::Global();
+  EXPECT_EQ(r.FindByRole(OpRole::kCompute), nullptr);
+  for (OpRole role : {OpRole::kShapeQuery, OpRole::kDeviceCopy, OpRole::kAllocStorage,
+                      OpRole::kAllocTensor, OpRole::kAllocTensorDyn}) {
+    const OpDef* op = r.FindByRole(role);
+    ASSERT_NE(op, nullptr) << OpRoleName(role);
+    EXPECT_EQ(op->role(), role);
+  }
+}
+
+TEST(RegistryTest, ViewOpsKeepTheirInputsBytes) {
+  // A view's result has its first input's element count and dtype: check on a static call.
+  int views = 0;
+  for (const auto& def : OpRegistry::Global().ops()) {
+    if (!def->is_view()) continue;
+    ++views;
+    EXPECT_EQ(def->pattern() == FusionPattern::kInjective || def->pattern() == FusionPattern::kBroadcast, true)
+        << def->name();
+    EXPECT_EQ(def->num_outputs(), 1) << def->name();
+  }
+  EXPECT_GE(views, 6);
+}
+
 }  // namespace hetpass::testing

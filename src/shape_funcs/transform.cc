@@ -491,6 +491,7 @@ KernelResult TileKernel(absl::Span<const Tensor> in, const Attrs&, absl::Span<co
 
 void RegisterTransformOps(OpRegistry::Builder& b) {
   b.Register("reshape")
+      .View()
       .Input("data", InputDep::kShape)
       .Attr("newshape", AttrType::kIntList)
       .Pattern(FusionPattern::kInjective)
@@ -499,6 +500,7 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .SymbolicValues(shape_rules::ForwardIntValues)
       .Reference(ReshapeKernel);
   b.Register("dyn.reshape")
+      .View()
       .Input("data", InputDep::kShape)
       .Input("newshape", InputDep::kValue)
       .Pattern(FusionPattern::kInjective)
@@ -514,6 +516,7 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .Rule(TransposeRule)
       .Reference(TransposeKernel);
   b.Register("expand_dims")
+      .View()
       .Input("data", InputDep::kShape)
       .Attr("axis", AttrType::kInt)
       .Attr("num_newaxis", AttrType::kInt, int64_t{1})
@@ -523,6 +526,7 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .SymbolicValues(shape_rules::ForwardIntValues)
       .Reference(ReshapeKernel);
   b.Register("squeeze")
+      .View()
       .Input("data", InputDep::kShape)
       .Attr("axis", AttrType::kIntList, std::vector<int64_t>{})
       .Pattern(FusionPattern::kInjective)
@@ -531,6 +535,7 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .SymbolicValues(shape_rules::ForwardIntValues)
       .Reference(ReshapeKernel);
   b.Register("dyn.squeeze")
+      .View()
       .Input("data", InputDep::kShape)
       .Input("axes", InputDep::kValue)
       .Pattern(FusionPattern::kInjective)
@@ -539,6 +544,7 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .SymbolicValues(shape_rules::ForwardIntValues)
       .Reference(ReshapeKernel);
   b.Register("dyn.unsqueeze")
+      .View()
       .Input("data", InputDep::kShape)
       .Input("axes", InputDep::kValue)
       .Pattern(FusionPattern::kBroadcast)

@@ -46,6 +46,12 @@
 //                 p <= injective and n reduction          -> reduction
 //                 p reduction and n elementwise           -> reduction
 //                 anything with opaque, anything else     -> no fusion
+//            h. fusing loses no native kernel: N and every member of G may be fused on G's
+//               device (KernelCapabilities::CanFuse: some non-fallback kernel provider
+//               compiles the op inside groups, or only the fallback runs it at all; unplaced
+//               groups ask the cpu). An op that its device runs natively but only alone (an
+//               image resize, a constant pad) thus stays alone instead of taking its
+//               neighbours onto the reference interpreter.
 //          Deterministic: only program order and operand order decide.
 // Phase 2  Rewrite each block. Walking it in order, region blocks are rewritten (recursively)
 //          when their node is reached, and each group is named when its first member is
@@ -92,9 +98,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 
 namespace hetpass {
 namespace {
@@ -127,6 +134,7 @@ struct Group {
   FusionPattern pattern = FusionPattern::kOpaque;
   DeviceKind device = DeviceKind::kUnset;
   bool closed = false;           // holds a data-dependent op: nothing joins (rule e)
+  bool fusable = true;           // every member can be fused on the device (rule h)
   Function* function = nullptr;  // created (empty) in Phase 2 when the group is named
 };
 
@@ -190,7 +198,13 @@ class FuseOpsPass : public Pass {
   }
 
   // ---- Phase 1 ------------------------------------------------------------------------------
-  // Rules a-g for N joining the group of the producer of operand `i`; the group index or -1.
+  bool CanFuse(const Node& n) const {
+    const KernelCapabilities& caps =
+        options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
+    return caps.CanFuse(*n.op(), n.device() == DeviceKind::kUnset ? DeviceKind::kCpu : n.device());
+  }
+
+  // Rules a-h for N joining the group of the producer of operand `i`; the group index or -1.
   int JoinableGroup(const Node& n, int i, const std::vector<Group>& groups,
                     const absl::flat_hash_map<const Node*, int>& group_of) const {
     const Node* p = n.operand(i)->producer();
@@ -214,6 +228,7 @@ class FuseOpsPass : public Pass {
     if (g.closed || n.op()->data_dependent_output_shape()) return -1;                  // e
     if (static_cast<int64_t>(g.members.size()) >= options_.max_group_size) return -1;  // f
     if (!Compose(g.pattern, n.op()->pattern())) return -1;                             // g
+    if (!g.fusable || !CanFuse(n)) return -1;                                          // h
     return it->second;
   }
 
@@ -238,6 +253,7 @@ class FuseOpsPass : public Pass {
       Group& g = groups[join];
       g.members.push_back(node.get());
       g.closed |= n.op()->data_dependent_output_shape();
+      g.fusable &= CanFuse(n);
       group_of[&n] = join;
     }
     return groups;

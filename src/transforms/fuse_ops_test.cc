@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/shape_funcs/op_registry.h"
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 #include "support/ir_test_util.h"
 
 namespace hetpass {

@@ -37,7 +37,7 @@
 #include "absl/strings/str_format.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
-#include "transforms/symbolic_values.h"
+#include "shape_funcs/symbolic_values.h"
 
 namespace hetpass {
 namespace {

@@ -363,16 +363,16 @@ class ModuleCompiler {
     const std::string where = Where(n);
     const DeviceKind dev = n.device() == DeviceKind::kUnset ? DeviceKind::kCpu : n.device();
     switch (op.role()) {
+      case OpRole::kAllocTensorDyn: {
+        ASSIGN_OR_RETURN(int32_t dims, Reg(s, n.operand(0), n));
+        auto t = TypeIndex(n.result()->type());
+        if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(where, t.status().message()));
+        const int32_t r = NewReg(s, n.result());
+        Push(s, Instruction{.op = Opcode::kAllocTensorDyn, .device = dev, .dst = r, .a = dims, .b = *t},
+             Comment(n));
+        return absl::OkStatus();
+      }
       case OpRole::kAllocStorage: {
-        if (op.name() == "memory.alloc_tensor_dyn") {
-          ASSIGN_OR_RETURN(int32_t dims, Reg(s, n.operand(0), n));
-          auto t = TypeIndex(n.result()->type());
-          if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(where, t.status().message()));
-          const int32_t r = NewReg(s, n.result());
-          Push(s, Instruction{.op = Opcode::kAllocTensorDyn, .device = dev, .dst = r, .a = dims, .b = *t},
-               Comment(n));
-          return absl::OkStatus();
-        }
         const Type& t = n.result()->type();
         if (!t.is_storage() || t.storage_bytes().has_unknown()) {
           return absl::InvalidArgumentError(absl::StrCat(

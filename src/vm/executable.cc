@@ -110,9 +110,16 @@ absl::StatusOr<DType> GetDType(Reader& r, absl::string_view what) {
   return static_cast<DType>(v);
 }
 
+// Every device kind of devices.def (kUnset included).
+constexpr int kNumDeviceKinds = 0
+#define HETPASS_DEVICE(e, name, accel) +1
+#include "passes/ir/devices.def"
+#undef HETPASS_DEVICE
+    ;
+
 absl::StatusOr<DeviceKind> GetDevice(Reader& r, absl::string_view what) {
   ASSIGN_OR_RETURN(uint8_t v, r.Get<uint8_t>(what));
-  if (v > static_cast<uint8_t>(DeviceKind::kSim)) return Corrupt(absl::StrCat(what, ": device ", v));
+  if (v >= kNumDeviceKinds) return Corrupt(absl::StrCat(what, ": device ", v));
   return static_cast<DeviceKind>(v);
 }
 
@@ -351,7 +358,7 @@ absl::Status Executable::Verify() const {
       const Instruction& in = f.code[pc];
       const std::string at = absl::StrCat(where, " pc ", pc, " (", OpcodeName(in.op), ")");
       if (static_cast<int>(in.op) >= kNumOpcodes) return Corrupt(absl::StrCat(where, " pc ", pc, ": opcode"));
-      if (static_cast<int>(in.device) > static_cast<int>(DeviceKind::kSim)) return Corrupt(at + ": device");
+      if (static_cast<int>(in.device) >= kNumDeviceKinds) return Corrupt(at + ": device");
       if (in.list < 0 || in.count < 0 || in.count2 < 0 ||
           static_cast<int64_t>(in.list) + in.count + in.count2 + (in.op == Opcode::kIf ? in.dst : 0) > pool) {
         return Corrupt(at + ": operand list");

@@ -28,7 +28,12 @@ using runtime::Device;
 using runtime::NDArray;
 using runtime::PoolingAllocator;
 
-constexpr int kNumDevices = 4;
+// Every device kind of devices.def (kUnset included): a new kind needs no edit here.
+constexpr int kNumDevices = 0
+#define HETPASS_DEVICE(e, name, accel) +1
+#include "passes/ir/devices.def"
+#undef HETPASS_DEVICE
+    ;
 
 absl::StatusOr<int64_t> ReadInt(const NDArray& a, int64_t i) {
   const void* p = static_cast<const char*>(a.data()) + i * DTypeSize(a.dtype);
@@ -72,6 +77,7 @@ struct VirtualMachine::Impl {
   // storage (constants, instances' scratch).
   std::unique_ptr<Device> devices[kNumDevices];
   std::unique_ptr<PoolingAllocator> pools[kNumDevices];
+  KernelContext contexts[kNumDevices];  // what kernels on each device run with
   std::vector<Object> constants;
   std::vector<std::shared_ptr<const CompiledKernel>> kernels;
   std::vector<std::unique_ptr<KernelInstance>> instances;
@@ -106,6 +112,7 @@ struct VirtualMachine::Impl {
       ASSIGN_OR_RETURN(devices[i], runtime::MakeDevice(k));
     }
     pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
+    contexts[i] = KernelContext{devices[i].get(), devices[i]->native_queue(), pools[i].get()};
     return absl::OkStatus();
   }
   Device* dev(DeviceKind k) const { return devices[static_cast<int>(k)].get(); }
@@ -144,7 +151,8 @@ struct VirtualMachine::Impl {
       for (size_t i = 0; i < site.constants.size() && i < consts.size(); ++i) {
         if (site.constants[i] >= 0) consts[i] = &exe.constants[site.constants[i]].value;
       }
-      ASSIGN_OR_RETURN(auto instance, kernel->Instantiate(consts));
+      ASSIGN_OR_RETURN(auto instance,
+                       kernel->Instantiate(contexts[static_cast<int>(site.device)], consts));
       kernels.push_back(std::move(kernel));
       instances.push_back(std::move(instance));
     }
@@ -440,9 +448,10 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
             accelerator && o.tensor.device()->kind() == DeviceKind::kCpu});
       }
       KernelInstance* k = instances[in.a].get();
-      return dev(in.device)->Launch(absl::MakeSpan(launch_scratch), [this, k]() {
+      const KernelContext& ctx = contexts[static_cast<int>(in.device)];
+      return dev(in.device)->Launch(absl::MakeSpan(launch_scratch), [this, k, &ctx]() {
         for (size_t i = 0; i < arg_scratch.size(); ++i) arg_scratch[i].data = launch_scratch[i].data;
-        return k->Run(arg_scratch);
+        return k->Run(ctx, arg_scratch);
       });
     }
     case Opcode::kShapeFunc: {

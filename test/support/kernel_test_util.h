@@ -12,7 +12,7 @@
 #include "passes/compile_engine/kernel.h"
 #include "passes/ir/tensor.h"
 #include "passes/support/status_macros.h"
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 
 namespace hetpass::testing {
 

@@ -64,7 +64,7 @@ std::vector<Case> Cases() {
                    kTargetOutputs,
                    {RandomTensor(DType::kF32, {2, 3, 8, 8}, 6), I64({2}, {10, 12}),
                     I64({8}, {0, 0, 1, 1, 0, 0, 2, 2}), I64({4}, {1, 1, 2, 1}), I64({}, {5})},
-                   {{"n", 2}}, {1, 0}, {1, 4}, {1, 4}});
+                   {{"n", 2}}, {1, 0}, {1, 5}, {1, 5}});
   cases.push_back({"5f_shape_and_value_copied_once", ::hetpass::testing::kShapeAndValueCopiedOnce,
                    kTargetOutputs,
                    {RandomTensor(DType::kF32, {9, 64}, 7), I64({2}, {1, 2}), I64({2}, {5, 30}), I64({2}, {1, 1})},

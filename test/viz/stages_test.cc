@@ -49,7 +49,8 @@ TEST(StagesTest, SummaryOfPlacedModule) {
   // n/a while the registry has no allocation op; 0 before manifest-alloc once it has.
   bool registry_allocates = false;
   for (const auto& op : OpRegistry::Global().ops()) {
-    registry_allocates |= op->role() == OpRole::kAllocStorage || op->role() == OpRole::kAllocTensor;
+    registry_allocates |= op->role() == OpRole::kAllocStorage || op->role() == OpRole::kAllocTensor ||
+                          op->role() == OpRole::kAllocTensorDyn;
   }
   EXPECT_EQ(s.allocations.has_value(), registry_allocates);
   if (registry_allocates) {

@@ -32,7 +32,7 @@
 #include "passes/frontend/onnx_importer.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
-#include "passes/ir/verifier.h"
+#include "passes/pass/verify_module.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/runtime/npy.h"
 #include "passes/shape_funcs/op_registry.h"
@@ -259,7 +259,7 @@ absl::StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& path) {
     ASSIGN_OR_RETURN(module, Stage("import", ParseModule(ss.str(), po)));
   }
   if (!absl::GetFlag(FLAGS_no_verify)) {
-    RETURN_IF_ERROR(Stage("verify", Verify(*module)));
+    RETURN_IF_ERROR(Stage("verify", VerifyModule(*module)));
   }
   return module;
 }

@@ -27,7 +27,7 @@
 #include "passes/analysis/copy_ledger.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
-#include "passes/ir/verifier.h"
+#include "passes/pass/verify_module.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/shape_funcs/op_registry.h"
 
@@ -112,7 +112,7 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
   parse_options.allow_elided_constants = absl::GetFlag(FLAGS_allow_elided_constants);
   auto module = hetpass::ParseModule(text, parse_options);
   if (!module.ok()) return module.status();
-  if (absl::Status s = hetpass::Verify(**module); !s.ok()) return s;
+  if (absl::Status s = hetpass::VerifyModule(**module); !s.ok()) return s;
 
   hetpass::PassManagerOptions pm_options;
   pm_options.verify_each = absl::GetFlag(FLAGS_verify_each);

@@ -26,7 +26,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/ir/parser.h"
-#include "passes/ir/verifier.h"
+#include "passes/pass/verify_module.h"
 #include "passes/pass/pass_registry.h"
 #include "viz/stages.h"
 
@@ -94,7 +94,7 @@ int Run(const std::string& input) {
     module = hetpass::ParseModule(*text, parse_options);
   }
   if (!module.ok()) return Fail(module.status().message());
-  if (absl::Status s = hetpass::Verify(**module); !s.ok()) return Fail(s.message());
+  if (absl::Status s = hetpass::VerifyModule(**module); !s.ok()) return Fail(s.message());
 
   const std::string pipeline = absl::GetFlag(FLAGS_passes);
   hetpass::PassManagerOptions pm_options;

@@ -28,6 +28,7 @@ bool IsAllocationRole(OpRole role) {
   switch (role) {
     case OpRole::kAllocStorage:
     case OpRole::kAllocTensor:
+    case OpRole::kAllocTensorDyn:
       return true;
     case OpRole::kCompute:
     case OpRole::kShapeQuery:

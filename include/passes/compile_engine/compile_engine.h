@@ -1,16 +1,16 @@
 // The compile engine: lowers each primitive function (a fused kernel group made by fuse-ops)
 // for its device, and each primitive's shape function for the host.
 //
-// Kernels, in order of preference:
-//   1. the kernel library: dense and conv2d (+ bias, relu epilogue) groups go to oneDNN, the
-//      library chosen by measurement (dense_kernel.h, conv_kernel.h), weights prepacked at load;
-//      a library head followed by an elementwise tail (a residual add, tanh) runs the head
-//      into the output and the JIT-compiled tail in place over it (split_kernel.h);
-//   2. the LLVM JIT: bodies made only of elementwise / broadcast ops become one vectorised
-//      loop nest compiled with ORC LLJIT (jit_elementwise.h);
-//   3. reshape-only groups: a copy;
-//   4. otherwise the group's ops run one after another through the registry's reference
-//      kernels (correct for every registered op, not fast): Describe() says "reference[...]".
+// Kernels come from the device's kernel providers (kernel_provider.h), tried in the order of
+// the device's list (src/compile_engine/providers.cc, where the order and its reasons are
+// written down; docs/compile_engine.md): the first provider that does not answer
+// Unimplemented ("not mine") wins, any other error stops the search and is reported with the
+// provider's name. For cpu and sim: the kernel library (oneDNN dense / conv / deconv /
+// batch_matmul with their epilogues, weights prepacked at load), native loops (reductions,
+// softmax, image ops), a byte copy for a single view op, a library head with a JIT tail, the
+// LLVM JIT (elementwise, then injective loop nests), and last the reference interpreter, which
+// runs every registered op through the registry's reference kernels (correct, not fast):
+// Describe() says "reference[...]".
 // Shape functions are host functions: the ops' shape rules composed in program order
 // (InferPrimitiveTypes), reading exactly what the derived mask allows.
 //
@@ -20,6 +20,7 @@
 #ifndef HETPASS_COMPILE_ENGINE_COMPILE_ENGINE_H_
 #define HETPASS_COMPILE_ENGINE_COMPILE_ENGINE_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -27,14 +28,18 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 #include "passes/shape_funcs/op_registry.h"
 
 namespace hetpass {
 
 struct CompileEngineOptions {
-  bool use_kernel_library = true;  // dense groups via the GEMM library
-  bool use_jit = true;             // elementwise groups via LLVM
+  bool use_kernel_library = true;  // providers needing a kernel library (oneDNN) are tried
+  bool use_jit = true;             // providers needing run-time code generation are tried
+  // The ordered providers per device kind; null: KernelProviders (kernel_provider.h). Tests and
+  // embedders describe other devices with it.
+  std::function<absl::Span<const KernelProvider* const>(DeviceKind)> providers;
 };
 
 // What a host shape function receives for one parameter: its concrete shape always, and its

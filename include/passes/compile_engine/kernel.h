@@ -12,6 +12,12 @@
 // KernelInstance is made per call site at load time, and receives the call site's constant
 // inputs there, so a kernel can prepack weights once (the GEMM library's packed layout) instead
 // of on every call.
+//
+// Both Instantiate and Run receive a KernelContext: the device the kernel runs on, its native
+// queue and a workspace pool on that device. A device kernel enqueues on the queue (a CUDA
+// stream) and takes scratch memory from the pool, so scratch is pooled like every other device
+// buffer and a launch needs no device-wide synchronisation. cpu and sim run launches inline on
+// the calling thread (no queue).
 #ifndef HETPASS_COMPILE_ENGINE_KERNEL_H_
 #define HETPASS_COMPILE_ENGINE_KERNEL_H_
 
@@ -25,25 +31,23 @@
 #include "absl/types/span.h"
 #include "passes/ir/dtype.h"
 #include "passes/ir/tensor.h"
+#include "passes/runtime/device.h"
+#include "passes/runtime/tensor_arg.h"
 
 namespace hetpass {
 
-// A dense row-major tensor handed to a kernel. Not owning.
-struct TensorArg {
-  void* data = nullptr;
-  DType dtype = DType::kF32;
-  absl::Span<const int64_t> shape;
+// Where a kernel runs (see the file comment). Not owning; valid during the call it is passed to.
+struct KernelContext {
+  runtime::Device* device = nullptr;
+  // The device's native queue (cudaStream_t for cuda), or nullptr where launches run inline on
+  // the calling thread (cpu, sim).
+  void* queue = nullptr;
+  // Scratch memory on `device` (blocks come back to the pool when released, so steady-state
+  // inferences allocate nothing).
+  runtime::PoolingAllocator* workspace = nullptr;
 
-  int64_t num_elements() const {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  }
-  size_t nbytes() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype); }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data);
-  }
+  // The process's host context: the cpu device with its own pool (tests, host-only callers).
+  static const KernelContext& Host();
 };
 
 class KernelInstance {
@@ -51,16 +55,24 @@ class KernelInstance {
   virtual ~KernelInstance() = default;
   // args: the primitive function's parameters, then its results (outputs preallocated).
   // Errors name the kernel and the offending argument.
-  virtual absl::Status Run(absl::Span<const TensorArg> args) = 0;
+  virtual absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) = 0;
+  // The same on the host context (tests and host-only callers).
+  absl::Status Run(absl::Span<const TensorArg> args) { return Run(KernelContext::Host(), args); }
 };
 
 class CompiledKernel {
  public:
   virtual ~CompiledKernel() = default;
   // `constants[i]` is the call site's constant for parameter i, or nullptr when parameter i is
-  // a run-time value. Called once per call site at load time.
+  // a run-time value. Called once per call site at load time, with the context the instance
+  // will run in (prepacked weights belong on ctx.device).
   virtual absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      absl::Span<const Tensor* const> constants) const = 0;
+      const KernelContext& ctx, absl::Span<const Tensor* const> constants) const = 0;
+  // The same on the host context.
+  absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
+      absl::Span<const Tensor* const> constants) const {
+    return Instantiate(KernelContext::Host(), constants);
+  }
   // One line for listings and profiles: how each part is implemented, e.g.
   // "onednn matmul + jit[bias_add,relu]" or "reference[topk]".
   virtual std::string Describe() const = 0;

@@ -11,6 +11,10 @@
 #include "passes/pass/pass.h"
 
 namespace hetpass {
+class KernelCapabilities;
+}  // namespace hetpass
+
+namespace hetpass {
 
 struct PlanDevicesOptions {
   static constexpr absl::string_view kName = "plan-devices";
@@ -23,6 +27,9 @@ struct PlanDevicesOptions {
   int64_t symbol_value = 64;
   // The function to plan.
   std::string function = "main";
+  // Which ops the target's kernels run (constraint 2 in plan_devices.cc); null: the built-in
+  // kernel providers'. Not owned; must outlive the pass.
+  const KernelCapabilities* capabilities = nullptr;
 };
 
 std::unique_ptr<Pass> CreatePlanDevicesPass(const PlanDevicesOptions& options = {});

@@ -2,11 +2,11 @@
 // Checks: SSA (each value defined once, uses dominated by definitions in the same or an
 // enclosing block), op arity and attribute schema, result counts, region shapes (if: bool
 // condition, both branches yield the same count; loop: body params = 2 + carried, yields =
-// 1 + carried + scans), invoke targets exist with matching arity, the mask a shape-function
-// invoke records covers the mask its primitive's body derives (more is allowed: it only costs
-// copies; a missing bit is an error naming the function, parameter and bit), constant data
-// matches its type, and with `require_types` that every value is typed and function results
-// match the declared result types.
+// 1 + carried + scans), invoke targets exist with matching arity, a shape-function invoke
+// records a mask with one input dependence per parameter, constant data matches its type, and
+// with `require_types` that every value is typed and function results match the declared
+// result types. Checks that need the op families' rules (a recorded mask covers what its
+// primitive's body derives) are VerifyModule's (passes/pass/verify_module.h), one layer up.
 #ifndef HETPASS_IR_VERIFIER_H_
 #define HETPASS_IR_VERIFIER_H_
 

@@ -105,6 +105,10 @@ class Device {
   // True when `ptr` points into this device's memory (sim: inside the arena).
   virtual bool Owns(const void* ptr) const = 0;
 
+  // The queue launches and copies are ordered on (a cudaStream_t for cuda), handed to kernels
+  // through their KernelContext; nullptr where launches run inline on the calling thread.
+  virtual void* native_queue() const { return nullptr; }
+
   const DeviceCounters& counters() const { return counters_; }
   void ResetCounters() { counters_ = DeviceCounters(); }
 

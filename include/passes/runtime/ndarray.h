@@ -13,10 +13,10 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
-#include "passes/compile_engine/kernel.h"
 #include "passes/ir/dtype.h"
 #include "passes/ir/tensor.h"
 #include "passes/runtime/device.h"
+#include "passes/runtime/tensor_arg.h"
 
 namespace hetpass::runtime {
 

@@ -24,9 +24,9 @@
 // Over-declaration is not checked: a derived bit nothing needs costs a copy, not correctness;
 // the op registry's verification keeps each op's mask exact, and the derivation only joins
 // those. Checking one call proves nothing about others: callers run it over many random
-// arguments (src/transforms/primitive_mask_check_test.cc builds random fused groups).
-#ifndef HETPASS_TRANSFORMS_PRIMITIVE_MASK_CHECK_H_
-#define HETPASS_TRANSFORMS_PRIMITIVE_MASK_CHECK_H_
+// arguments (src/shape_funcs/primitive_mask_check_test.cc builds random fused groups).
+#ifndef HETPASS_SHAPE_FUNCS_PRIMITIVE_MASK_CHECK_H_
+#define HETPASS_SHAPE_FUNCS_PRIMITIVE_MASK_CHECK_H_
 
 #include <cstdint>
 
@@ -53,4 +53,4 @@ absl::Status CheckPrimitiveMask(const Function& primitive, absl::Span<const Inpu
 
 }  // namespace hetpass
 
-#endif  // HETPASS_TRANSFORMS_PRIMITIVE_MASK_CHECK_H_
+#endif  // HETPASS_SHAPE_FUNCS_PRIMITIVE_MASK_CHECK_H_

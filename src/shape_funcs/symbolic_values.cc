@@ -1,4 +1,4 @@
-#include "transforms/symbolic_values.h"
+#include "shape_funcs/symbolic_values.h"
 
 namespace hetpass {
 

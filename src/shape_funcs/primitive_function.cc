@@ -13,7 +13,7 @@
 //   - a result that is a parameter: its shape.
 // Inner values computed from parameters need no tracking of their own: their dims and
 // contents were made by the rules and kernels above, which recorded what they read.
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 
 #include <deque>
 #include <optional>
@@ -24,7 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/support/status_macros.h"
-#include "transforms/symbolic_values.h"
+#include "shape_funcs/symbolic_values.h"
 
 namespace hetpass {
 namespace {

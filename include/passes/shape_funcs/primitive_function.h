@@ -27,8 +27,8 @@
 // Examples: dense+bias_add+relu -> every parameter `shape`; dyn.reshape(%a, %p) -> %p `value`;
 // %p used by exp and as dyn.reshape's target -> `shape+value` (TVM's single flag could not say
 // that); %p used only as dyn.full's fill_value -> `none`.
-#ifndef HETPASS_TRANSFORMS_PRIMITIVE_FUNCTION_H_
-#define HETPASS_TRANSFORMS_PRIMITIVE_FUNCTION_H_
+#ifndef HETPASS_SHAPE_FUNCS_PRIMITIVE_FUNCTION_H_
+#define HETPASS_SHAPE_FUNCS_PRIMITIVE_FUNCTION_H_
 
 #include <vector>
 
@@ -73,4 +73,4 @@ absl::StatusOr<std::vector<Type>> InferPrimitiveTypes(const Function& primitive,
 
 }  // namespace hetpass
 
-#endif  // HETPASS_TRANSFORMS_PRIMITIVE_FUNCTION_H_
+#endif  // HETPASS_SHAPE_FUNCS_PRIMITIVE_FUNCTION_H_

@@ -1,7 +1,7 @@
 // Symbolic integer contents of small integer tensors (the shape subgraph: shape_of -> take ->
 // concatenate -> dyn.reshape target), shared by infer-types and fold-constants (internal).
-#ifndef HETPASS_SRC_TRANSFORMS_SYMBOLIC_VALUES_H_
-#define HETPASS_SRC_TRANSFORMS_SYMBOLIC_VALUES_H_
+#ifndef HETPASS_SRC_SHAPE_FUNCS_SYMBOLIC_VALUES_H_
+#define HETPASS_SRC_SHAPE_FUNCS_SYMBOLIC_VALUES_H_
 
 #include <vector>
 
@@ -33,4 +33,4 @@ class SymbolicValues {
 
 }  // namespace hetpass
 
-#endif  // HETPASS_SRC_TRANSFORMS_SYMBOLIC_VALUES_H_
+#endif  // HETPASS_SRC_SHAPE_FUNCS_SYMBOLIC_VALUES_H_

@@ -1,4 +1,6 @@
-#include "passes/shape_funcs/op_registry.h"
+// The op-definition machinery (op_def.h): OpDef, its builder, ShapeContext and the registry
+// container. The built-in ops and the global registry are src/shape_funcs/register_all.cc's.
+#include "passes/ir/op_def.h"
 
 #include <algorithm>
 
@@ -26,6 +28,7 @@ absl::string_view OpRoleName(OpRole r) {
     case OpRole::kDeviceCopy: return "device-copy";
     case OpRole::kAllocStorage: return "alloc-storage";
     case OpRole::kAllocTensor: return "alloc-tensor";
+    case OpRole::kAllocTensorDyn: return "alloc-tensor-dyn";
   }
   return "<bad role>";
 }
@@ -44,7 +47,7 @@ absl::string_view FusionPatternName(FusionPattern p) {
 #define HETPASS_FUSION_PATTERN(e, name) \
   case FusionPattern::e:                \
     return name;
-#include "passes/shape_funcs/fusion_patterns.def"
+#include "passes/ir/fusion_patterns.def"
 #undef HETPASS_FUSION_PATTERN
   }
   return "<bad pattern>";
@@ -264,6 +267,10 @@ OpDefBuilder& OpDefBuilder::TypedByDeclaration() {
   def_->typed_by_declaration_ = true;
   return *this;
 }
+OpDefBuilder& OpDefBuilder::View() {
+  def_->view_ = true;
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::Role(OpRole role) {
   def_->role_ = role;
   return *this;
@@ -327,25 +334,30 @@ absl::StatusOr<std::unique_ptr<OpRegistry>> OpRegistry::Builder::Build() {
     if (!reg->by_name_.emplace(d->name(), d.get()).second) {
       return absl::InternalError(absl::StrCat("op '", d->name(), "' registered twice"));
     }
+    if (d->role_ != OpRole::kCompute &&
+        std::count_if(defs_.begin(), defs_.end(), [&](const auto& o) { return o->role_ == d->role_; }) > 1) {
+      return absl::InternalError(absl::StrCat("op '", d->name(), "': role ", OpRoleName(d->role_),
+                                              " belongs to more than one op (FindByRole needs one)"));
+    }
   }
   reg->ops_ = std::move(defs_);
   return reg;
 }
 
-const OpRegistry& OpRegistry::Global() {
-  static const OpRegistry* global = [] {
-    Builder b;
-    RegisterAllOps(b);
-    auto reg = b.Build();
-    HETPASS_CHECK(reg.ok(), "built-in op registry is inconsistent");
-    return reg->release();
-  }();
-  return *global;
-}
-
 const OpDef* OpRegistry::Find(absl::string_view name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;
+}
+
+const OpDef* OpRegistry::FindByRole(OpRole role) const {
+  if (role == OpRole::kCompute) return nullptr;
+  const OpDef* found = nullptr;
+  for (const auto& d : ops_) {
+    if (d->role() != role) continue;
+    if (found != nullptr) return nullptr;  // Build() rejects this; a clone may not
+    found = d.get();
+  }
+  return found;
 }
 
 std::unique_ptr<OpRegistry> OpRegistry::CloneWith(const std::function<void(OpDef&)>& edit) const {

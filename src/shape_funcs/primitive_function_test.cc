@@ -1,4 +1,4 @@
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 
 #include <memory>
 #include <string>

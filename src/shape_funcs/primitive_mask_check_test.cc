@@ -25,7 +25,7 @@
 // For each case: CheckPrimitiveMask(f, DeriveInputMask(f), args) passes, and the run-time
 // contract holds (data only for `value` parameters, no dims of `none` ones gives the same
 // types as everything visible). Fixed seed, kCases cases, well under a second.
-#include "passes/transforms/primitive_mask_check.h"
+#include "passes/shape_funcs/primitive_mask_check.h"
 
 #include <cstdlib>
 #include <functional>
@@ -40,7 +40,7 @@
 #include "gtest/gtest.h"
 #include "passes/ir/builder.h"
 #include "passes/ir/printer.h"
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 #include "support/ir_test_util.h"
 #include "support/op_generators.h"
 

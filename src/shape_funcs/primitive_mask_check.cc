@@ -2,7 +2,7 @@
 // shape function with everything visible and its reads recorded, the reads compared with the
 // mask, then one rerun per perturbation of what the mask leaves out, each compared with the
 // base run (result types and reads).
-#include "passes/transforms/primitive_mask_check.h"
+#include "passes/shape_funcs/primitive_mask_check.h"
 
 #include <optional>
 #include <random>
@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/support/status_macros.h"
-#include "passes/transforms/primitive_function.h"
+#include "passes/shape_funcs/primitive_function.h"
 
 namespace hetpass {
 namespace {

@@ -1,0 +1,93 @@
+// Kernel providers: the compile engine's unit of extension.
+//
+// A provider knows how to compile some primitive functions (fused groups made by fuse-ops) for
+// one kind of device: oneDNN's dense and convolution groups, the LLVM JIT's elementwise loop
+// nests, native loops for reductions, the reference interpreter. Each device kind has ONE
+// ordered list of providers (KernelProviders, defined in src/compile_engine/providers.cc,
+// where the order is documented); CompileEngine::Lower tries them first to last and the first
+// that does not answer Unimplemented ("not mine") wins. Any other error is a real one and
+// stops the search, so a provider that recognises a group but fails to compile it reports why
+// instead of silently falling back.
+//
+// Adding a device is adding a provider list and a runtime::Device: nothing here names ops or
+// devices. Providers also answer capability queries without compiling (Runs / Fuses), which
+// the passes consult through KernelCapabilities: plan-devices keeps on the host an op that no
+// provider of the accelerator runs, and fuse-ops builds only groups whose members some
+// provider compiles together (an op one provider runs only alone, such as an image resize,
+// stays alone instead of dragging its neighbours onto the reference kernels).
+#ifndef HETPASS_COMPILE_ENGINE_KERNEL_PROVIDER_H_
+#define HETPASS_COMPILE_ENGINE_KERNEL_PROVIDER_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "passes/compile_engine/kernel.h"
+#include "passes/ir/ir.h"
+#include "passes/ir/op_def.h"
+
+namespace hetpass {
+
+// What a kernel is compiled for. Today the device kind; a GPU provider will add the
+// architecture (sm_80) here.
+struct KernelTarget {
+  DeviceKind device = DeviceKind::kCpu;
+};
+
+// The engine facilities a provider is built on; CompileEngineOptions can switch each off
+// (benchmarks, tests of the fallbacks), which skips the providers that need it.
+enum ProviderNeeds : uint8_t {
+  kNeedsNothing = 0,
+  kNeedsKernelLibrary = 1,  // a vendor kernel library (oneDNN)
+  kNeedsJit = 2,            // run-time code generation (LLVM)
+};
+
+class KernelProvider {
+ public:
+  virtual ~KernelProvider() = default;
+  // Short and stable: listings, errors and `hetpass-opt --list-providers` show it.
+  virtual absl::string_view name() const = 0;
+  // A bit set of ProviderNeeds.
+  virtual uint8_t needs() const { return kNeedsNothing; }
+
+  // The kernel for `primitive`, or Unimplemented when this provider does not take it. Any other
+  // error is real (the engine reports it, naming the primitive and the device).
+  virtual absl::StatusOr<std::unique_ptr<CompiledKernel>> TryCompile(
+      const Function& primitive, const KernelTarget& target) const = 0;
+
+  // Capabilities, answered from the op's definition alone (no attributes, no dtypes), so they
+  // are necessary rather than sufficient conditions:
+  //   Runs(op)   a group holding only `op` may compile here;
+  //   Fuses(op)  `op` may be one of several members of a group compiled here.
+  virtual bool Runs(const OpDef& op) const = 0;
+  virtual bool Fuses(const OpDef& op) const { return false; }
+  // True for a provider that takes every group it can run at all, however slowly (the
+  // reference interpreter): it does not count as a reason to fuse.
+  virtual bool is_fallback() const { return false; }
+};
+
+// The ordered providers of a device kind, first tried first; empty for a device kind with no
+// kernels yet (cuda, until its providers exist). The list lives for the process.
+absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device);
+
+// The capability queries the passes ask (plan-devices, fuse-ops). An interface so that tests
+// and other pipelines can describe a device the built-in providers do not have.
+class KernelCapabilities {
+ public:
+  virtual ~KernelCapabilities() = default;
+  // Some provider of `device` runs a group holding only `op`.
+  virtual bool CanRun(const OpDef& op, DeviceKind device) const = 0;
+  // `op` may join a multi-op group on `device` without losing a native kernel: a provider
+  // other than the fallback compiles it inside such groups, or none but the fallback runs it at
+  // all (then its group runs there either way).
+  virtual bool CanFuse(const OpDef& op, DeviceKind device) const = 0;
+};
+
+// The capabilities of KernelProviders. An unplaced value (kUnset) is asked about the cpu.
+const KernelCapabilities& BuiltinKernelCapabilities();
+
+}  // namespace hetpass
+
+#endif  // HETPASS_COMPILE_ENGINE_KERNEL_PROVIDER_H_

@@ -1,0 +1,50 @@
+// A kernel provider assembled from a group matcher: the shape every native provider here has
+// (a predicate that recognises the group, a compile function, and the ops it runs and fuses).
+// Each kernel file defines its provider with one of these next to its matcher, so what a
+// provider claims (Runs / Fuses) is written beside the code that makes it true.
+#ifndef HETPASS_COMPILE_ENGINE_GROUP_PROVIDER_H_
+#define HETPASS_COMPILE_ENGINE_GROUP_PROVIDER_H_
+
+#include <memory>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "passes/compile_engine/kernel_provider.h"
+
+namespace hetpass {
+
+class GroupProvider final : public KernelProvider {
+ public:
+  struct Spec {
+    absl::string_view name;
+    uint8_t needs = kNeedsNothing;
+    // Recognises the group; null when `compile` itself answers Unimplemented for other groups.
+    bool (*matches)(const Function&) = nullptr;
+    absl::StatusOr<std::unique_ptr<CompiledKernel>> (*compile)(const Function&) = nullptr;
+    bool (*runs)(const OpDef&) = nullptr;
+    bool (*fuses)(const OpDef&) = nullptr;  // null: only single-op groups
+  };
+  explicit GroupProvider(Spec spec) : spec_(std::move(spec)) {}
+
+  absl::string_view name() const override { return spec_.name; }
+  uint8_t needs() const override { return spec_.needs; }
+  absl::StatusOr<std::unique_ptr<CompiledKernel>> TryCompile(
+      const Function& primitive, const KernelTarget&) const override {
+    if (spec_.matches != nullptr && !spec_.matches(primitive)) {
+      return absl::UnimplementedError(absl::StrCat(spec_.name, " does not take @", primitive.name()));
+    }
+    return spec_.compile(primitive);
+  }
+  bool Runs(const OpDef& op) const override { return spec_.runs(op); }
+  bool Fuses(const OpDef& op) const override {
+    return spec_.fuses != nullptr && spec_.fuses(op);
+  }
+
+ private:
+  Spec spec_;
+};
+
+}  // namespace hetpass
+
+#endif  // HETPASS_COMPILE_ENGINE_GROUP_PROVIDER_H_

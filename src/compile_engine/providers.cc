@@ -1,0 +1,57 @@
+// The ordered kernel providers of each device kind (kernel_provider.h). The engine tries them
+// first to last; the first that does not answer Unimplemented wins, so the order is a
+// preference: the most specialised and fastest first, the reference interpreter last.
+//
+// cpu and sim (sim simulates an accelerator in host memory, so it runs the host's kernels
+// inside its launches):
+//    1. onednn.dense              nn.dense [+ bias_add] [+ relu], weights prepacked at load
+//    2. onednn.conv2d             nn.conv2d [+ bias_add] [+ relu]
+//    3. onednn.conv2d_transpose   nn.conv2d_transpose [+ bias_add] [+ relu]
+//    4. onednn.batch_matmul       nn.batch_matmul
+//    5. native.reduce             reductions with elementwise steps around them; softmax
+//    6. native.image              roi_align, resize2d, constant pad, fills (single ops)
+//    7. view.copy                 a single reshape-like view op: a byte copy
+//    8. onednn+llvm.split         a library head (1-2) with a JIT-compiled elementwise tail
+//    9. llvm.elementwise          elementwise / broadcast bodies: one vectorised loop nest
+//   10. llvm.injective            bodies with layout ops too: one scalar loop nest
+//   11. reference                 every registered op, op by op (the oracle of the tests)
+// The library providers come before the JIT because a GEMM or convolution group is faster in
+// the library even when the JIT could express it, and the split provider comes after the
+// whole-group providers so that a group one provider takes entirely is never split.
+//
+// cuda: no providers yet (its kernels are the next capability), so plan-devices keeps every op
+// on the host for target=cuda, and Lower reports that no provider takes a group.
+//
+// A new device adds its list here (and a runtime::Device); nothing else in the engine changes.
+#include "passes/compile_engine/kernel_provider.h"
+
+#include "compile_engine/batch_matmul_kernel.h"
+#include "compile_engine/builtin_providers.h"
+#include "compile_engine/conv_kernel.h"
+#include "compile_engine/deconv_kernel.h"
+#include "compile_engine/dense_kernel.h"
+#include "compile_engine/image_kernel.h"
+#include "compile_engine/jit_elementwise.h"
+#include "compile_engine/reduce_kernel.h"
+#include "compile_engine/split_kernel.h"
+
+namespace hetpass {
+
+absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
+  static const KernelProvider* const kHostMemory[] = {
+      &DenseKernelProvider(),     &ConvKernelProvider(),   &DeconvKernelProvider(),
+      &BatchMatmulKernelProvider(), &ReduceKernelProvider(), &ImageKernelProvider(),
+      &ViewCopyProvider(),        &SplitKernelProvider(),  &JitElementwiseProvider(),
+      &JitInjectiveProvider(),    &ReferenceProvider(),
+  };
+  switch (device) {
+    case DeviceKind::kCpu:
+    case DeviceKind::kSim:
+    case DeviceKind::kUnset:  // unplaced: the host's
+      return kHostMemory;
+    default:
+      return {};
+  }
+}
+
+}  // namespace hetpass
