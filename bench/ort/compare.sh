@@ -21,7 +21,8 @@ if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
   mkdir -p "$ort_dir"
   npm install --silent --ignore-scripts --no-audit --no-fund --prefix "$ort_dir" onnxruntime-node >&2
 fi
-export ORT_NODE_MODULE="$PWD/$ort_dir/node_modules/onnxruntime-node"
+ort_abs=$(cd "$ort_dir" && pwd)   # BUILD_DIR may be relative or absolute
+export ORT_NODE_MODULE="$ort_abs/node_modules/onnxruntime-node"
 printf "%-30s %4s %12s %12s %8s\n" model set "hetpass us" "ORT us" "ratio"
 for dir in "$models_dir"/*/; do
   model=$(basename "$dir")
