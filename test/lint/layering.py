@@ -3,7 +3,7 @@
 and include/passes/ names a layer at or below the including file's own layer. Tests, tools and
 benchmarks are exempt (they sit on top of everything).
 
-The layers, lowest first (docs/architecture.md explains each):
+The layers, lowest first:
   support         status macros
   ir              values, types, the op-definition machinery (OpDef, OpRegistry), parser,
                   printer, verifier
