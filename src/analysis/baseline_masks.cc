@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "passes/ir/printer.h"
+#include "passes/shape_funcs/op_ids.h"
 
 namespace hetpass {
 namespace {
@@ -32,7 +33,7 @@ namespace {
 // One row of the Relay table: our op, Relay's op, Relay's flag per input of ours, whether the
 // on-device count survives, and where TVM registers it.
 struct RelayRow {
-  const char* op;
+  OpId op;
   const char* relay_op;
   std::vector<bool> data_dependent;  // per input of our op, in our order
   bool keep_counter;
@@ -49,37 +50,37 @@ constexpr char kTvmCommit[] = "07fd902c";
 const std::vector<RelayRow>& RelayTable() {
   static const std::vector<RelayRow>* rows = new std::vector<RelayRow>{
       // python/tvm/relay/op/dyn/_transform.py: per-input flags.
-      {"dyn.strided_slice", "dyn.strided_slice", {false, true, true, true}, true,
+      {OpId::kDynStridedSlice, "dyn.strided_slice", {false, true, true, true}, true,
        "dyn/_transform.py: register_shape_func(\"dyn.strided_slice\", [False, True, True, True])"},
-      {"dyn.reshape", "dyn.reshape", {false, true}, true,
+      {OpId::kDynReshape, "dyn.reshape", {false, true}, true,
        "dyn/_transform.py: register_shape_func(\"dyn.reshape\", [False, True])"},
-      {"dyn.squeeze", "dyn.squeeze", {false, true}, true,
+      {OpId::kDynSqueeze, "dyn.squeeze", {false, true}, true,
        "dyn/_transform.py: register_shape_func(\"dyn.squeeze\", [False, True])"},
       // Relay has no dyn.unsqueeze: ONNX Unsqueeze with run-time axes becomes dyn.expand_dims.
-      {"dyn.unsqueeze", "dyn.expand_dims", {true, true}, true,
+      {OpId::kDynUnsqueeze, "dyn.expand_dims", {true, true}, true,
        "dyn/_transform.py: register_shape_func(\"dyn.expand_dims\", [True, True])"},
       // A single True: every input reaches the shape function as a host tensor.
-      {"dyn.tile", "dyn.tile", {true, true}, true,
+      {OpId::kDynTile, "dyn.tile", {true, true}, true,
        "dyn/_transform.py: register_shape_func(\"dyn.tile\", True)"},
-      {"dyn.broadcast_to", "dyn.broadcast_to", {true, true}, true,
+      {OpId::kDynBroadcastTo, "dyn.broadcast_to", {true, true}, true,
        "dyn/_tensor.py: register_shape_func(\"dyn.broadcast_to\", True, full_shape_func)"},
-      {"dyn.full", "dyn.full", {true, true}, true,
+      {OpId::kDynFull, "dyn.full", {true, true}, true,
        "dyn/_tensor.py: register_shape_func(\"dyn.full\", True, full_shape_func)"},
-      {"dyn.zeros", "dyn.zeros", {true}, true,
+      {OpId::kDynZeros, "dyn.zeros", {true}, true,
        "dyn/_tensor.py: register_shape_func(\"dyn.zeros\", True, ...)"},
-      {"dyn.ones", "dyn.ones", {true}, true,
+      {OpId::kDynOnes, "dyn.ones", {true}, true,
        "dyn/_tensor.py: register_shape_func(\"dyn.ones\", True, ...)"},
-      {"dyn.topk", "dyn.topk", {true, true}, true,
+      {OpId::kDynTopk, "dyn.topk", {true, true}, true,
        "dyn/_algorithm.py: register_shape_func(\"dyn.topk\", True)"},
-      {"dyn.nn.pad", "dyn.nn.pad", {true, true, true}, true,
+      {OpId::kDynNnPad, "dyn.nn.pad", {true, true, true}, true,
        "dyn/nn/_nn.py: register_shape_func(\"dyn.nn.pad\", True)"},
-      {"dyn.image.resize2d", "dyn.image.resize2d", {true, true}, true,
+      {OpId::kDynImageResize2d, "dyn.image.resize2d", {true, true}, true,
        "dyn/image/_image.py: register_shape_func(\"dyn.image.resize2d\", True)"},
-      {"arange", "arange", {true, true, true}, true,
+      {OpId::kArange, "arange", {true, true, true}, true,
        "_tensor.py: register_shape_func(\"arange\", True)"},
       // Relay computes argwhere's row count in its shape function, on the host, from the
       // condition itself: no on-device count, the whole condition crosses.
-      {"argwhere", "argwhere", {true}, false,
+      {OpId::kArgwhere, "argwhere", {true}, false,
        "_transform.py: register_shape_func(\"argwhere\", True)"},
       // non_max_suppression has no row: Relay's ONNX frontend emits
       // vision.all_class_non_max_suppression (shape function False: a padded output) and a
@@ -96,7 +97,7 @@ void EditSingleFlag(OpDef& def) {
   if (!def.needs_values()) return;
   // Before per-input flags Relay had no on-device counts either (same rows as relay).
   for (const RelayRow& row : RelayTable()) {
-    if (def.name() == row.op && !row.keep_counter) OpRegistry::SetShapeCounter(def, "");
+    if (OpIdOf(def) == row.op && !row.keep_counter) OpRegistry::SetShapeCounter(def, "");
   }
   for (size_t i = 0; i < def.inputs().size(); ++i) {
     // A data-dependent input reached the shape function as the tensor: shape and contents.
@@ -106,7 +107,7 @@ void EditSingleFlag(OpDef& def) {
 
 void EditRelay(OpDef& def) {
   for (const RelayRow& row : RelayTable()) {
-    if (def.name() != row.op) continue;
+    if (OpIdOf(def) != row.op) continue;
     for (size_t i = 0; i < def.inputs().size() && i < row.data_dependent.size(); ++i) {
       if (row.data_dependent[i]) {
         OpRegistry::SetDep(def, static_cast<int>(i), WithValue(def.inputs()[i].dep));
@@ -199,7 +200,7 @@ std::string DescribeBaseline(BaselineMasks b) {
                           BaselineMasksName(b), MaskText(*def), counter);
     if (b == BaselineMasks::kRelay) {
       for (const RelayRow& row : RelayTable()) {
-        if (def->name() == row.op) {
+        if (OpIdOf(*def) == row.op) {
           absl::StrAppendFormat(&out, "  [Relay %s: %s @ apache/tvm %s]", row.relay_op,
                                 row.registered, kTvmCommit);
         }

@@ -35,7 +35,7 @@ using namespace ::hetpass::onednn;  // NOLINT: the shared oneDNN helpers
 using dnnl::memory;
 using DataType = memory::data_type;
 
-constexpr absl::string_view kBatchMatmulOp = "nn.batch_matmul";
+constexpr OpId kBatchMatmulOp = OpId::kNnBatchMatmul;
 constexpr int kMaxRank = DNNL_MAX_NDIMS;
 // Primitives cached per instance before the cache restarts (as the dense kernel).
 constexpr size_t kMaxCachedShapes = 64;
@@ -248,7 +248,7 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileBatchMatmulGroup(const Fu
 
 
 namespace {
-bool BatchMatmulRuns(const OpDef& op) { return op.name() == kBatchMatmulOp; }
+bool BatchMatmulRuns(const OpDef& op) { return OpIdOf(op) == kBatchMatmulOp; }
 }  // namespace
 
 const KernelProvider& BatchMatmulKernelProvider() {

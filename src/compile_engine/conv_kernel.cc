@@ -54,31 +54,15 @@ using Tag = memory::format_tag;
 using DataType = memory::data_type;
 
 // The registry ops this kernel implements.
-constexpr absl::string_view kConvOp = "nn.conv2d";
-constexpr absl::string_view kBiasAddOp = "nn.bias_add";
-constexpr absl::string_view kReluOp = "nn.relu";
+constexpr OpId kConvOp = OpId::kNnConv2d;
 
 // ---- match ---------------------------------------------------------------------------------
 
-struct ConvGroup {
-  std::string function;  // "@name", for errors
-  int num_params = 0;
-  int data = -1;
-  int weight = -1;
-  int bias = -1;  // -1: no bias_add
-  bool relu = false;
+struct ConvGroup : AnchorEpilogue {
   std::array<int64_t, 2> stride = {1, 1};
   std::array<int64_t, 2> dilation = {1, 1};
   std::array<int64_t, 4> pad = {0, 0, 0, 0};  // top, left, bottom, right
   int64_t groups = 1;
-  std::vector<std::string> param_names;  // "%x"
-  std::vector<Type> param_types;
-
-  bool has_bias() const { return bias >= 0; }
-  // "data (%x)"
-  std::string Arg(absl::string_view role, int param) const {
-    return absl::StrFormat("%s (%s)", role, param_names[param]);
-  }
 };
 
 
@@ -113,64 +97,19 @@ bool ReadConvAttrs(const Node& conv, ConvGroup& g) {
 }
 
 std::optional<ConvGroup> MatchConvGroup(const Function& f) {
-  if (!IsPrimitive(f)) return std::nullopt;
-  const Block& body = f.body();
-  const auto& nodes = body.nodes();
-  if (nodes.empty() || nodes.size() > 3 || body.results().size() != 1) return std::nullopt;
-
+  std::optional<AnchorEpilogue> m = MatchAnchorEpilogue(f, kConvOp, /*allow_add=*/false);
+  if (!m) return std::nullopt;
   ConvGroup g;
-  g.function = "@" + f.name();
-  g.num_params = body.num_params();
-  for (const auto& p : body.params()) {
-    g.param_names.push_back("%" + p->name());
-    g.param_types.push_back(p->type());
-  }
-
-  const Node& conv = *nodes[0];
-  if (!IsCallOf(conv, kConvOp) || conv.num_operands() != 2 || conv.num_results() != 1) {
-    return std::nullopt;
-  }
-  g.data = ParamIndex(body, conv.operand(0));
-  g.weight = ParamIndex(body, conv.operand(1));
-  if (g.data < 0 || g.weight < 0 || g.data == g.weight) return std::nullopt;
+  static_cast<AnchorEpilogue&>(g) = *std::move(m);
   if (!IsF32Tensor(g.param_types[g.data], 4) || !IsF32Tensor(g.param_types[g.weight], 4)) {
     return std::nullopt;
   }
-  if (!ReadConvAttrs(conv, g)) return std::nullopt;
-  const Value* cur = conv.result(0);
-
-  size_t i = 1;
-  if (i < nodes.size() && IsCallOf(*nodes[i], kBiasAddOp)) {
-    const Node& bias_add = *nodes[i];
-    if (bias_add.num_operands() != 2 || bias_add.num_results() != 1 || bias_add.operand(0) != cur) {
-      return std::nullopt;
-    }
-    g.bias = ParamIndex(body, bias_add.operand(1));
-    if (g.bias < 0 || g.bias == g.data || g.bias == g.weight ||
-        !IsF32Tensor(g.param_types[g.bias], 1)) {
-      return std::nullopt;
-    }
-    const AttrValue* a = bias_add.attrs().Find("axis");
-    const int64_t* axis = a == nullptr ? nullptr : std::get_if<int64_t>(a);
-    if (a != nullptr && (axis == nullptr || (*axis != 1 && *axis != -3))) return std::nullopt;
-    cur = bias_add.result(0);
-    ++i;
+  if (!ReadConvAttrs(*g.anchor, g)) return std::nullopt;
+  if (g.has_bias()) {  // the channel axis of NCHW
+    const std::optional<int64_t> axis = IntAttr(*g.bias_node, "axis", 1);
+    if (!axis || (*axis != 1 && *axis != -3)) return std::nullopt;
   }
-  if (i < nodes.size() && IsCallOf(*nodes[i], kReluOp)) {
-    const Node& relu = *nodes[i];
-    if (relu.num_operands() != 1 || relu.num_results() != 1 || relu.operand(0) != cur) {
-      return std::nullopt;
-    }
-    g.relu = true;
-    cur = relu.result(0);
-    ++i;
-  }
-  if (i != nodes.size() || body.results()[0] != cur) return std::nullopt;
-  if (!f.result_types().empty()) {
-    if (f.result_types().size() != 1) return std::nullopt;
-    const Type& r = f.result_types()[0];
-    if (!r.is_unset() && !IsF32Tensor(r, 4)) return std::nullopt;
-  }
+  if (!DeclaredResultIsF32(f, 4)) return std::nullopt;
   return g;
 }
 
@@ -626,9 +565,9 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileConvGroup(const Function&
 
 
 namespace {
-bool ConvRuns(const OpDef& op) { return op.name() == kConvOp; }
+bool ConvRuns(const OpDef& op) { return OpIdOf(op) == kConvOp; }
 bool ConvFuses(const OpDef& op) {
-  return op.name() == kConvOp || op.name() == kBiasAddOp || op.name() == kReluOp;
+  return OpIdOf(op) == kConvOp || IsEpilogueOp(OpIdOf(op), /*allow_add=*/false);
 }
 }  // namespace
 

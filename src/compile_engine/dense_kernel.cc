@@ -67,53 +67,23 @@ using Tag = memory::format_tag;
 using DataType = memory::data_type;
 
 // The registry ops this kernel implements.
-constexpr absl::string_view kDenseOp = "nn.dense";
-constexpr absl::string_view kBiasAddOp = "nn.bias_add";
-constexpr absl::string_view kReluOp = "nn.relu";
+constexpr OpId kDenseOp = OpId::kNnDense;
 
 // ---- match ---------------------------------------------------------------------------------
 
-struct DenseGroup {
-  std::string function;  // "@name", for errors
-  int num_params = 0;
-  int data = -1;
-  int weight = -1;
-  int bias = -1;  // -1: no bias_add
-  bool relu = false;
+struct DenseGroup : AnchorEpilogue {
   int data_rank = 2;  // data [.., K]: leading dims flattened into M
-  std::vector<std::string> param_names;  // "%x"
-  std::vector<Type> param_types;
-
-  bool has_bias() const { return bias >= 0; }
-  // "data (%x)"
-  std::string Arg(absl::string_view role, int param) const {
-    return absl::StrFormat("%s (%s)", role, param_names[param]);
-  }
 };
 
 
 
 std::optional<DenseGroup> MatchDenseGroup(const Function& f) {
-  if (!IsPrimitive(f)) return std::nullopt;
-  const Block& body = f.body();
-  const auto& nodes = body.nodes();
-  if (nodes.empty() || nodes.size() > 3 || body.results().size() != 1) return std::nullopt;
-
+  // The bias: nn.bias_add on the last axis, or an `add` of a 1-D [N] parameter (NumPy
+  // broadcasting over the last axis: what ONNX MatMul + Add exports give).
+  std::optional<AnchorEpilogue> m = MatchAnchorEpilogue(f, kDenseOp, /*allow_add=*/true);
+  if (!m) return std::nullopt;
   DenseGroup g;
-  g.function = "@" + f.name();
-  g.num_params = body.num_params();
-  for (const auto& p : body.params()) {
-    g.param_names.push_back("%" + p->name());
-    g.param_types.push_back(p->type());
-  }
-
-  const Node& dense = *nodes[0];
-  if (!IsCallOf(dense, kDenseOp) || dense.num_operands() != 2 || dense.num_results() != 1) {
-    return std::nullopt;
-  }
-  g.data = ParamIndex(body, dense.operand(0));
-  g.weight = ParamIndex(body, dense.operand(1));
-  if (g.data < 0 || g.weight < 0 || g.data == g.weight) return std::nullopt;
+  static_cast<AnchorEpilogue&>(g) = *std::move(m);
   // Data of rank >= 2 ([.., K], e.g. a transformer's [batch, seq, K]) is one GEMM over the
   // flattened leading dims.
   const int data_rank = g.param_types[g.data].is_tensor() ? g.param_types[g.data].rank() : 0;
@@ -122,54 +92,20 @@ std::optional<DenseGroup> MatchDenseGroup(const Function& f) {
     return std::nullopt;
   }
   g.data_rank = data_rank;
-  const std::optional<int64_t> units = IntAttr(dense, "units", 0);
+  const std::optional<int64_t> units = IntAttr(*g.anchor, "units", 0);
   const DimExpr& n_dim = g.param_types[g.weight].shape()[0];
   if (!units || (*units > 0 && n_dim.is_constant() && n_dim.constant() != *units)) {
     return std::nullopt;
   }
-  const Value* cur = dense.result(0);
-
-  size_t i = 1;
-  // The bias: nn.bias_add on the last axis, or an `add` of a 1-D [N] parameter (NumPy
-  // broadcasting over the last axis: what ONNX MatMul + Add exports give).
-  if (i < nodes.size() && (IsCallOf(*nodes[i], kBiasAddOp) || IsCallOf(*nodes[i], "add"))) {
-    const Node& bias_add = *nodes[i];
-    const bool is_add = IsCallOf(bias_add, "add");
-    if (bias_add.num_operands() != 2 || bias_add.num_results() != 1) return std::nullopt;
-    const int cur_operand = bias_add.operand(0) == cur ? 0 : (is_add && bias_add.operand(1) == cur ? 1 : -1);
-    if (cur_operand < 0) return std::nullopt;
-    g.bias = ParamIndex(body, bias_add.operand(1 - cur_operand));
-    if (g.bias < 0 || g.bias == g.data || g.bias == g.weight ||
-        !IsF32Tensor(g.param_types[g.bias], 1)) {
-      return std::nullopt;
-    }
-    if (is_add) {
-      // [N] against the dense result's last dim (the weight's rows): equal, not broadcast.
-      const DimExpr& len = g.param_types[g.bias].shape()[0];
-      if (len.is_unknown() || len != n_dim) return std::nullopt;
-    } else {
-      const std::optional<int64_t> axis = IntAttr(bias_add, "axis", 1);
-      if (!axis || (*axis != -1 && *axis != data_rank - 1)) return std::nullopt;
-    }
-    cur = bias_add.result(0);
-    ++i;
+  if (g.has_bias() && g.bias_is_add) {
+    // [N] against the dense result's last dim (the weight's rows): equal, not broadcast.
+    const DimExpr& len = g.param_types[g.bias].shape()[0];
+    if (len.is_unknown() || len != n_dim) return std::nullopt;
+  } else if (g.has_bias()) {
+    const std::optional<int64_t> axis = IntAttr(*g.bias_node, "axis", 1);
+    if (!axis || (*axis != -1 && *axis != data_rank - 1)) return std::nullopt;
   }
-  if (i < nodes.size() && IsCallOf(*nodes[i], kReluOp)) {
-    const Node& relu = *nodes[i];
-    if (relu.num_operands() != 1 || relu.num_results() != 1 || relu.operand(0) != cur) {
-      return std::nullopt;
-    }
-    g.relu = true;
-    cur = relu.result(0);
-    ++i;
-  }
-  if (i != nodes.size() || body.results()[0] != cur) return std::nullopt;
-  // Declared result types, when present, must agree (an f16 result would be a cast we lack).
-  if (!f.result_types().empty()) {
-    if (f.result_types().size() != 1) return std::nullopt;
-    const Type& r = f.result_types()[0];
-    if (!r.is_unset() && !IsF32Tensor(r, data_rank)) return std::nullopt;
-  }
+  if (!DeclaredResultIsF32(f, data_rank)) return std::nullopt;
   return g;
 }
 
@@ -489,9 +425,9 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileDenseGroup(const Function
 
 
 namespace {
-bool DenseRuns(const OpDef& op) { return op.name() == kDenseOp; }
+bool DenseRuns(const OpDef& op) { return OpIdOf(op) == kDenseOp; }
 bool DenseFuses(const OpDef& op) {
-  return op.name() == kDenseOp || op.name() == kBiasAddOp || op.name() == kReluOp;
+  return OpIdOf(op) == kDenseOp || IsEpilogueOp(OpIdOf(op), /*allow_add=*/true);
 }
 }  // namespace
 

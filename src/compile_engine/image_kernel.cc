@@ -26,6 +26,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/group_provider.h"
+#include "passes/shape_funcs/op_ids.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 
@@ -37,19 +38,19 @@ namespace {
 enum class OpKind { kRoiAlign, kResize, kDynResize, kPad, kDynPad, kZeros, kOnes, kFull };
 
 struct OpEntry {
-  absl::string_view name;
+  OpId id;
   OpKind kind;
   int arity;
 };
 constexpr OpEntry kOps[] = {
-    {"image.roi_align", OpKind::kRoiAlign, 3},
-    {"image.resize2d", OpKind::kResize, 1},
-    {"dyn.image.resize2d", OpKind::kDynResize, 2},
-    {"nn.pad", OpKind::kPad, 1},
-    {"dyn.nn.pad", OpKind::kDynPad, 3},
-    {"dyn.zeros", OpKind::kZeros, 1},
-    {"dyn.ones", OpKind::kOnes, 1},
-    {"dyn.full", OpKind::kFull, 2},
+    {OpId::kImageRoiAlign, OpKind::kRoiAlign, 3},
+    {OpId::kImageResize2d, OpKind::kResize, 1},
+    {OpId::kDynImageResize2d, OpKind::kDynResize, 2},
+    {OpId::kNnPad, OpKind::kPad, 1},
+    {OpId::kDynNnPad, OpKind::kDynPad, 3},
+    {OpId::kDynZeros, OpKind::kZeros, 1},
+    {OpId::kDynOnes, OpKind::kOnes, 1},
+    {OpId::kDynFull, OpKind::kFull, 2},
 };
 
 // ---- match ----------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ std::optional<Group> MatchGroup(const Function& f) {
   }
   const OpDef* op = n.op();
   const auto* e = std::find_if(std::begin(kOps), std::end(kOps),
-                               [&](const OpEntry& o) { return o.name == op->name(); });
+                               [&](const OpEntry& o) { return o.id == OpIdOf(*op); });
   if (e == std::end(kOps) || n.num_operands() != e->arity) return std::nullopt;
   Group g;
   g.function = "@" + f.name();
@@ -867,7 +868,7 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileImageOrFillGroup(const Fu
 namespace {
 bool ImageRuns(const OpDef& op) {
   return std::any_of(std::begin(kOps), std::end(kOps),
-                     [&](const OpEntry& e) { return e.name == op.name(); });
+                     [&](const OpEntry& e) { return e.id == OpIdOf(op); });
 }
 }  // namespace
 

@@ -124,49 +124,43 @@ using jit_internal::TakeMode;
 // this backend can emit and with which operand dtypes.
 
 struct Lowering {
-  absl::string_view op;
+  OpId op;
   JitOp code;
   OpForm form;
 };
 
+constexpr OpForm UnaryForm(ElementwiseDTypes d) {
+  return d == ElementwiseDTypes::kFloat ? OpForm::kUnaryFloat : OpForm::kUnaryNumeric;
+}
+constexpr OpForm BinaryForm(ElementwiseDTypes d) {
+  return d == ElementwiseDTypes::kFloat ? OpForm::kBinaryFloat : OpForm::kBinaryNumeric;
+}
+
 constexpr Lowering kLowerings[] = {
-    {"nn.relu", JitOp::kRelu, OpForm::kUnaryNumeric},
-    {"negative", JitOp::kNegative, OpForm::kUnaryNumeric},
-    {"abs", JitOp::kAbs, OpForm::kUnaryNumeric},
-    {"exp", JitOp::kExp, OpForm::kUnaryFloat},
-    {"log", JitOp::kLog, OpForm::kUnaryFloat},
-    {"sqrt", JitOp::kSqrt, OpForm::kUnaryFloat},
-    {"floor", JitOp::kFloor, OpForm::kUnaryFloat},
-    {"ceil", JitOp::kCeil, OpForm::kUnaryFloat},
-    {"tanh", JitOp::kTanh, OpForm::kUnaryFloat},
-    {"sigmoid", JitOp::kSigmoid, OpForm::kUnaryFloat},
-    {"add", JitOp::kAdd, OpForm::kBinaryNumeric},
-    {"subtract", JitOp::kSubtract, OpForm::kBinaryNumeric},
-    {"multiply", JitOp::kMultiply, OpForm::kBinaryNumeric},
-    {"divide", JitOp::kDivide, OpForm::kBinaryNumeric},
-    {"maximum", JitOp::kMaximum, OpForm::kBinaryNumeric},
-    {"minimum", JitOp::kMinimum, OpForm::kBinaryNumeric},
-    {"power", JitOp::kPower, OpForm::kBinaryFloat},
-    {"equal", JitOp::kEqual, OpForm::kCompare},
-    {"less", JitOp::kLess, OpForm::kCompare},
-    {"greater", JitOp::kGreater, OpForm::kCompare},
-    {"nn.bias_add", JitOp::kBiasAdd, OpForm::kBiasAdd},
-    {"where", JitOp::kWhere, OpForm::kWhere},
-    {"cast", JitOp::kCast, OpForm::kCast},
-    {"transpose", JitOp::kTranspose, OpForm::kInjective},
-    {"reshape", JitOp::kReshape, OpForm::kInjective},
-    {"dyn.reshape", JitOp::kDynReshape, OpForm::kInjective},
-    {"expand_dims", JitOp::kExpandDims, OpForm::kInjective},
-    {"squeeze", JitOp::kSqueeze, OpForm::kInjective},
-    {"strided_slice", JitOp::kStridedSlice, OpForm::kInjective},
-    {"dyn.strided_slice", JitOp::kDynStridedSlice, OpForm::kInjective},
-    {"take", JitOp::kTake, OpForm::kInjective},
-    {"concatenate", JitOp::kConcatenate, OpForm::kInjective},
-    {"broadcast_to", JitOp::kBroadcastTo, OpForm::kInjective},
-    {"dyn.broadcast_to", JitOp::kDynBroadcastTo, OpForm::kInjective},
+    // Every row of elementwise_ops.def, typed by its dtype class.
+#define HETPASS_UNARY(id, name, cls, expr, doc) \
+  {OpId::id, JitOp::id, UnaryForm(ElementwiseDTypes::cls)},
+#define HETPASS_BINARY(id, name, cls, expr, doc) \
+  {OpId::id, JitOp::id, BinaryForm(ElementwiseDTypes::cls)},
+#define HETPASS_COMPARE(id, name, expr, doc) {OpId::id, JitOp::id, OpForm::kCompare},
+#include "passes/shape_funcs/elementwise_ops.def"
+    {OpId::kNnBiasAdd, JitOp::kBiasAdd, OpForm::kBiasAdd},
+    {OpId::kWhere, JitOp::kWhere, OpForm::kWhere},
+    {OpId::kCast, JitOp::kCast, OpForm::kCast},
+    {OpId::kTranspose, JitOp::kTranspose, OpForm::kInjective},
+    {OpId::kReshape, JitOp::kReshape, OpForm::kInjective},
+    {OpId::kDynReshape, JitOp::kDynReshape, OpForm::kInjective},
+    {OpId::kExpandDims, JitOp::kExpandDims, OpForm::kInjective},
+    {OpId::kSqueeze, JitOp::kSqueeze, OpForm::kInjective},
+    {OpId::kStridedSlice, JitOp::kStridedSlice, OpForm::kInjective},
+    {OpId::kDynStridedSlice, JitOp::kDynStridedSlice, OpForm::kInjective},
+    {OpId::kTake, JitOp::kTake, OpForm::kInjective},
+    {OpId::kConcatenate, JitOp::kConcatenate, OpForm::kInjective},
+    {OpId::kBroadcastTo, JitOp::kBroadcastTo, OpForm::kInjective},
+    {OpId::kDynBroadcastTo, JitOp::kDynBroadcastTo, OpForm::kInjective},
 };
 
-const Lowering* FindLowering(absl::string_view op) {
+const Lowering* FindLowering(OpId op) {
   for (const Lowering& l : kLowerings) {
     if (l.op == op) return &l;
   }
@@ -247,7 +241,7 @@ class Analyzer {
           absl::StrCat(node.OpName(), " bindings are not supported by the CPU JIT"));
     }
     const OpDef& op = *node.op();
-    const Lowering* lowering = FindLowering(op.name());
+    const Lowering* lowering = FindLowering(OpIdOf(op));
     const bool injective = lowering != nullptr && lowering->form == OpForm::kInjective;
     const bool pattern_ok = injective ? op.pattern() <= FusionPattern::kInjective
                                       : (op.pattern() == FusionPattern::kElementwise ||
@@ -1371,10 +1365,10 @@ absl::StatusOr<std::string> JitElementwiseOptimizedIr(const Function& primitive)
 
 namespace {
 bool JitElementwiseOp(const OpDef& op) {
-  const Lowering* l = FindLowering(op.name());
+  const Lowering* l = FindLowering(OpIdOf(op));
   return l != nullptr && l->form != OpForm::kInjective;
 }
-bool JitInjectiveOp(const OpDef& op) { return FindLowering(op.name()) != nullptr; }
+bool JitInjectiveOp(const OpDef& op) { return FindLowering(OpIdOf(op)) != nullptr; }
 }  // namespace
 
 const KernelProvider& JitElementwiseProvider() {

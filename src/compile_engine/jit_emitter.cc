@@ -660,7 +660,7 @@ class Emitter {
       return is_signed ? b_.CreateICmpSLT(p, q) : b_.CreateICmpULT(p, q);
     };
     switch (step.op) {
-      case JitOp::kRelu:  // x > 0 ? x : 0
+      case JitOp::kNnRelu:  // x > 0 ? x : 0
         return b_.CreateSelect(less(zero(), x), x, zero());
       case JitOp::kNegative:
         return fp ? b_.CreateFNeg(x) : b_.CreateNeg(x);

@@ -13,6 +13,7 @@
 
 #include "passes/ir/dim_expr.h"
 #include "passes/ir/dtype.h"
+#include "passes/shape_funcs/op_ids.h"
 
 namespace llvm {
 class LLVMContext;
@@ -23,9 +24,13 @@ namespace hetpass::jit_internal {
 
 // clang-format off
 enum class JitOp : uint8_t {
-  kRelu, kNegative, kAbs, kExp, kLog, kSqrt, kTanh, kSigmoid, kFloor, kCeil,
-  kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower,
-  kEqual, kLess, kGreater, kBiasAdd, kWhere, kCast,
+  // The elementwise ops of passes/shape_funcs/elementwise_ops.def, named as their OpIds (a row
+  // added there appears here, and -Wswitch points at the emitter's switch).
+#define HETPASS_UNARY(id, name, cls, expr, doc) id,
+#define HETPASS_BINARY(id, name, cls, expr, doc) id,
+#define HETPASS_COMPARE(id, name, expr, doc) id,
+#include "passes/shape_funcs/elementwise_ops.def"
+  kBiasAdd, kWhere, kCast,
   // Injective ops (only on the injective path, CompileJitInjective).
   kTranspose, kReshape, kDynReshape, kExpandDims, kSqueeze, kStridedSlice, kDynStridedSlice,
   kTake, kConcatenate, kBroadcastTo, kDynBroadcastTo,

@@ -42,6 +42,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/group_provider.h"
+#include "passes/shape_funcs/op_ids.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 
@@ -54,25 +55,25 @@ enum class StepKind { kNegative, kAbs, kSquare, kAdd, kSubtract, kMultiply, kDiv
 enum class ReduceKind { kSum, kMean, kProd, kMax, kMin };
 
 struct StepOp {
-  absl::string_view name;
+  OpId id;
   StepKind kind;
   int arity;
   bool scalar_may_be_left;  // op(c, x) is allowed as well as op(x, c)
 };
 constexpr StepOp kStepOps[] = {
-    {"negative", StepKind::kNegative, 1, false},
-    {"abs", StepKind::kAbs, 1, false},
-    {"add", StepKind::kAdd, 2, true},
-    {"subtract", StepKind::kSubtract, 2, true},
-    {"multiply", StepKind::kMultiply, 2, true},
-    {"divide", StepKind::kDivide, 2, true},
-    {"power", StepKind::kPower, 2, false},
+    {OpId::kNegative, StepKind::kNegative, 1, false},
+    {OpId::kAbs, StepKind::kAbs, 1, false},
+    {OpId::kAdd, StepKind::kAdd, 2, true},
+    {OpId::kSubtract, StepKind::kSubtract, 2, true},
+    {OpId::kMultiply, StepKind::kMultiply, 2, true},
+    {OpId::kDivide, StepKind::kDivide, 2, true},
+    {OpId::kPower, StepKind::kPower, 2, false},
 };
-constexpr std::pair<absl::string_view, ReduceKind> kReduceOps[] = {
-    {"sum", ReduceKind::kSum}, {"mean", ReduceKind::kMean}, {"prod", ReduceKind::kProd},
-    {"max", ReduceKind::kMax}, {"min", ReduceKind::kMin},
+constexpr std::pair<OpId, ReduceKind> kReduceOps[] = {
+    {OpId::kSum, ReduceKind::kSum}, {OpId::kMean, ReduceKind::kMean}, {OpId::kProd, ReduceKind::kProd},
+    {OpId::kMax, ReduceKind::kMax}, {OpId::kMin, ReduceKind::kMin},
 };
-constexpr absl::string_view kSoftmaxOp = "nn.softmax";
+constexpr OpId kSoftmaxOp = OpId::kNnSoftmax;
 
 // Values per chunk of a prologue applied into a stack buffer.
 constexpr int64_t kChunk = 256;
@@ -150,7 +151,7 @@ std::optional<Step> MatchStep(const Node& n, const Block& body, const Value* cur
   const OpDef* op = CallOp(n);
   if (op == nullptr) return std::nullopt;
   for (const StepOp& s : kStepOps) {
-    if (op->name() != s.name || n.num_operands() != s.arity) continue;
+    if (OpIdOf(*op) != s.id || n.num_operands() != s.arity) continue;
     if (s.arity == 1) {
       if (n.operand(0) != cur) return std::nullopt;
       return Step{s.kind};
@@ -217,7 +218,7 @@ std::optional<ReduceGroup> MatchReduceFrom(const Function& f, int data) {
       continue;
     }
     const auto* r = std::find_if(std::begin(kReduceOps), std::end(kReduceOps),
-                                 [&](const auto& e) { return e.first == op->name(); });
+                                 [&](const auto& e) { return e.first == OpIdOf(*op); });
     if (have_reduce || r == std::end(kReduceOps) || node->num_operands() != 1 ||
         node->operand(0) != cur) {
       return std::nullopt;
@@ -256,7 +257,7 @@ std::optional<SoftmaxGroup> MatchSoftmax(const Function& f) {
   if (body.nodes().size() != 1 || body.results().size() != 1) return std::nullopt;
   const Node& n = *body.nodes()[0];
   const OpDef* op = CallOp(n);
-  if (op == nullptr || op->name() != kSoftmaxOp || n.num_operands() != 1 ||
+  if (op == nullptr || OpIdOf(*op) != kSoftmaxOp || n.num_operands() != 1 ||
       body.results()[0] != n.result() || ParamOf(body, n.operand(0)) != 0 ||
       body.num_params() != 1) {
     return std::nullopt;
@@ -855,12 +856,12 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileReduceOrSoftmaxGroup(
 namespace {
 bool IsReduceOp(const OpDef& op) {
   return std::any_of(std::begin(kReduceOps), std::end(kReduceOps),
-                     [&](const auto& r) { return r.first == op.name(); });
+                     [&](const auto& r) { return r.first == OpIdOf(op); });
 }
-bool ReduceRuns(const OpDef& op) { return IsReduceOp(op) || op.name() == kSoftmaxOp; }
+bool ReduceRuns(const OpDef& op) { return IsReduceOp(op) || OpIdOf(op) == kSoftmaxOp; }
 bool ReduceFuses(const OpDef& op) {
   return IsReduceOp(op) || std::any_of(std::begin(kStepOps), std::end(kStepOps),
-                                       [&](const StepOp& s) { return s.name == op.name(); });
+                                       [&](const StepOp& s) { return s.id == OpIdOf(op); });
 }
 }  // namespace
 

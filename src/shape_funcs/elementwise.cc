@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "absl/strings/str_format.h"
+#include "passes/shape_funcs/op_ids.h"
 #include "passes/support/status_macros.h"
 #include "shape_funcs/rule_helpers.h"
 
@@ -166,55 +167,38 @@ void RegisterBinary(OpRegistry::Builder& b, std::string name, BinaryFn fn, IntBi
   if (sym) op.SymbolicValues(BinarySymbolic(std::move(sym)));
 }
 
-}  // namespace
 
-void RegisterElementwiseOps(OpRegistry::Builder& b) {
-  RegisterUnary(
-      b, "nn.relu", [](double x) { return x > 0 ? x : 0.0; }, "max(x, 0)");
-  RegisterUnary(
-      b, "exp", [](double x) { return std::exp(x); }, "e^x");
-  RegisterUnary(
-      b, "sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, "1 / (1 + e^-x)");
-  RegisterUnary(
-      b, "tanh", [](double x) { return std::tanh(x); }, "hyperbolic tangent");
-  RegisterUnary(
-      b, "sqrt", [](double x) { return std::sqrt(x); }, "square root");
-  RegisterUnary(
-      b, "log", [](double x) { return std::log(x); }, "natural logarithm");
-  RegisterUnary(
-      b, "negative", [](double x) { return -x; }, "-x");
-  RegisterUnary(
-      b, "abs", [](double x) { return std::fabs(x); }, "|x|");
-  RegisterUnary(
-      b, "floor", [](double x) { return std::floor(x); }, "largest integer <= x");
-  RegisterUnary(
-      b, "ceil", [](double x) { return std::ceil(x); }, "smallest integer >= x");
-
-  RegisterBinary(
-      b, "add", [](double x, double y) { return x + y; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapAdd(x, y); },
-      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x + y; }, false,
-      "lhs + rhs with broadcasting");
-  RegisterBinary(
-      b, "subtract", [](double x, double y) { return x - y; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapSub(x, y); },
-      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x - y; }, false,
-      "lhs - rhs with broadcasting");
-  RegisterBinary(
-      b, "multiply", [](double x, double y) { return x * y; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapMul(x, y); },
-      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x * y; }, false,
-      "lhs * rhs with broadcasting");
-  // Integer division truncates toward zero, as in C, ONNX and TVM's `divide`. The one quotient
-  // that does not fit, INT64_MIN / -1, wraps like the add/subtract/multiply kernels (two's
-  // complement): the result is INT64_MIN (and the remainder would be 0), never C++'s UB/SIGFPE.
-  RegisterBinary(
-      b, "divide", [](double x, double y) { return x / y; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> {
+// The integer semantics of a binary op (nullopt: none, the reference computes in double).
+// Integer arithmetic wraps (two's complement) like the kernels; division truncates toward
+// zero, as in C, ONNX and TVM's `divide`, and the one quotient that does not fit, INT64_MIN /
+// -1, wraps to INT64_MIN (never C++'s UB/SIGFPE); x / 0 has no integer result.
+IntBinaryFn IntSemantics(OpId id) {
+  switch (id) {
+    case OpId::kAdd: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapAdd(x, y); };
+    case OpId::kSubtract: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapSub(x, y); };
+    case OpId::kMultiply: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapMul(x, y); };
+    case OpId::kDivide:
+      return [](int64_t x, int64_t y) -> std::optional<int64_t> {
         if (y == 0) return std::nullopt;
         return TruncDivWrapping(x, y);
-      },
-      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> {
+      };
+    case OpId::kMaximum: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return std::max(x, y); };
+    case OpId::kMinimum: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return std::min(x, y); };
+    case OpId::kEqual: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return x == y; };
+    case OpId::kGreater: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return x > y; };
+    case OpId::kLess: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return x < y; };
+    default: return nullptr;
+  }
+}
+
+// The symbolic-value semantics of a binary op on shape values (nullptr: none).
+std::function<std::optional<DimExpr>(DimExpr, DimExpr)> SymbolicSemantics(OpId id) {
+  switch (id) {
+    case OpId::kAdd: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x + y; };
+    case OpId::kSubtract: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x - y; };
+    case OpId::kMultiply: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x * y; };
+    case OpId::kDivide:
+      return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> {
         // Symbolic only where truncation equals floor division: both constant (exact), or a
         // positive constant divisor that divides evenly (shape arithmetic is non-negative).
         if (x.is_constant() && y.is_constant()) {
@@ -223,33 +207,26 @@ void RegisterElementwiseOps(OpRegistry::Builder& b) {
         }
         if (y.is_constant() && y.constant() > 0) return DimExpr::FloorDiv(x, y);
         return std::nullopt;
-      },
-      false, "lhs / rhs with broadcasting (integers truncate toward zero)");
-  RegisterBinary(
-      b, "power", [](double x, double y) { return std::pow(x, y); }, nullptr, nullptr, false,
-      "lhs ^ rhs with broadcasting (computed in double)");
-  RegisterBinary(
-      b, "maximum", [](double x, double y) { return std::max(x, y); },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return std::max(x, y); },
-      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Max(x, y); }, false,
-      "elementwise max with broadcasting");
-  RegisterBinary(
-      b, "minimum", [](double x, double y) { return std::min(x, y); },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return std::min(x, y); },
-      [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Min(x, y); }, false,
-      "elementwise min with broadcasting");
-  RegisterBinary(
-      b, "equal", [](double x, double y) { return x == y ? 1.0 : 0.0; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x == y; }, nullptr, true,
-      "lhs == rhs (bool)");
-  RegisterBinary(
-      b, "greater", [](double x, double y) { return x > y ? 1.0 : 0.0; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x > y; }, nullptr, true,
-      "lhs > rhs (bool)");
-  RegisterBinary(
-      b, "less", [](double x, double y) { return x < y ? 1.0 : 0.0; },
-      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x < y; }, nullptr, true,
-      "lhs < rhs (bool)");
+      };
+    case OpId::kMaximum: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Max(x, y); };
+    case OpId::kMinimum: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Min(x, y); };
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+void RegisterElementwiseOps(OpRegistry::Builder& b) {
+  // The unary, binary and compare ops: one row each in elementwise_ops.def.
+#define HETPASS_UNARY(id, name, cls, expr, doc) \
+  RegisterUnary(b, name, [](double x) { return expr; }, doc);
+#define HETPASS_BINARY(id, name, cls, expr, doc)                                             \
+  RegisterBinary(b, name, [](double x, double y) { return expr; }, IntSemantics(OpId::id), \
+                 SymbolicSemantics(OpId::id), false, doc);
+#define HETPASS_COMPARE(id, name, expr, doc)                                                  \
+  RegisterBinary(b, name, [](double x, double y) { return (expr) ? 1.0 : 0.0; },            \
+                 IntSemantics(OpId::id), nullptr, true, doc);
+#include "passes/shape_funcs/elementwise_ops.def"
 
   b.Register("where")
       .Input("condition", InputDep::kShape)

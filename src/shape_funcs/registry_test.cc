@@ -2,10 +2,12 @@
 // every op with its masks, CloneWith can emulate the single-flag behaviour, CheckAttrs reports
 // schema errors.
 #include <set>
+#include <string>
 
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "passes/shape_funcs/op_ids.h"
 #include "shape_funcs/test_util.h"
 
 namespace hetpass::testing {
@@ -217,6 +219,41 @@ TEST(RegistryTest, ViewOpsKeepTheirInputsBytes) {
     EXPECT_EQ(def->num_outputs(), 1) << def->name();
   }
   EXPECT_GE(views, 6);
+}
+
+
+TEST(RegistryTest, OpIdsNameExactlyTheRegisteredOps) {
+  const OpRegistry& r = OpRegistry::Global();
+  std::set<std::string> listed;
+  for (OpId id : AllOpIds()) {
+    const std::string name(OpIdName(id));
+    EXPECT_TRUE(listed.insert(name).second) << name << " listed twice";
+    const OpDef* op = r.Find(name);
+    ASSERT_NE(op, nullptr) << name << " is in ops.def / elementwise_ops.def but not registered";
+    EXPECT_EQ(OpIdOf(*op), id) << name;
+  }
+  for (const auto& op : r.ops()) {
+    EXPECT_TRUE(listed.count(op->name())) << op->name() << " is registered but has no OpId";
+  }
+  EXPECT_EQ(listed.size(), r.ops().size());
+}
+
+TEST(RegistryTest, ElementwiseRowsMatchTheirOps) {
+  int rows = 0;
+  for (OpId id : AllOpIds()) {
+    const ElementwiseInfo* info = ElementwiseInfoOf(id);
+    if (info == nullptr) continue;
+    ++rows;
+    EXPECT_EQ(info->id, id);
+    const OpDef& op = *OpRegistry::Global().Find(OpIdName(id));
+    EXPECT_EQ(op.min_inputs(), info->arity()) << op.name();
+    EXPECT_EQ(op.pattern(), info->kind == ElementwiseKind::kUnary ? FusionPattern::kElementwise
+                                                                  : FusionPattern::kBroadcast)
+        << op.name();
+  }
+  EXPECT_EQ(rows, 20);
+  EXPECT_EQ(ElementwiseInfoOf(OpId::kNnDense), nullptr);
+  EXPECT_EQ(ElementwiseInfoOf(OpId::kUnknown), nullptr);
 }
 
 }  // namespace hetpass::testing
