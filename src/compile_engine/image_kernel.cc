@@ -29,6 +29,7 @@
 #include "passes/shape_funcs/op_ids.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
+#include "shape_funcs/image_sampling.h"
 
 namespace hetpass {
 namespace {
@@ -306,53 +307,12 @@ double ScalarAt(const TensorArg& t) {
 
 // ---- image.roi_align ------------------------------------------------------------------------
 
-// One bilinear sample: four flat offsets into an H x W plane and their weights (all zero for a
-// sample outside the image). As image.cc's BilinearSample.
-struct Sample {
-  int64_t pos[4] = {0, 0, 0, 0};
-  double w[4] = {0, 0, 0, 0};
-};
-
-Sample BilinearSample(double y, double x, int64_t height, int64_t width) {
-  Sample s;
-  if (y < -1.0 || y > static_cast<double>(height) || x < -1.0 || x > static_cast<double>(width)) {
-    return s;
-  }
-  y = std::max(y, 0.0);
-  x = std::max(x, 0.0);
-  int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(x);
-  int64_t y_high, x_high;
-  if (y_low >= height - 1) {
-    y_high = y_low = height - 1;
-    y = static_cast<double>(y_low);
-  } else {
-    y_high = y_low + 1;
-  }
-  if (x_low >= width - 1) {
-    x_high = x_low = width - 1;
-    x = static_cast<double>(x_low);
-  } else {
-    x_high = x_low + 1;
-  }
-  const double ly = y - static_cast<double>(y_low), lx = x - static_cast<double>(x_low);
-  const double hy = 1.0 - ly, hx = 1.0 - lx;
-  s.pos[0] = y_low * width + x_low;
-  s.pos[1] = y_low * width + x_high;
-  s.pos[2] = y_high * width + x_low;
-  s.pos[3] = y_high * width + x_high;
-  s.w[0] = hy * hx;
-  s.w[1] = hy * lx;
-  s.w[2] = ly * hx;
-  s.w[3] = ly * lx;
-  return s;
-}
-
 // One channel plane of one roi in max mode: `per_bin` samples per bin, each the max of its
 // four weighted corners (as the reference).
-void RoiBinsMax(const float* plane, const Sample* samples, int64_t bins, int64_t per_bin,
+void RoiBinsMax(const float* plane, const RoiSample* samples, int64_t bins, int64_t per_bin,
                 float* out) {
   for (int64_t bin = 0; bin < bins; ++bin) {
-    const Sample* s = samples + bin * per_bin;
+    const RoiSample* s = samples + bin * per_bin;
     double acc = 0.0;
     for (int64_t k = 0; k < per_bin; ++k) {
       double v[4];
@@ -378,8 +338,8 @@ struct AxisWeights {
   std::vector<double> w;  // weights from `begin` on; empty: nothing sampled
 };
 
-// The weights of bin `p` along one axis: `grid` samples at start + p * bin + (i + 0.5) * bin /
-// grid, as image.cc's BilinearSample treats each coordinate.
+// The weights of bin `p` along one axis: `grid` samples at RoiSampleCoord, each coordinate
+// taken as BilinearRoiSample takes it (SampleRoiAxis).
 AxisWeights BinWeights(double start, double bin, int64_t p, int64_t grid, int64_t size) {
   AxisWeights a;
   int64_t lo_all = size, hi_all = -1;
@@ -389,20 +349,11 @@ AxisWeights BinWeights(double start, double bin, int64_t p, int64_t grid, int64_
   };
   std::vector<Tap> taps;
   for (int64_t i = 0; i < grid; ++i) {
-    double y = start + p * bin + (i + 0.5) * bin / static_cast<double>(grid);
-    if (y < -1.0 || y > static_cast<double>(size)) continue;
-    y = std::max(y, 0.0);
-    int64_t lo = static_cast<int64_t>(y), hi;
-    if (lo >= size - 1) {
-      hi = lo = size - 1;
-      y = static_cast<double>(lo);
-    } else {
-      hi = lo + 1;
-    }
-    const double l = y - static_cast<double>(lo);
-    taps.push_back({lo, hi, 1.0 - l, l});
-    lo_all = std::min(lo_all, lo);
-    hi_all = std::max(hi_all, hi);
+    const RoiAxisSample s = SampleRoiAxis(RoiSampleCoord(start, bin, p, i, grid), size);
+    if (!s.inside) continue;
+    taps.push_back({s.lo, s.hi, 1.0 - s.l, s.l});
+    lo_all = std::min(lo_all, s.lo);
+    hi_all = std::max(hi_all, s.hi);
   }
   if (taps.empty()) return a;
   a.begin = lo_all;
@@ -505,14 +456,11 @@ absl::Status RunRoiAlign(const Group& g, absl::Span<const TensorArg> args) {
     std::fill(y, y + out.num_elements(), 0.0f);
     return absl::OkStatus();
   }
-  const int64_t sampling_ratio = a.GetInt("sampling_ratio");
-  const double scale = a.GetFloat("spatial_scale");
-  const bool half_pixel = a.GetString("coordinate_transformation_mode") == "half_pixel";
-  const bool max_mode = a.GetString("mode") == "max";
-  const double offset = half_pixel ? 0.5 : 0.0;
+  const RoiAlignParams params = RoiAlignParamsOf(a);
+  const bool max_mode = params.max_mode;
   const float* x = data.as<const float>();
   const float* r4 = rois.as<const float>();
-  std::vector<Sample> samples;
+  std::vector<RoiSample> samples;
   RoiTaps taps;
   // avg mode reads every channel of a tap at once from an HWC copy of the images when the rois
   // touch more pixels than the images hold (the copy costs one pass over them); otherwise it
@@ -536,37 +484,24 @@ absl::Status RunRoiAlign(const Group& g, absl::Span<const TensorArg> args) {
       return Invalid(
           g, absl::StrFormat("batch index %d of roi %d is outside the batch of %d", b, r, n));
     }
-    const double start_w = static_cast<double>(r4[r * 4 + 0]) * scale - offset;
-    const double start_h = static_cast<double>(r4[r * 4 + 1]) * scale - offset;
-    double roi_w = static_cast<double>(r4[r * 4 + 2]) * scale - offset - start_w;
-    double roi_h = static_cast<double>(r4[r * 4 + 3]) * scale - offset - start_h;
-    if (!half_pixel) {
-      roi_w = std::max(roi_w, 1.0);
-      roi_h = std::max(roi_h, 1.0);
-    }
-    const double bin_h = roi_h / static_cast<double>(out_h);
-    const double bin_w = roi_w / static_cast<double>(out_w);
-    const int64_t grid_h =
-        sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(bin_h));
-    const int64_t grid_w =
-        sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(bin_w));
-    const int64_t gh = std::max<int64_t>(grid_h, 0), gw = std::max<int64_t>(grid_w, 0);
-    const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+    const double box[4] = {r4[r * 4 + 0], r4[r * 4 + 1], r4[r * 4 + 2], r4[r * 4 + 3]};
+    const RoiGrid grid = MakeRoiGrid(box, params);
+    const int64_t gh = grid.grid_h, gw = grid.grid_w;
     const int64_t bins = out_h * out_w;
     if (!max_mode) {
       std::vector<AxisWeights> ys, xs;
       for (int64_t ph = 0; ph < out_h; ++ph) {
-        ys.push_back(BinWeights(start_h, bin_h, ph, gh, height));
+        ys.push_back(BinWeights(grid.start_h, grid.bin_h, ph, gh, height));
       }
       for (int64_t pw = 0; pw < out_w; ++pw) {
-        xs.push_back(BinWeights(start_w, bin_w, pw, gw, width));
+        xs.push_back(BinWeights(grid.start_w, grid.bin_w, pw, gw, width));
       }
       BuildTaps(ys, xs, width, taps);
       float* o = y + r * channels * bins;
       if (hwc.empty()) {
-        RoiAvgPlanes(x + b * channels * plane, channels, plane, taps, count, o);
+        RoiAvgPlanes(x + b * channels * plane, channels, plane, taps, grid.count, o);
       } else {
-        RoiAvgHwc(hwc.data() + b * plane * channels, channels, taps, count, acc.data(), o);
+        RoiAvgHwc(hwc.data() + b * plane * channels, channels, taps, grid.count, acc.data(), o);
       }
       continue;
     }
@@ -574,10 +509,10 @@ absl::Status RunRoiAlign(const Group& g, absl::Span<const TensorArg> args) {
     for (int64_t ph = 0; ph < out_h; ++ph) {
       for (int64_t pw = 0; pw < out_w; ++pw) {
         for (int64_t iy = 0; iy < gh; ++iy) {
-          const double yy = start_h + ph * bin_h + (iy + 0.5) * bin_h / static_cast<double>(gh);
+          const double yy = RoiSampleCoord(grid.start_h, grid.bin_h, ph, iy, gh);
           for (int64_t ix = 0; ix < gw; ++ix) {
-            const double xx = start_w + pw * bin_w + (ix + 0.5) * bin_w / static_cast<double>(gw);
-            samples.push_back(BilinearSample(yy, xx, height, width));
+            const double xx = RoiSampleCoord(grid.start_w, grid.bin_w, pw, ix, gw);
+            samples.push_back(BilinearRoiSample(yy, xx, height, width));
           }
         }
       }
@@ -592,60 +527,9 @@ absl::Status RunRoiAlign(const Group& g, absl::Span<const TensorArg> args) {
 
 // ---- image.resize2d / dyn.image.resize2d ----------------------------------------------------
 
-double SourceCoord(double x, int64_t in, int64_t out, const std::string& mode) {
-  const double scale = static_cast<double>(in) / static_cast<double>(out);
-  if (mode == "align_corners") {
-    return out > 1 ? x * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
-  }
-  if (mode == "asymmetric") return x * scale;
-  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) * scale;
-  if (mode == "pytorch_half_pixel" && out == 1) return 0.0;
-  return (x + 0.5) * scale - 0.5;
-}
-
-int64_t Nearest(double c, const std::string& rounding) {
-  if (rounding == "round") return static_cast<int64_t>(std::round(c));
-  if (rounding == "round_prefer_floor") return static_cast<int64_t>(std::ceil(c - 0.5));
-  if (rounding == "round_prefer_ceil") return static_cast<int64_t>(std::floor(c + 0.5));
-  if (rounding == "ceil") return static_cast<int64_t>(std::ceil(c));
-  return static_cast<int64_t>(std::floor(c));
-}
-
-int64_t ClampIndex(int64_t i, int64_t n) { return std::min(std::max<int64_t>(i, 0), n - 1); }
-
-// Two taps along one axis and the weights of each (as image.cc's AxisTaps; 1 - w precomputed,
-// which is the value the reference computes inline).
-struct Taps {
-  int64_t lo, hi;
-  double w_lo, w_hi;
-};
-
-std::vector<Taps> AxisTaps(int64_t in, int64_t out, const Attrs& attrs) {
-  const std::string& mode = attrs.GetString("coordinate_transformation_mode");
-  const bool nearest = attrs.GetString("method") == "nearest_neighbor";
-  std::string rounding = attrs.GetString("rounding_method");
-  if (rounding.empty()) rounding = mode == "align_corners" ? "round" : "floor";
-  std::vector<Taps> taps;
-  taps.reserve(out);
-  for (int64_t x = 0; x < out; ++x) {
-    const double c = SourceCoord(static_cast<double>(x), in, out, mode);
-    if (nearest) {
-      const int64_t i = ClampIndex(Nearest(c, rounding), in);
-      taps.push_back({i, i, 1.0, 0.0});
-    } else {
-      const double f = std::floor(c);
-      const int64_t i = static_cast<int64_t>(f);
-      taps.push_back({ClampIndex(i, in), ClampIndex(i + 1, in), 1 - (c - f), c - f});
-    }
-  }
-  return taps;
-}
-
-// (a * (1 - xw) + b * xw) * (1 - yw) + (c * (1 - xw) + d * xw) * yw, in double, as the reference.
-inline float Blend(float a, float b, float c, float d, const Taps& y, const Taps& x) {
-  const double top = static_cast<double>(a) * x.w_lo + static_cast<double>(b) * x.w_hi;
-  const double bottom = static_cast<double>(c) * x.w_lo + static_cast<double>(d) * x.w_hi;
-  return static_cast<float>(top * y.w_lo + bottom * y.w_hi);
+// (a, b, c, d) blended in double as the reference blends them, rounded to f32.
+inline float Blend(float a, float b, float c, float d, const ResizeTap& y, const ResizeTap& x) {
+  return static_cast<float>(ResizeBlend(a, b, c, d, y, x));
 }
 
 absl::Status RunResize(const Group& g, absl::Span<const TensorArg> args) {
@@ -676,8 +560,8 @@ absl::Status RunResize(const Group& g, absl::Span<const TensorArg> args) {
     return Invalid(
         g, absl::StrFormat("%s has an empty image %s to resize", g.operand_names[0], ShapeStr(xs)));
   }
-  const std::vector<Taps> ty = AxisTaps(in_h, oh, g.attrs);
-  const std::vector<Taps> tx = AxisTaps(in_w, ow, g.attrs);
+  const std::vector<ResizeTap> ty = ResizeAxisTaps(in_h, oh, g.attrs);
+  const std::vector<ResizeTap> tx = ResizeAxisTaps(in_w, ow, g.attrs);
   const float* x = data.as<const float>();
   float* y = out.as<float>();
   if (nchw) {
@@ -685,12 +569,12 @@ absl::Status RunResize(const Group& g, absl::Span<const TensorArg> args) {
       const float* src = x + p * in_h * in_w;
       float* dst = y + p * oh * ow;
       for (int64_t r = 0; r < oh; ++r) {
-        const Taps& t = ty[r];
+        const ResizeTap& t = ty[r];
         const float* lo = src + t.lo * in_w;
         const float* hi = src + t.hi * in_w;
         float* row = dst + r * ow;
         for (int64_t c = 0; c < ow; ++c) {
-          const Taps& s = tx[c];
+          const ResizeTap& s = tx[c];
           row[c] = Blend(lo[s.lo], lo[s.hi], hi[s.lo], hi[s.hi], t, s);
         }
       }
@@ -699,9 +583,9 @@ absl::Status RunResize(const Group& g, absl::Span<const TensorArg> args) {
     for (int64_t b = 0; b < n; ++b) {
       const float* src = x + b * in_h * in_w * channels;
       for (int64_t r = 0; r < oh; ++r) {
-        const Taps& t = ty[r];
+        const ResizeTap& t = ty[r];
         for (int64_t c = 0; c < ow; ++c) {
-          const Taps& s = tx[c];
+          const ResizeTap& s = tx[c];
           const float* a = src + (t.lo * in_w + s.lo) * channels;
           const float* bb = src + (t.lo * in_w + s.hi) * channels;
           const float* cc = src + (t.hi * in_w + s.lo) * channels;

@@ -93,6 +93,7 @@
 #include "compile_engine/group_provider.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
+#include "shape_funcs/concrete_shapes.h"
 
 namespace hetpass {
 namespace {
@@ -612,7 +613,7 @@ class Lowerer {
 // ===== Phase 4: the kernel at run time =========================================================
 
 using KernelFn = int32_t (*)(void* const* bases, const int64_t* dims, const int64_t* strides);
-using Shape = absl::InlinedVector<int64_t, 6>;
+using Shape = ShapeVector;  // shape_funcs/concrete_shapes.h
 
 struct Program {
   Plan plan;
@@ -635,19 +636,6 @@ bool Overlaps(const TensorArg& a, const TensorArg& b) {
   const auto* a0 = static_cast<const char*>(a.data);
   const auto* b0 = static_cast<const char*>(b.data);
   return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
-}
-
-// NumPy broadcast of `b` into `acc` (right-aligned).
-bool BroadcastInto(Shape& acc, absl::Span<const int64_t> b) {
-  if (b.size() > acc.size()) acc.insert(acc.begin(), b.size() - acc.size(), 1);
-  const size_t offset = acc.size() - b.size();
-  for (size_t j = 0; j < b.size(); ++j) {
-    int64_t& d = acc[offset + j];
-    if (d == b[j] || b[j] == 1) continue;
-    if (d != 1) return false;
-    d = b[j];
-  }
-  return true;
 }
 
 // The shape of elementwise step `v` from its operands' (NumPy broadcasting; bias_add's bias
@@ -906,7 +894,9 @@ absl::StatusOr<Prepared> Prepare(const Function& primitive, LlvmJit& jit,
 // dyn.* operands are read from their arguments (parameters of the group, on the host); every
 // intermediate must fit its declared type (the emitted code uses declared constant dims); then
 // dims of every value and the slice starts/strides are passed to the entry point. The output
-// must not overlap any input (the kernel reads inputs at permuted indices).
+// must not overlap any input (the kernel reads inputs at permuted indices). The arithmetic of
+// broadcasting, reshape, strided_slice and broadcast_to is shape_funcs/concrete_shapes.h's,
+// which is property-tested against the registry's rules.
 
 using Ints = absl::InlinedVector<int64_t, 8>;
 
@@ -963,106 +953,6 @@ Ints HostInts(const TensorArg& a) {
   return out;
 }
 
-// Relay's reshape target (0 copies the input dim, one -1 is inferred) on concrete dims.
-absl::StatusOr<Shape> ReshapeTarget(const Shape& in, const Ints& newshape) {
-  Shape out;
-  int infer_at = -1;
-  int64_t total = 1, known = 1;
-  for (int64_t d : in) total *= d;
-  for (size_t i = 0; i < newshape.size(); ++i) {
-    int64_t x = newshape[i];
-    if (x == 0) {
-      if (i >= in.size()) return absl::InvalidArgumentError("newshape 0 copies a missing dim");
-      x = in[i];
-    } else if (x == -1) {
-      if (infer_at >= 0) return absl::InvalidArgumentError("newshape has more than one -1");
-      infer_at = static_cast<int>(i);
-      out.push_back(-1);
-      continue;
-    } else if (x < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("newshape value ", x, " is not supported"));
-    }
-    out.push_back(x);
-    known *= x;
-  }
-  if (infer_at >= 0) {
-    if (known == 0 || total % known != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot infer -1: ", total,
-                                                     " elements do not split into ",
-                                                     ShapeString(out)));
-    }
-    out[infer_at] = total / known;
-  } else if (total != known) {
-    return absl::InvalidArgumentError(absl::StrCat("element count mismatch: ", ShapeString(in),
-                                                   " has ", total, " elements, ",
-                                                   ShapeString(out), " has ", known));
-  }
-  return out;
-}
-
-// NumPy/Relay slicing on concrete dims (the arithmetic of the strided_slice shape rule):
-// per data axis, the result length, and start / stride into aux.
-absl::Status SliceShape(const Shape& in, const Ints& begin, const Ints& end, const Ints& strides,
-                        const Ints& axes_attr, bool size_mode, Shape& out, int64_t* aux) {
-  constexpr int64_t kMax = (int64_t{1} << 31) - 1;  // shape_rules::kMaxDim
-  const size_t n = begin.size();
-  const int64_t rank = static_cast<int64_t>(in.size());
-  if (end.size() != n) return absl::InvalidArgumentError("begin and end differ in length");
-  if (!strides.empty() && strides.size() != 1 && strides.size() != n) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("strides has ", strides.size(), " values; expected 1 or ", n));
-  }
-  Ints axes = axes_attr;
-  if (axes.empty()) {
-    if (static_cast<int64_t>(n) > rank) {
-      return absl::InvalidArgumentError(absl::StrCat(n, " begin values for rank ", rank));
-    }
-    for (size_t i = 0; i < n; ++i) axes.push_back(static_cast<int64_t>(i));
-  } else if (axes.size() != n) {
-    return absl::InvalidArgumentError("axes and begin differ in length");
-  }
-  absl::InlinedVector<bool, 8> seen(rank, false);
-  for (int64_t& a : axes) {
-    if (a < -rank || a >= rank) {
-      return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is out of range"));
-    }
-    if (a < 0) a += rank;
-    if (seen[a]) return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is given twice"));
-    seen[a] = true;
-  }
-  out = in;
-  for (int64_t j = 0; j < rank; ++j) aux[2 * j] = 0, aux[2 * j + 1] = 1;
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t a = axes[i], d = in[a];
-    int64_t b = begin[i], e = end[i];
-    int64_t s = strides.empty() ? 1 : strides[strides.size() == 1 ? 0 : i];
-    if (size_mode) {
-      if (b < 0) b += d;
-      e = e == -1 ? kMax : b + e;
-      s = 1;
-    }
-    if (s == 0) return absl::InvalidArgumentError("strides must be non-zero");
-    auto clamp = [&](int64_t x, int64_t lo, int64_t hi) {
-      if (x >= kMax) return hi;
-      if (x <= -kMax) return lo;
-      if (x < 0) x += d;
-      return std::min(std::max(x, lo), hi);
-    };
-    int64_t start, len;
-    if (s > 0) {
-      start = clamp(b, 0, d);
-      len = (std::max<int64_t>(clamp(e, 0, d) - start, 0) + s - 1) / s;
-    } else {
-      start = clamp(b, -1, d - 1);
-      len = (std::max<int64_t>(start - clamp(e, -1, d - 1), 0) + (-s) - 1) / (-s);
-    }
-    out[a] = len;
-    aux[2 * a] = start;
-    aux[2 * a + 1] = s;
-  }
-  return absl::OkStatus();
-}
-
 // The shape of injective step `v`; slices also fill their start/stride entries of aux.
 absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
                                 absl::Span<const TensorArg> args, absl::Span<Shape> shapes,
@@ -1077,14 +967,16 @@ absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
       return absl::OkStatus();
     case JitOp::kReshape:
     case JitOp::kDynReshape: {
-      const Ints target = step.op == JitOp::kReshape ? Ints(step.ints.begin(), step.ints.end())
-                                                     : HostInts(args[a[1]]);
+      Ints host;
+      const absl::Span<const int64_t> target =
+          step.op == JitOp::kReshape ? absl::MakeConstSpan(step.ints)
+                                     : absl::MakeConstSpan(host = HostInts(args[a[1]]));
       if (static_cast<int>(target.size()) != plan.rank(v)) {
         return absl::InvalidArgumentError(absl::StrCat("newshape has ", target.size(),
                                                        " values for a result of rank ",
                                                        plan.rank(v)));
       }
-      ASSIGN_OR_RETURN(out, ReshapeTarget(in, target));
+      RETURN_IF_ERROR(ReshapeShape(in, target, out));
       for (size_t k = 1; k < in.size(); ++k) {
         const uint64_t d = static_cast<uint64_t>(in[k]);
         aux[k] = d <= 1 ? 0 : static_cast<int64_t>(UINT64_MAX / d + 1);
@@ -1106,13 +998,13 @@ absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
       }
       return absl::OkStatus();
     case JitOp::kStridedSlice:
-      return SliceShape(in, Ints(step.begin.begin(), step.begin.end()),
-                        Ints(step.end.begin(), step.end.end()),
-                        Ints(step.strides.begin(), step.strides.end()),
-                        Ints(step.axes.begin(), step.axes.end()), step.size_mode, out, aux);
-    case JitOp::kDynStridedSlice:
-      return SliceShape(in, HostInts(args[a[1]]), HostInts(args[a[2]]), HostInts(args[a[3]]), {},
-                        step.size_mode, out, aux);
+      return StridedSliceShape(
+          in, SliceArgs{step.begin, step.end, step.strides, step.axes, step.size_mode}, out, aux);
+    case JitOp::kDynStridedSlice: {
+      const Ints begin = HostInts(args[a[1]]), end = HostInts(args[a[2]]);
+      const Ints strides = HostInts(args[a[3]]);
+      return StridedSliceShape(in, SliceArgs{begin, end, strides, {}, step.size_mode}, out, aux);
+    }
     case JitOp::kTake: {
       const Shape& indices = shapes[a[1]];
       const int64_t axis = step.axis, n = in[axis];
@@ -1151,23 +1043,15 @@ absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
       return absl::OkStatus();
     case JitOp::kBroadcastTo:
     case JitOp::kDynBroadcastTo: {
-      const Ints target = step.op == JitOp::kBroadcastTo ? Ints(step.ints.begin(), step.ints.end())
-                                                         : HostInts(args[a[1]]);
+      Ints host;
+      const absl::Span<const int64_t> target =
+          step.op == JitOp::kBroadcastTo ? absl::MakeConstSpan(step.ints)
+                                         : absl::MakeConstSpan(host = HostInts(args[a[1]]));
       if (static_cast<int>(target.size()) != plan.rank(v)) {
         return absl::InvalidArgumentError(absl::StrCat("broadcast_to: target has ", target.size(),
                                                        " dims for a result of rank ", plan.rank(v)));
       }
-      const size_t offset = target.size() - in.size();
-      for (size_t j = 0; j < target.size(); ++j) {
-        const bool bad = target[j] < 0 || (j >= offset && in[j - offset] != 1 &&
-                                           in[j - offset] != target[j]);
-        if (bad) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "cannot broadcast ", ShapeString(in), " to ", ShapeString(target)));
-        }
-      }
-      out.assign(target.begin(), target.end());
-      return absl::OkStatus();
+      return BroadcastToShape(in, target, out);
     }
     default:
       return absl::InternalError("not an injective op");

@@ -45,6 +45,7 @@
 #include "passes/shape_funcs/op_ids.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
+#include "shape_funcs/concrete_shapes.h"
 
 namespace hetpass {
 namespace {
@@ -176,18 +177,8 @@ std::optional<Step> MatchStep(const Node& n, const Block& body, const Value* cur
 std::optional<std::vector<bool>> ReducedAxes(const Node& n, int rank, bool* keepdims) {
   absl::StatusOr<Attrs> attrs = n.op()->CheckAttrs(n.attrs());
   if (!attrs.ok()) return std::nullopt;
-  const std::vector<int64_t>& axes = attrs->GetIntList("axis");
-  const bool exclude = attrs->GetBool("exclude");
   *keepdims = attrs->GetBool("keepdims");
-  std::vector<bool> reduced(rank, axes.empty() && !exclude);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank) return std::nullopt;
-    std::vector<bool>::reference r = reduced[a < 0 ? a + rank : a];  // false until listed
-    if (r) return std::nullopt;
-    r = true;
-  }
-  if (exclude) reduced.flip();
-  return reduced;
+  return ReducedAxisMask(attrs->GetIntList("axis"), attrs->GetBool("exclude"), rank);
 }
 
 bool Adjacent(const std::vector<bool>& reduced) {

@@ -34,6 +34,7 @@
 
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
+#include "shape_funcs/image_sampling.h"
 #include "shape_funcs/rule_helpers.h"
 
 namespace hetpass {
@@ -96,53 +97,6 @@ Result DynResizeRule(ShapeContext& ctx) {
   return ResizeType(ctx, std::move(size));
 }
 
-double SourceCoord(double x, int64_t in, int64_t out, const std::string& mode) {
-  const double scale = static_cast<double>(in) / static_cast<double>(out);
-  if (mode == "align_corners") {
-    return out > 1 ? x * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
-  }
-  if (mode == "asymmetric") return x * scale;
-  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) * scale;
-  if (mode == "pytorch_half_pixel" && out == 1) return 0.0;
-  return (x + 0.5) * scale - 0.5;
-}
-
-int64_t Nearest(double c, const std::string& rounding) {
-  if (rounding == "round") return static_cast<int64_t>(std::round(c));
-  if (rounding == "round_prefer_floor") return static_cast<int64_t>(std::ceil(c - 0.5));
-  if (rounding == "round_prefer_ceil") return static_cast<int64_t>(std::floor(c + 0.5));
-  if (rounding == "ceil") return static_cast<int64_t>(std::ceil(c));
-  return static_cast<int64_t>(std::floor(c));
-}
-
-int64_t ClampIndex(int64_t i, int64_t n) { return std::min(std::max<int64_t>(i, 0), n - 1); }
-
-// Per-output-coordinate sampling along one axis: two taps and the weight of the second.
-struct Taps {
-  int64_t lo, hi;
-  double w;
-};
-
-std::vector<Taps> AxisTaps(int64_t in, int64_t out, const Attrs& attrs) {
-  const std::string& mode = attrs.GetString("coordinate_transformation_mode");
-  const bool nearest = attrs.GetString("method") == "nearest_neighbor";
-  std::string rounding = attrs.GetString("rounding_method");
-  if (rounding.empty()) rounding = mode == "align_corners" ? "round" : "floor";
-  std::vector<Taps> taps;
-  for (int64_t x = 0; x < out; ++x) {
-    const double c = SourceCoord(static_cast<double>(x), in, out, mode);
-    if (nearest) {
-      const int64_t i = ClampIndex(Nearest(c, rounding), in);
-      taps.push_back({i, i, 0.0});
-    } else {
-      const double f = std::floor(c);
-      const int64_t i = static_cast<int64_t>(f);
-      taps.push_back({ClampIndex(i, in), ClampIndex(i + 1, in), c - f});
-    }
-  }
-  return taps;
-}
-
 KernelResult ResizeKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                           absl::Span<const Type> out_t) {
   if (attrs.GetString("method") == "cubic") {
@@ -153,18 +107,17 @@ KernelResult ResizeKernel(absl::Span<const Tensor> in, const Attrs& attrs,
   const auto& xs = in[0].shape();
   const auto& os = out.shape();
   const int hd = nchw ? 2 : 1, wd = hd + 1, cd = nchw ? 1 : 3;
-  const std::vector<Taps> ty = AxisTaps(xs[hd], os[hd], attrs);
-  const std::vector<Taps> tx = AxisTaps(xs[wd], os[wd], attrs);
+  const std::vector<ResizeTap> ty = ResizeAxisTaps(xs[hd], os[hd], attrs);
+  const std::vector<ResizeTap> tx = ResizeAxisTaps(xs[wd], os[wd], attrs);
   const std::vector<int64_t> st = shape_rules::Strides(xs);
   std::vector<int64_t> idx(4, 0);
   for (int64_t i = 0; i < out.num_elements(); ++i) {
-    const Taps& y = ty[idx[hd]];
-    const Taps& x = tx[idx[wd]];
+    const ResizeTap& y = ty[idx[hd]];
+    const ResizeTap& x = tx[idx[wd]];
     const int64_t base = idx[0] * st[0] + idx[cd] * st[cd];
     auto at = [&](int64_t r, int64_t c) { return in[0].GetDouble(base + r * st[hd] + c * st[wd]); };
-    const double top = at(y.lo, x.lo) * (1 - x.w) + at(y.lo, x.hi) * x.w;
-    const double bottom = at(y.hi, x.lo) * (1 - x.w) + at(y.hi, x.hi) * x.w;
-    out.SetDouble(i, top * (1 - y.w) + bottom * y.w);
+    out.SetDouble(
+        i, ResizeBlend(at(y.lo, x.lo), at(y.lo, x.hi), at(y.hi, x.lo), at(y.hi, x.hi), y, x));
     shape_rules::NextIndex(idx, os);
   }
   return std::vector<Tensor>{std::move(out)};
@@ -232,48 +185,6 @@ Result RoiAlignRule(ShapeContext& ctx) {
                           {rois[0], data[1], a.GetInt("output_height"), a.GetInt("output_width")}));
 }
 
-// One bilinear sample: four flat offsets into an H x W plane and their weights (all zero for a
-// sample outside the image).
-struct Sample {
-  int64_t pos[4] = {0, 0, 0, 0};
-  double w[4] = {0, 0, 0, 0};
-};
-
-// The sample at (y, x), as ONNX's pre_calc_for_bilinear_interpolate computes it.
-Sample BilinearSample(double y, double x, int64_t height, int64_t width) {
-  Sample s;
-  if (y < -1.0 || y > static_cast<double>(height) || x < -1.0 || x > static_cast<double>(width)) {
-    return s;
-  }
-  y = std::max(y, 0.0);
-  x = std::max(x, 0.0);
-  int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(x);
-  int64_t y_high, x_high;
-  if (y_low >= height - 1) {
-    y_high = y_low = height - 1;
-    y = static_cast<double>(y_low);
-  } else {
-    y_high = y_low + 1;
-  }
-  if (x_low >= width - 1) {
-    x_high = x_low = width - 1;
-    x = static_cast<double>(x_low);
-  } else {
-    x_high = x_low + 1;
-  }
-  const double ly = y - static_cast<double>(y_low), lx = x - static_cast<double>(x_low);
-  const double hy = 1.0 - ly, hx = 1.0 - lx;
-  s.pos[0] = y_low * width + x_low;
-  s.pos[1] = y_low * width + x_high;
-  s.pos[2] = y_high * width + x_low;
-  s.pos[3] = y_high * width + x_high;
-  s.w[0] = hy * hx;
-  s.w[1] = hy * lx;
-  s.w[2] = ly * hx;
-  s.w[3] = ly * lx;
-  return s;
-}
-
 KernelResult RoiAlignKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                             absl::Span<const Type> out_t) {
   Tensor out = shape_rules::ZerosOf(out_t[0]);
@@ -283,12 +194,8 @@ KernelResult RoiAlignKernel(absl::Span<const Tensor> in, const Attrs& attrs,
   const int64_t n = data.shape()[0], channels = data.shape()[1];
   const int64_t height = data.shape()[2], width = data.shape()[3];
   const int64_t num_rois = out.shape()[0];
-  const int64_t out_h = attrs.GetInt("output_height"), out_w = attrs.GetInt("output_width");
-  const int64_t sampling_ratio = attrs.GetInt("sampling_ratio");
-  const double scale = attrs.GetFloat("spatial_scale");
-  const bool half_pixel = attrs.GetString("coordinate_transformation_mode") == "half_pixel";
-  const bool max_mode = attrs.GetString("mode") == "max";
-  const double offset = half_pixel ? 0.5 : 0.0;
+  const RoiAlignParams params = RoiAlignParamsOf(attrs);
+  const int64_t out_h = params.output_height, out_w = params.output_width;
   const int64_t plane = height * width;
   // An empty image has no pixel to sample (ONNX's clamping would index row or column -1):
   // every bin is 0, as for samples outside the image.
@@ -305,34 +212,20 @@ KernelResult RoiAlignKernel(absl::Span<const Tensor> in, const Attrs& attrs,
       return absl::InvalidArgumentError(absl::StrFormat(
           "op 'image.roi_align': batch index %d of roi %d is outside the batch of %d", b, r, n));
     }
-    const double start_w = rois.GetDouble(r * 4 + 0) * scale - offset;
-    const double start_h = rois.GetDouble(r * 4 + 1) * scale - offset;
-    double roi_w = rois.GetDouble(r * 4 + 2) * scale - offset - start_w;
-    double roi_h = rois.GetDouble(r * 4 + 3) * scale - offset - start_h;
-    if (!half_pixel) {  // malformed rois become 1 x 1 (ONNX's aligned = false)
-      roi_w = std::max(roi_w, 1.0);
-      roi_h = std::max(roi_h, 1.0);
-    }
-    const double bin_h = roi_h / static_cast<double>(out_h);
-    const double bin_w = roi_w / static_cast<double>(out_w);
-    // A non-positive grid (a degenerate half_pixel roi) samples nothing: avg gives 0, as does
-    // max (ONNX starts from 0 and never updates it).
-    const int64_t grid_h =
-        sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(bin_h));
-    const int64_t grid_w =
-        sampling_ratio > 0 ? sampling_ratio : static_cast<int64_t>(std::ceil(bin_w));
-    const int64_t gh = std::max<int64_t>(grid_h, 0), gw = std::max<int64_t>(grid_w, 0);
-    const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+    const double box[4] = {rois.GetDouble(r * 4 + 0), rois.GetDouble(r * 4 + 1),
+                           rois.GetDouble(r * 4 + 2), rois.GetDouble(r * 4 + 3)};
+    const RoiGrid grid = MakeRoiGrid(box, params);
+    const int64_t gh = grid.grid_h, gw = grid.grid_w;
     // Samples are shared by every channel: computed once per roi.
-    std::vector<Sample> samples;
+    std::vector<RoiSample> samples;
     samples.reserve(out_h * out_w * gh * gw);
     for (int64_t ph = 0; ph < out_h; ++ph) {
       for (int64_t pw = 0; pw < out_w; ++pw) {
         for (int64_t iy = 0; iy < gh; ++iy) {
-          const double y = start_h + ph * bin_h + (iy + 0.5) * bin_h / static_cast<double>(gh);
+          const double y = RoiSampleCoord(grid.start_h, grid.bin_h, ph, iy, gh);
           for (int64_t ix = 0; ix < gw; ++ix) {
-            const double x = start_w + pw * bin_w + (ix + 0.5) * bin_w / static_cast<double>(gw);
-            samples.push_back(BilinearSample(y, x, height, width));
+            const double x = RoiSampleCoord(grid.start_w, grid.bin_w, pw, ix, gw);
+            samples.push_back(BilinearRoiSample(y, x, height, width));
           }
         }
       }
@@ -343,17 +236,18 @@ KernelResult RoiAlignKernel(absl::Span<const Tensor> in, const Attrs& attrs,
       for (int64_t bin = 0; bin < out_h * out_w; ++bin) {
         double acc = 0.0;
         for (int64_t k = 0; k < per_bin; ++k) {
-          const Sample& s = samples[bin * per_bin + k];
+          const RoiSample& s = samples[bin * per_bin + k];
           double v[4];
           for (int j = 0; j < 4; ++j) v[j] = s.w[j] * pixels[base + s.pos[j]];
-          if (max_mode) {
+          if (params.max_mode) {
             const double m = std::max({v[0], v[1], v[2], v[3]});
             acc = k == 0 ? m : std::max(acc, m);
           } else {
             acc += v[0] + v[1] + v[2] + v[3];
           }
         }
-        out.SetDouble((r * channels + c) * out_h * out_w + bin, max_mode ? acc : acc / count);
+        out.SetDouble((r * channels + c) * out_h * out_w + bin,
+                      params.max_mode ? acc : acc / grid.count);
       }
     }
   }

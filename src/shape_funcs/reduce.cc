@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
+#include "shape_funcs/concrete_shapes.h"
 #include "shape_funcs/rule_helpers.h"
 
 namespace hetpass {
@@ -31,24 +32,17 @@ bool NeedsNonEmpty(ReduceKind k) {
 }
 bool IsArg(ReduceKind k) { return k == ReduceKind::kArgMax || k == ReduceKind::kArgMin; }
 
-// Which axes of a rank-`rank` tensor are reduced, per axis/exclude.
+// Which axes of a rank-`rank` tensor are reduced, per axis/exclude: NormalizeAxes words the
+// errors, the mask is the one the kernels use (concrete_shapes.h).
 absl::StatusOr<std::vector<bool>> ReducedAxes(const ShapeContext& ctx, int64_t rank) {
   ASSIGN_OR_RETURN(auto axes,
                    shape_rules::NormalizeAxes(ctx.attrs().GetIntList("axis"), rank, ctx));
-  const bool exclude = ctx.attrs().GetBool("exclude");
-  std::vector<bool> reduced(rank, axes.empty() && !exclude);
-  for (int64_t a : axes) reduced[a] = true;
-  if (exclude) reduced.flip();
-  return reduced;
+  return *ReducedAxisMask(axes, ctx.attrs().GetBool("exclude"), rank);
 }
 
+// The mask for attributes the rule has accepted.
 std::vector<bool> ConcreteReducedAxes(const Attrs& attrs, int64_t rank) {
-  std::vector<int64_t> axes = attrs.GetIntList("axis");
-  const bool exclude = attrs.GetBool("exclude");
-  std::vector<bool> reduced(rank, axes.empty() && !exclude);
-  for (int64_t a : axes) reduced[a < 0 ? a + rank : a] = true;
-  if (exclude) reduced.flip();
-  return reduced;
+  return *ReducedAxisMask(attrs.GetIntList("axis"), attrs.GetBool("exclude"), rank);
 }
 
 Result ReduceRule(ShapeContext& ctx, ReduceKind kind) {

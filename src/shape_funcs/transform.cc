@@ -38,7 +38,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/support/status_macros.h"
@@ -133,11 +135,18 @@ absl::StatusOr<std::vector<DimExpr>> ReshapeDims(const ShapeContext& ctx,
       }
     }
     ASSIGN_OR_RETURN(out[infer_at], InferMinusOne(ctx, in, known));
-  } else if (total.is_constant() && known_total.is_constant() &&
-             total.constant() != known_total.constant()) {
-    return ctx.Error(absl::StrFormat("element count mismatch: %s has %d elements, %s has %d",
-                                     ShapeToString(ToVec(in)), total.constant(), ShapeToString(out),
-                                     known_total.constant()));
+  } else if (shape_rules::AllConstant(in) && shape_rules::AllConstant(known)) {
+    // Constant counts must agree; a product that overflows int64 (Product gives `?`) cannot
+    // match one that fits, and two that overflow are no tensor.
+    auto count = [](const DimExpr& n) {
+      return n.is_constant() ? absl::StrCat(n.constant()) : std::string("more than 2^63 - 1");
+    };
+    if (!total.is_constant() || !known_total.is_constant() ||
+        total.constant() != known_total.constant()) {
+      return ctx.Error(absl::StrFormat("element count mismatch: %s has %s elements, %s has %s",
+                                       ShapeToString(ToVec(in)), count(total), ShapeToString(out),
+                                       count(known_total)));
+    }
   }
   return out;
 }
@@ -385,12 +394,15 @@ absl::Status CheckBroadcastTo(const ShapeContext& ctx, absl::Span<const DimExpr>
     return ctx.Error(
         absl::StrFormat("cannot broadcast rank %d to the lower rank %d", in.size(), target.size()));
   }
+  // Every target dim is checked, the leading ones that no input dim meets included.
   const size_t off = target.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (target[off + i].is_constant() && target[off + i].constant() < 0) {
-      return ctx.Error(absl::StrFormat("target dim %d is negative", target[off + i].constant()));
+  for (size_t j = 0; j < target.size(); ++j) {
+    if (target[j].is_constant() && target[j].constant() < 0) {
+      return ctx.Error(absl::StrFormat("target dim %d is negative", target[j].constant()));
     }
-    if (ProvablyDifferent(in[i], 1) && ProvablyDifferent(in[i], target[off + i])) {
+    if (j < off) continue;
+    const DimExpr& d = in[j - off];
+    if (ProvablyDifferent(d, 1) && ProvablyDifferent(d, target[j])) {
       return ctx.Error(absl::StrFormat("cannot broadcast %s to %s", ShapeToString(ToVec(in)),
                                        ShapeToString(ToVec(target))));
     }

@@ -1,0 +1,125 @@
+// Sampling arithmetic of image.resize2d and image.roi_align (see image_sampling.h). The
+// expressions are the reference kernels' own, in their evaluation order: the native kernels'
+// bit-identity to the reference depends on it.
+#include "shape_funcs/image_sampling.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hetpass {
+
+double ResizeSourceCoord(double x, int64_t in, int64_t out, const std::string& mode) {
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  if (mode == "align_corners") {
+    return out > 1 ? x * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+  }
+  if (mode == "asymmetric") return x * scale;
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) * scale;
+  if (mode == "pytorch_half_pixel" && out == 1) return 0.0;
+  return (x + 0.5) * scale - 0.5;
+}
+
+int64_t ResizeNearest(double c, const std::string& rounding) {
+  if (rounding == "round") return static_cast<int64_t>(std::round(c));
+  if (rounding == "round_prefer_floor") return static_cast<int64_t>(std::ceil(c - 0.5));
+  if (rounding == "round_prefer_ceil") return static_cast<int64_t>(std::floor(c + 0.5));
+  if (rounding == "ceil") return static_cast<int64_t>(std::ceil(c));
+  return static_cast<int64_t>(std::floor(c));
+}
+
+int64_t ClampIndex(int64_t i, int64_t n) { return std::min(std::max<int64_t>(i, 0), n - 1); }
+
+std::vector<ResizeTap> ResizeAxisTaps(int64_t in, int64_t out, const Attrs& attrs) {
+  const std::string& mode = attrs.GetString("coordinate_transformation_mode");
+  const bool nearest = attrs.GetString("method") == "nearest_neighbor";
+  std::string rounding = attrs.GetString("rounding_method");
+  // TVM's default: round under align_corners, floor otherwise.
+  if (rounding.empty()) rounding = mode == "align_corners" ? "round" : "floor";
+  std::vector<ResizeTap> taps;
+  taps.reserve(out);
+  for (int64_t x = 0; x < out; ++x) {
+    const double c = ResizeSourceCoord(static_cast<double>(x), in, out, mode);
+    if (nearest) {
+      const int64_t i = ClampIndex(ResizeNearest(c, rounding), in);
+      taps.push_back({i, i, 1.0, 0.0});
+    } else {
+      const double f = std::floor(c);
+      const int64_t i = static_cast<int64_t>(f);
+      taps.push_back({ClampIndex(i, in), ClampIndex(i + 1, in), 1 - (c - f), c - f});
+    }
+  }
+  return taps;
+}
+
+RoiAlignParams RoiAlignParamsOf(const Attrs& attrs) {
+  RoiAlignParams p;
+  p.output_height = attrs.GetInt("output_height");
+  p.output_width = attrs.GetInt("output_width");
+  p.sampling_ratio = attrs.GetInt("sampling_ratio");
+  p.spatial_scale = attrs.GetFloat("spatial_scale");
+  p.half_pixel = attrs.GetString("coordinate_transformation_mode") == "half_pixel";
+  p.max_mode = attrs.GetString("mode") == "max";
+  return p;
+}
+
+RoiGrid MakeRoiGrid(const double box[4], const RoiAlignParams& p) {
+  const double scale = p.spatial_scale;
+  const double offset = p.half_pixel ? 0.5 : 0.0;
+  RoiGrid g;
+  g.start_w = box[0] * scale - offset;
+  g.start_h = box[1] * scale - offset;
+  double roi_w = box[2] * scale - offset - g.start_w;
+  double roi_h = box[3] * scale - offset - g.start_h;
+  if (!p.half_pixel) {  // malformed rois become 1 x 1 (ONNX's aligned = false)
+    roi_w = std::max(roi_w, 1.0);
+    roi_h = std::max(roi_h, 1.0);
+  }
+  g.bin_h = roi_h / static_cast<double>(p.output_height);
+  g.bin_w = roi_w / static_cast<double>(p.output_width);
+  // A non-positive grid (a degenerate half_pixel roi) samples nothing: avg gives 0, as does
+  // max (ONNX starts from 0 and never updates it).
+  const int64_t grid_h =
+      p.sampling_ratio > 0 ? p.sampling_ratio : static_cast<int64_t>(std::ceil(g.bin_h));
+  const int64_t grid_w =
+      p.sampling_ratio > 0 ? p.sampling_ratio : static_cast<int64_t>(std::ceil(g.bin_w));
+  g.grid_h = std::max<int64_t>(grid_h, 0);
+  g.grid_w = std::max<int64_t>(grid_w, 0);
+  g.count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+  return g;
+}
+
+RoiAxisSample SampleRoiAxis(double y, int64_t size) {
+  RoiAxisSample s;
+  if (y < -1.0 || y > static_cast<double>(size)) return s;
+  s.inside = true;
+  y = std::max(y, 0.0);
+  s.lo = static_cast<int64_t>(y);
+  if (s.lo >= size - 1) {
+    s.hi = s.lo = size - 1;
+    y = static_cast<double>(s.lo);
+  } else {
+    s.hi = s.lo + 1;
+  }
+  s.l = y - static_cast<double>(s.lo);
+  return s;
+}
+
+RoiSample BilinearRoiSample(double y, double x, int64_t height, int64_t width) {
+  RoiSample s;
+  const RoiAxisSample sy = SampleRoiAxis(y, height);
+  const RoiAxisSample sx = SampleRoiAxis(x, width);
+  if (!sy.inside || !sx.inside) return s;
+  const double ly = sy.l, lx = sx.l;
+  const double hy = 1.0 - ly, hx = 1.0 - lx;
+  s.pos[0] = sy.lo * width + sx.lo;
+  s.pos[1] = sy.lo * width + sx.hi;
+  s.pos[2] = sy.hi * width + sx.lo;
+  s.pos[3] = sy.hi * width + sx.hi;
+  s.w[0] = hy * hx;
+  s.w[1] = hy * lx;
+  s.w[2] = ly * hx;
+  s.w[3] = ly * lx;
+  return s;
+}
+
+}  // namespace hetpass
