@@ -16,7 +16,7 @@
 #include "passes/compile_engine/compile_engine.h"
 #include "passes/ir/parser.h"
 // The JIT is internal to the compile engine (src/); the bench target only sees include/.
-#include "compile_engine/jit_elementwise.h"
+#include "compile_engine/jit/kernels.h"
 
 namespace hetpass {
 namespace {

@@ -31,7 +31,7 @@
 #include "compile_engine/deconv_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/image_kernel.h"
-#include "compile_engine/jit_elementwise.h"
+#include "compile_engine/jit/kernels.h"
 #include "compile_engine/reduce_kernel.h"
 #include "compile_engine/split_kernel.h"
 

@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "compile_engine/conv_kernel.h"
 #include "compile_engine/dense_kernel.h"
-#include "compile_engine/jit_elementwise.h"
+#include "compile_engine/jit/kernels.h"
 #include "compile_engine/group_provider.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"

@@ -4,7 +4,7 @@
 //
 // The symbolic shape rules (elementwise.cc, transform.cc, slice.cc) define these ops on DimExpr
 // and run at compile time. Kernels that re-derive shapes per call at run time (the CPU JIT's
-// shape programs in compile_engine/jit_elementwise.cc) need the same arithmetic on plain
+// shape programs in compile_engine/jit/elementwise_kernel.cc and injective_kernel.cc) need the same arithmetic on plain
 // integers without building DimExprs on the hot path: they call these helpers, so the
 // arithmetic lives once beside the rules, and concrete_shapes_test.cc checks on random cases
 // that each helper gives exactly what the registry's rule gives for constant inputs, errors

@@ -13,8 +13,8 @@
 // when LlvmJitOptions::dump_ir is set or the environment has HETPASS_DUMP_LLVM=1.
 //
 // This header exposes LLVM types; only src/compile_engine includes it.
-#ifndef HETPASS_COMPILE_ENGINE_LLVM_JIT_H_
-#define HETPASS_COMPILE_ENGINE_LLVM_JIT_H_
+#ifndef HETPASS_COMPILE_ENGINE_JIT_LLVM_JIT_H_
+#define HETPASS_COMPILE_ENGINE_JIT_LLVM_JIT_H_
 
 #include <atomic>
 #include <cstdint>
@@ -97,4 +97,4 @@ class LlvmJit {
 
 }  // namespace hetpass
 
-#endif  // HETPASS_COMPILE_ENGINE_LLVM_JIT_H_
+#endif  // HETPASS_COMPILE_ENGINE_JIT_LLVM_JIT_H_

@@ -17,8 +17,8 @@
 // Kernel calling convention (kernel.h): args = parameters then the result, concrete shapes.
 // The output may be the very same buffer as an input of the same shape (in-place epilogues);
 // any other overlap between an input and the output is InvalidArgument.
-#ifndef HETPASS_COMPILE_ENGINE_JIT_ELEMENTWISE_H_
-#define HETPASS_COMPILE_ENGINE_JIT_ELEMENTWISE_H_
+#ifndef HETPASS_COMPILE_ENGINE_JIT_KERNELS_H_
+#define HETPASS_COMPILE_ENGINE_JIT_KERNELS_H_
 
 #include <memory>
 #include <string>
@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitElementwise(
 //   take, concatenate, broadcast_to, dyn.broadcast_to
 // (the run-time operands of dyn.* ops must be integer parameters of the group; take in mode
 // "fast" needs its indices as a parameter). One scalar loop nest over the output; each op maps
-// its output index to its operands' (see jit_elementwise.cc). The output must not overlap an
+// its output index to its operands' (see injective_kernel.cc). The output must not overlap an
 // input. IsJitInjective is true exactly when CompileJitInjective cannot answer Unimplemented;
 // it is false for purely elementwise groups (IsJitElementwise's).
 bool IsJitInjective(const Function& primitive);
@@ -68,4 +68,4 @@ const KernelProvider& JitInjectiveProvider();
 
 }  // namespace hetpass
 
-#endif  // HETPASS_COMPILE_ENGINE_JIT_ELEMENTWISE_H_
+#endif  // HETPASS_COMPILE_ENGINE_JIT_KERNELS_H_

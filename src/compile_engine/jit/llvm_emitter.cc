@@ -1,8 +1,8 @@
-// Phase 3 of the CPU JIT (see jit_elementwise.cc for the algorithm): LLVM IR for a plan. The
+// Phase 3 of the CPU JIT (see lowering.cc for the algorithm): LLVM IR for a plan. The
 // elementwise module has the `fast` entry (inner strides the static constants, vectorisable)
 // and, unless every shape is static, the `generic` one (every stride at run time); the
 // injective module has one scalar entry, plus `wide` when a reshape divides by a run-time dim.
-#include "compile_engine/jit_plan.h"
+#include "compile_engine/jit/llvm_emitter.h"
 
 #include <algorithm>
 #include <cstdint>

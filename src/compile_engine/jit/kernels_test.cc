@@ -2,7 +2,7 @@
 // registry's reference kernels (interpreted binding by binding on hetpass::Tensor) on random
 // data, static and symbolic shapes, every broadcasting form, in-place outputs, run-time shape
 // errors, Unimplemented fallbacks and vectorised code.
-#include "compile_engine/jit_elementwise.h"
+#include "compile_engine/jit/kernels.h"
 
 #include <cmath>
 #include <cstdio>

@@ -18,7 +18,7 @@
 //
 // Errors: llvm::Error and llvm::Expected become absl::Status here and never travel further; no
 // C++ exception crosses an LLVM frame (nothing in this file throws).
-#include "compile_engine/llvm_jit.h"
+#include "compile_engine/jit/llvm_jit.h"
 
 #include <cstdlib>
 #include <utility>

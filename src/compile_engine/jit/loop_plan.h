@@ -1,9 +1,10 @@
-// Internal to the CPU JIT (jit_elementwise.cc, jit_emitter.cc): the plan a primitive function
-// is analysed into (phase 1), its lowering to accesses and expressions (phase 2), and the LLVM
-// module the emitter builds from them (phase 3). jit_elementwise.cc explains the algorithm;
-// jit_emitter.cc is the only file besides llvm_jit.cc that builds LLVM IR.
-#ifndef HETPASS_COMPILE_ENGINE_JIT_PLAN_H_
-#define HETPASS_COMPILE_ENGINE_JIT_PLAN_H_
+// The CPU JIT's target-independent loop plan (see lowering.cc for the algorithm): what a
+// primitive function is analysed into (phase 1: Plan, Step), its lowering to accesses and
+// expressions (phase 2: Lowered) or to the injective entry point's layout (InjectiveLayout),
+// and the lowering table. Nothing here knows LLVM: a code generator consumes a plan
+// (llvm_emitter.h builds host LLVM IR from it; an NVPTX generator would read the same plan).
+#ifndef HETPASS_COMPILE_ENGINE_JIT_LOOP_PLAN_H_
+#define HETPASS_COMPILE_ENGINE_JIT_LOOP_PLAN_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -11,14 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "passes/ir/dim_expr.h"
 #include "passes/ir/dtype.h"
+#include "passes/ir/ir.h"
 #include "passes/shape_funcs/op_ids.h"
-
-namespace llvm {
-class LLVMContext;
-class Module;
-}  // namespace llvm
 
 namespace hetpass::jit_internal {
 
@@ -140,8 +138,6 @@ struct Lowered {
   bool static_shapes = true;
 };
 
-// ===== Phase 3: LLVM IR ========================================================================
-
 // Where the injective entry point finds the run-time dims of every value and the per-step
 // run-time parameters (see "The injective path" below).
 struct InjectiveLayout {
@@ -156,20 +152,31 @@ struct InjectiveLayout {
   bool needs_wide = false;
 };
 
-struct BuiltModule {
-  std::unique_ptr<llvm::LLVMContext> context;
-  std::unique_ptr<llvm::Module> module;
-  std::string fast_name;
-  std::string generic_name;  // empty for static shapes
-};
+// ===== The lowering table and the target-independent phases (lowering.cc) ======================
 
-// Phase 3 (jit_emitter.cc): the elementwise module (`fast`, and `generic` unless every shape is
-// static) and the injective module (its entry, and `wide` when a reshape divides by a run-time
-// dim).
-BuiltModule BuildModule(const Plan& plan, const Lowered& lowered, const std::string& symbol);
-BuiltModule BuildInjectiveModule(const Plan& plan, const InjectiveLayout& layout,
-                                 const std::string& symbol);
+// One row of the lowering table: a registry op the JIT emits, as which JitOp and typed how.
+struct Lowering {
+  OpId op;
+  JitOp code;
+  OpForm form;
+};
+// nullptr for ops the JIT does not emit.
+const Lowering* FindLowering(OpId op);
+
+// Phase 1: the plan of a primitive function, or Unimplemented naming the op / dtype the JIT
+// does not take. `allow_injective`: accept the injective rows too (the injective path).
+absl::StatusOr<Plan> AnalyzeGroup(const Function& primitive, bool allow_injective = false);
+// Phase 1 for the injective path: the plan, if the group has at least one injective op (else it
+// is the elementwise path's) and its expression tree stays within kMaxExprs terms.
+absl::StatusOr<Plan> AnalyzeInjective(const Function& primitive);
+// Phase 2 for the elementwise path: the expression DAG and the accesses.
+absl::StatusOr<Lowered> LowerPlan(const Plan& plan);
+// Phase 2 for the injective path: where its entry point finds each value's dims and each
+// step's run-time parameters.
+InjectiveLayout MakeLayout(const Plan& plan);
+// "jit[add,relu]": the ops of the plan, for Describe().
+std::string DescribePlan(const Plan& plan);
 
 }  // namespace hetpass::jit_internal
 
-#endif  // HETPASS_COMPILE_ENGINE_JIT_PLAN_H_
+#endif  // HETPASS_COMPILE_ENGINE_JIT_LOOP_PLAN_H_
