@@ -23,7 +23,7 @@ struct BuiltModule {
   std::string generic_name;  // empty for static shapes
 };
 
-// Phase 3 (jit_emitter.cc): the elementwise module (`fast`, and `generic` unless every shape is
+// Phase 3 (llvm_emitter.cc): the elementwise module (`fast`, and `generic` unless every shape is
 // static) and the injective module (its entry, and `wide` when a reshape divides by a run-time
 // dim).
 BuiltModule BuildModule(const Plan& plan, const Lowered& lowered, const std::string& symbol);

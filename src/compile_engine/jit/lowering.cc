@@ -91,7 +91,7 @@
 namespace hetpass::jit_internal {
 
 // ===== The lowering table ======================================================================
-// (JitOp, OpForm, Step, Plan and the lowered form live in jit_plan.h, shared with the emitter.)
+// (JitOp, OpForm, Step, Plan and the lowered form live in loop_plan.h, shared with the emitter.)
 // The one place that maps registry ops to generated code. Which ops are candidates at all is
 // the registry's answer (fusion pattern elementwise or broadcast); this table says which of them
 // this backend can emit and with which operand dtypes.
@@ -155,7 +155,7 @@ int NumOperands(OpForm form) {
   }
 }
 
-// ===== Phase 1: analysis (Step and Plan: jit_plan.h) ============================================
+// ===== Phase 1: analysis (Step and Plan: loop_plan.h) ===========================================
 
 class Analyzer {
  public:
@@ -494,7 +494,7 @@ class Analyzer {
   absl::flat_hash_map<const Value*, int> ids_;
 };
 
-// ===== Phase 2: lowering to accesses and exprs (jit_plan.h); phase 3 is jit_emitter.cc =========
+// ===== Phase 2: lowering to accesses and exprs (loop_plan.h); phase 3 is llvm_emitter.cc =====
 
 class Lowerer {
  public:
