@@ -89,10 +89,6 @@ const std::vector<RelayRow>& RelayTable() {
   return *rows;
 }
 
-InputDep WithValue(InputDep d) {
-  return static_cast<InputDep>(static_cast<int>(d) | static_cast<int>(InputDep::kValue));
-}
-
 void EditSingleFlag(OpDef& def) {
   if (!def.needs_values()) return;
   // Before per-input flags Relay had no on-device counts either (same rows as relay).
@@ -101,7 +97,7 @@ void EditSingleFlag(OpDef& def) {
   }
   for (size_t i = 0; i < def.inputs().size(); ++i) {
     // A data-dependent input reached the shape function as the tensor: shape and contents.
-    OpRegistry::SetDep(def, static_cast<int>(i), WithValue(def.inputs()[i].dep));
+    OpRegistry::SetDep(def, static_cast<int>(i), JoinDeps(def.inputs()[i].dep, InputDep::kValue));
   }
 }
 
@@ -110,7 +106,8 @@ void EditRelay(OpDef& def) {
     if (OpIdOf(def) != row.op) continue;
     for (size_t i = 0; i < def.inputs().size() && i < row.data_dependent.size(); ++i) {
       if (row.data_dependent[i]) {
-        OpRegistry::SetDep(def, static_cast<int>(i), WithValue(def.inputs()[i].dep));
+        OpRegistry::SetDep(def, static_cast<int>(i),
+                           JoinDeps(def.inputs()[i].dep, InputDep::kValue));
       } else if (NeedsValue(def.inputs()[i].dep)) {
         // Relay passes only the shape: the input loses its value bit.
         OpRegistry::SetDep(def, static_cast<int>(i),

@@ -134,14 +134,10 @@ class LedgerBuilder {
       case NodeKind::kInvoke: {
         const std::string results = ResultNames(n);
         if (IsShapeFunctionInvoke(n)) {
-          const AttrValue* mask = n.attrs().Find(kShapeFuncMaskAttr);
-          InputDep dep = InputDep::kShapeAndValue;
-          if (mask != nullptr && TypeOf(*mask) == AttrType::kIntList) {
-            const auto& m = std::get<std::vector<int64_t>>(*mask);
-            if (u.index < static_cast<int>(m.size()) && m[u.index] >= 0 && m[u.index] <= 3) {
-              dep = static_cast<InputDep>(m[u.index]);
-            }
-          }
+          const std::vector<InputDep>* mask = ShapeFunctionMask(n);
+          const InputDep dep = mask != nullptr && u.index < static_cast<int>(mask->size())
+                                   ? (*mask)[u.index]
+                                   : InputDep::kShapeAndValue;
           return absl::StrFormat("argument %d of the shape function of @%s %s %s", u.index,
                                  n.callee(), results, MaskBit(dep));
         }

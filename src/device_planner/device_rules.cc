@@ -69,10 +69,8 @@ UseNeeds OperandNeeds(const Node& user, int i) {
     }
     case NodeKind::kInvoke: {
       // A shape function reads `value` parameters on the host and only metadata otherwise.
-      const AttrValue* mask = user.attrs().Find(kShapeFuncMaskAttr);
-      if (IsShapeFunctionInvoke(user) && mask != nullptr && TypeOf(*mask) == AttrType::kIntList) {
-        const auto& m = std::get<std::vector<int64_t>>(*mask);
-        const bool value = i < static_cast<int>(m.size()) && NeedsValue(static_cast<InputDep>(m[i]));
+      if (const std::vector<InputDep>* mask = ShapeFunctionMask(user)) {
+        const bool value = i < static_cast<int>(mask->size()) && NeedsValue((*mask)[i]);
         return UseNeeds{value, false};
       }
       // A call or kernel reads each argument where the callee's parameter lives (a primitive

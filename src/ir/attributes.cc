@@ -82,6 +82,16 @@ std::string AttrValueToString(const AttrValue& v) {
     }
     case AttrType::kDType:
       return std::string(DTypeName(std::get<DType>(v)));
+    case AttrType::kDepList: {
+      const auto& deps = std::get<std::vector<InputDep>>(v);
+      if (deps.empty()) return "dep[]";  // `[]` would read back as an int list
+      return absl::StrCat("[",
+                          absl::StrJoin(deps, ", ",
+                                        [](std::string* out, InputDep d) {
+                                          absl::StrAppend(out, InputDepName(d));
+                                        }),
+                          "]");
+    }
   }
   return "<bad attr>";
 }
@@ -95,6 +105,7 @@ size_t HashAttrValue(const AttrValue& v) {
     case AttrType::kIntList: return absl::HashOf(4, std::get<std::vector<int64_t>>(v));
     case AttrType::kFloatList: return absl::HashOf(5, std::get<std::vector<double>>(v));
     case AttrType::kDType: return absl::HashOf(6, static_cast<int>(std::get<DType>(v)));
+    case AttrType::kDepList: return absl::HashOf(7, std::get<std::vector<InputDep>>(v));
   }
   return 0;
 }
@@ -154,6 +165,9 @@ const std::vector<double>& Attrs::GetFloatList(absl::string_view n) const {
 }
 DType Attrs::GetDType(absl::string_view n) const {
   return std::get<DType>(Get(n, AttrType::kDType));
+}
+const std::vector<InputDep>& Attrs::GetDepList(absl::string_view n) const {
+  return std::get<std::vector<InputDep>>(Get(n, AttrType::kDepList));
 }
 
 size_t Attrs::Hash() const {

@@ -153,6 +153,13 @@ bool IsShapeFunctionInvoke(const Node& n) {
          std::get<bool>(*v);
 }
 
+const std::vector<InputDep>* ShapeFunctionMask(const Node& n) {
+  if (!IsShapeFunctionInvoke(n)) return nullptr;
+  const AttrValue* v = n.attrs().Find(kShapeFuncMaskAttr);
+  return v != nullptr && TypeOf(*v) == AttrType::kDepList ? &std::get<std::vector<InputDep>>(*v)
+                                                         : nullptr;
+}
+
 bool IsPlainInvoke(const Node& n) {
   return n.kind() == NodeKind::kInvoke && !n.attrs().Has(kKernelOutputsAttr) &&
          !n.attrs().Has(kShapeFuncAttr);

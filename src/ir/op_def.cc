@@ -11,16 +11,6 @@
 
 namespace hetpass {
 
-absl::string_view InputDepName(InputDep d) {
-  switch (d) {
-    case InputDep::kNone: return "none";
-    case InputDep::kShape: return "shape";
-    case InputDep::kValue: return "value";
-    case InputDep::kShapeAndValue: return "shape+value";
-  }
-  return "<bad dep>";
-}
-
 absl::string_view OpRoleName(OpRole r) {
   switch (r) {
     case OpRole::kCompute: return "compute";
@@ -72,9 +62,7 @@ absl::Status ShapeContext::CheckAccess(int i, bool value_access) {
   if (i < 0 || i >= num_inputs()) {
     return Error(absl::StrFormat("shape rule asked for input %d of %d", i, num_inputs()));
   }
-  accessed_[i] =
-      static_cast<InputDep>(static_cast<int>(accessed_[i]) |
-                            static_cast<int>(value_access ? InputDep::kValue : InputDep::kShape));
+  accessed_[i] = JoinDeps(accessed_[i], value_access ? InputDep::kValue : InputDep::kShape);
   if (!enforce_mask_) return absl::OkStatus();
   const InputDep dep = op_.dep(i);
   const bool allowed = value_access ? NeedsValue(dep) : NeedsShape(dep);

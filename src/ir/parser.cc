@@ -253,6 +253,7 @@ class Parser {
     return *device;
   }
   absl::StatusOr<AttrValue> ParseAttrValue();
+  absl::StatusOr<AttrValue> ParseDepList();
   absl::Status ParseNumber(LitNum* out, absl::string_view what);
   absl::Status ParseLiteral();
   absl::StatusOr<Tensor> BuildConstant(const Type& type, const Token& type_tok);
@@ -294,6 +295,7 @@ class Parser {
     Token value_tok;
   };
   std::vector<AttrEntry> attr_scratch_;
+  absl::Status TypeInvokeMask(AttrEntry& e);
   enum class LitForm : uint8_t { kScalar, kList, kHex, kElided };
   LitForm lit_form_ = LitForm::kScalar;
   Token lit_tok_;
@@ -562,7 +564,10 @@ absl::Status Parser::ParseBinding(Block& block) {
     RETURN_IF_ERROR(ParseOperands(*node, callee.text));
     if (Is(Tok::kLBrace)) {
       RETURN_IF_ERROR(ParseAttrDict());
-      for (AttrEntry& e : attr_scratch_) node->mutable_attrs().Set(e.name.text, std::move(e.value));
+      for (AttrEntry& e : attr_scratch_) {
+        if (e.name.text == kShapeFuncMaskAttr) RETURN_IF_ERROR(TypeInvokeMask(e));
+        node->mutable_attrs().Set(e.name.text, std::move(e.value));
+      }
     }
     invokes_.emplace_back(node.get(), callee);
   } else if (head.text == "if") {
@@ -811,17 +816,29 @@ absl::StatusOr<AttrValue> Parser::ParseAttrValue() {
       Advance();
       return AttrValue(*dt);
     }
-    if (tok_.text == "f") {  // f[]: the empty float list
+    // f[] and dep[]: the empty float list and the empty mask (of no parameters), tagged with
+    // their element type because a bare `[]` reads as the empty int list.
+    if (tok_.text == "f" || tok_.text == "dep") {
+      const bool floats = tok_.text == "f";
+      const std::string tag(tok_.text);
+      const std::string form = absl::StrCat(tag, "[]");
       Advance();
-      if (!Is(Tok::kLBracket)) return Expected("'[' after 'f' (the empty float list is 'f[]')");
+      if (!Is(Tok::kLBracket)) {
+        return Expected(absl::StrCat("'[' after '", tag, "' (the empty ",
+                                     floats ? "float list" : "mask", " is '", form, "')"));
+      }
       Advance();
-      if (!Is(Tok::kRBracket)) return Expected("']' in 'f[]'");
+      if (!Is(Tok::kRBracket)) return Expected(absl::StrCat("']' in '", form, "'"));
       Advance();
-      return AttrValue(std::vector<double>());
+      return floats ? AttrValue(std::vector<double>()) : AttrValue(std::vector<InputDep>());
     }
   }
   if (Is(Tok::kLBracket)) {
     Advance();
+    if (Is(Tok::kIdent) && tok_.text != "true" && tok_.text != "false" && tok_.text != "inf" &&
+        tok_.text != "nan") {
+      return ParseDepList();
+    }
     std::vector<LitNum> nums;
     bool any_float = false;
     if (!Is(Tok::kRBracket)) {
@@ -856,6 +873,53 @@ absl::StatusOr<AttrValue> Parser::ParseAttrValue() {
   if (n.kind == LitNum::Kind::kFloat) return AttrValue(n.d);
   if (n.kind == LitNum::Kind::kBool) return AttrValue(n.i != 0);
   return AttrValue(n.i);
+}
+
+// dep-list := '[' dep (',' dep)* ']'   dep := 'none' | 'shape' | 'value' | 'shape' '+' 'value'
+// (the '[' is consumed; the current token is the first word). `shape+value` lexes as three
+// tokens, so the two halves are joined here and the whole looked up by its InputDepName.
+absl::StatusOr<AttrValue> Parser::ParseDepList() {
+  std::vector<InputDep> deps;
+  while (true) {
+    if (!Is(Tok::kIdent)) {
+      return Expected("an input dependence (none, shape, value or shape+value)");
+    }
+    const Token word = tok_;
+    std::string name(word.text);
+    Advance();
+    if (name == "shape" && Is(Tok::kPlus)) {
+      Advance();
+      if (!IsIdent("value")) return Expected("'value' after 'shape+'");
+      name = "shape+value";
+      Advance();
+    }
+    const std::optional<InputDep> dep = ParseInputDep(name);
+    if (!dep) {
+      return ErrorAt(word, absl::StrFormat("unknown input dependence '%s' in the mask (expected "
+                                           "none, shape, value or shape+value)",
+                                           name));
+    }
+    deps.push_back(*dep);
+    if (!Is(Tok::kComma)) break;
+    Advance();
+  }
+  RETURN_IF_ERROR(Expect(Tok::kRBracket, "',' or ']' in the mask"));
+  return AttrValue(std::move(deps));
+}
+
+// An invoke's `mask` is a dependence list. The integer spelling older text used
+// (`mask = [1, 2]`, 0..3 as the executable stores it) still reads, converted here with the
+// one range check (InputDepFromInt); the printer writes only the word form.
+absl::Status Parser::TypeInvokeMask(AttrEntry& e) {
+  if (TypeOf(e.value) != AttrType::kIntList) return absl::OkStatus();  // the verifier judges it
+  std::vector<InputDep> deps;
+  for (int64_t m : std::get<std::vector<int64_t>>(e.value)) {
+    absl::StatusOr<InputDep> dep = InputDepFromInt(m);
+    if (!dep.ok()) return ErrorAt(e.value_tok, dep.status().message());
+    deps.push_back(*dep);
+  }
+  e.value = std::move(deps);
+  return absl::OkStatus();
 }
 
 // number := ['-'] (INT | FLOAT | 'inf' | 'nan') | 'true' | 'false'

@@ -174,6 +174,23 @@ std::vector<BadCase> BadCases() {
        "nesting is deeper than 1000 levels"},
       {"garbage_at_top_level", "%x = add(%a, %b)", 1, 1,
        "expected 'def' to start a function, found '%x'"},
+      // Shape-function masks: words from InputDepName, or the older integers 0..3.
+      {"mask_unknown_word",
+       f + "  %s = invoke @f(%x) {mask = [shape, shpe], shape_func = true}\n  return %x\n}", 2,
+       38, "unknown input dependence 'shpe' in the mask (expected none, shape, value or "
+           "shape+value)"},
+      {"mask_half_a_join",
+       f + "  %s = invoke @f(%x) {mask = [shape+shape], shape_func = true}\n  return %x\n}", 2,
+       37, "expected 'value' after 'shape+', found 'shape'"},
+      {"mask_words_and_numbers",
+       f + "  %s = invoke @f(%x) {mask = [shape, 2], shape_func = true}\n  return %x\n}", 2,
+       38, "expected an input dependence (none, shape, value or shape+value), found '2'"},
+      {"mask_integer_out_of_range",
+       f + "  %s = invoke @f(%x) {mask = [1, 4], shape_func = true}\n  return %x\n}", 2, 30,
+       "mask entry 4 is not an input dependence (expected 0..3"},
+      {"mask_tagged_empty_with_entries",
+       f + "  %s = invoke @f(%x) {mask = dep[shape], shape_func = true}\n  return %x\n}", 2,
+       34, "expected ']' in 'dep[]', found 'shape'"},
   };
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/ir_test_ops.h"
@@ -355,6 +356,65 @@ TEST(PrinterTest, ParamDeviceAndAttributeErrors) {
   auto bad_attrs = ParseModule("def @f(%x: f32[4]) attributes (x) {\n  return %x\n}\n");
   ASSERT_FALSE(bad_attrs.ok());
   EXPECT_THAT(bad_attrs.status().message(), HasSubstr("1:31: expected '{' after 'attributes'"));
+}
+
+}  // namespace
+}  // namespace hetpass
+
+namespace hetpass {
+namespace {
+
+// Tests that a shape-function mask holding every input dependence prints in the word form and
+// parses back to the same typed attribute, and that the empty mask keeps its type.
+TEST(PrinterTest, ShapeFunctionMasksOfEveryDependence) {
+  const std::string printed = RoundTripText(R"(def @main(%a: f32[4], %b: f32[4], %c: i64[2], %d: i64[2]) {
+  %s = invoke @p(%a, %b, %c, %d) {mask = [none, shape, value, shape+value], shape_func = true} : i64[1]
+  %t = invoke @q() {mask = dep[], shape_func = true} : i64[1]
+  return %s
+}
+
+def @p(%a: f32[4], %b: f32[4], %c: i64[2], %d: i64[2]) attributes {primitive = true} {
+  return %a
+}
+
+def @q() attributes {primitive = true} {
+  %x = constant<[1]> : i64[1]
+  return %x
+}
+)");
+  EXPECT_THAT(printed, HasSubstr("{mask = [none, shape, value, shape+value], shape_func = true}"));
+  EXPECT_THAT(printed, HasSubstr("{mask = dep[], shape_func = true}"));
+  auto m = MustParse(printed);
+  const Node& invoke = *m->FindFunction("main")->body().nodes()[0];
+  ASSERT_NE(ShapeFunctionMask(invoke), nullptr);
+  EXPECT_EQ(*ShapeFunctionMask(invoke),
+            (std::vector<InputDep>{InputDep::kNone, InputDep::kShape, InputDep::kValue,
+                                   InputDep::kShapeAndValue}));
+}
+
+// Tests that the integer masks older text spelled still read (as the typed attribute, printed
+// in words), and that modules differing only in one mask entry are structurally different.
+TEST(PrinterTest, IntegerMasksReadAsTypedMasks) {
+  constexpr char kText[] = R"(def @main(%a: f32[4], %b: i64[2]) {
+  %s = invoke @p(%a, %b) {mask = [MASK], shape_func = true} : i64[1]
+  return %s
+}
+
+def @p(%a: f32[4], %b: i64[2]) attributes {primitive = true} {
+  return %a
+}
+)";
+  auto with = [&](absl::string_view mask) {
+    return MustParse(absl::StrReplaceAll(kText, {{"MASK", mask}}));
+  };
+  auto ints = with("1, 3");
+  auto words = with("shape, shape+value");
+  EXPECT_EQ(PrintModule(*ints), PrintModule(*words));
+  EXPECT_TRUE(StructurallyEqual(*ints, *words));
+  EXPECT_EQ(StructuralHash(*ints), StructuralHash(*words));
+  auto other = with("shape, value");
+  EXPECT_FALSE(StructurallyEqual(*words, *other));
+  EXPECT_NE(StructuralHash(*words), StructuralHash(*other));
 }
 
 }  // namespace

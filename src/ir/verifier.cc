@@ -309,15 +309,20 @@ class FunctionVerifier {
     const int params = callee.body().num_params();
     const int results = static_cast<int>(callee.body().results().size());
     const AttrValue* mask = node.attrs().Find(kShapeFuncMaskAttr);
-    if (mask == nullptr || TypeOf(*mask) != AttrType::kIntList ||
-        static_cast<int>(std::get<std::vector<int64_t>>(*mask).size()) != params) {
-      return NodeError(node, absl::StrFormat("a shape-function invoke of '@%s' needs a mask with "
-                                             "one entry per parameter (%d)",
-                                             node.callee(), params));
+    // The type makes every entry a valid dependence: no range check is left to do here.
+    if (mask == nullptr || TypeOf(*mask) != AttrType::kDepList) {
+      return NodeError(node, absl::StrFormat("a shape-function invoke of '@%s' needs a mask of "
+                                             "type %s (one dependence per parameter), found %s",
+                                             node.callee(), AttrTypeName(AttrType::kDepList),
+                                             mask == nullptr ? "none" : AttrValueToString(*mask)));
     }
-    const std::vector<int64_t>& entries = std::get<std::vector<int64_t>>(*mask);
-    for (int64_t m : entries) {
-      if (m < 0 || m > 3) return NodeError(node, absl::StrFormat("mask entry %d is not an input dependence (0..3)", m));
+    const size_t entries = std::get<std::vector<InputDep>>(*mask).size();
+    if (static_cast<int>(entries) != params) {
+      return NodeError(node, absl::StrFormat("the mask %s of a shape-function invoke of '@%s' has "
+                                             "%d %s but the callee has %d %s",
+                                             AttrValueToString(*mask), node.callee(), entries,
+                                             entries == 1 ? "entry" : "entries", params,
+                                             params == 1 ? "parameter" : "parameters"));
     }
     // Whether the mask covers what the callee's body derives needs the op families' rules: that
     // is VerifyShapeFunctionMasks (passes/pass/verify_module.h), which the pass manager runs.

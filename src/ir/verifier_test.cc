@@ -249,11 +249,12 @@ TEST(VerifierTest, NamesUnnamedValuesByPosition) {
                                          "operand, found 2"));
 }
 
-// Tests that the structural verifier checks a shape-function mask's form (one input dependence
-// per parameter) and leaves its coverage to VerifyModule (src/pass/verify_module_test.cc).
+// Tests that the structural verifier checks a shape-function mask's form (a dep list with one
+// input dependence per parameter, errors naming the location and the mask) and leaves its
+// coverage to VerifyModule (src/pass/verify_module_test.cc).
 TEST(VerifierTest, ShapeFunctionMaskForm) {
   const char* text = R"(def @main(%x: f32[3, 4], %p: i64[2]) {
-  %r_shape = invoke @fused(%x, %p) {mask = [MASK], shape_func = true} : i64[2]
+  %r_shape = invoke @fused(%x, %p) {mask = MASK, shape_func = true} : i64[2]
   return %r_shape
 }
 
@@ -263,13 +264,29 @@ def @fused(%x: f32[n, 4], %p: i64[2]) attributes {primitive = true} {
 }
 )";
   auto verify = [&](absl::string_view mask) {
-    auto m = ParseModule(absl::StrReplaceAll(text, {{"MASK", mask}}));
+    ParseOptions options;
+    options.source_name = "v.hir";
+    auto m = ParseModule(absl::StrReplaceAll(text, {{"MASK", mask}}), options);
     EXPECT_TRUE(m.ok()) << m.status();
     return m.ok() ? Verify(**m) : m.status();
   };
-  EXPECT_TRUE(verify("1, 1").ok());  // too small, but that is not the IR layer's to know
-  EXPECT_THAT(verify("1").message(), HasSubstr("needs a mask with one entry per parameter (2)"));
-  EXPECT_THAT(verify("1, 4").message(), HasSubstr("mask entry 4 is not an input dependence"));
+  EXPECT_TRUE(verify("[shape, shape]").ok());  // too small, but not the IR layer's to know
+  EXPECT_THAT(verify("[shape]").message(),
+              HasSubstr("v.hir:2:3: in function '@main': invoke %r_shape: the mask [shape] of a "
+                        "shape-function invoke of '@fused' has 1 entry but the callee has 2 "
+                        "parameters"));
+  EXPECT_THAT(verify("[shape, value, none]").message(),
+              HasSubstr("has 3 entries but the callee has 2 parameters"));
+  EXPECT_THAT(verify("dep[]").message(), HasSubstr("has 0 entries"));
+  // Only a dep list is a mask; the parser types integer lists itself, so these come from C++.
+  EXPECT_THAT(verify("\"1, 2\"").message(),
+              HasSubstr("needs a mask of type dep[] (one dependence per parameter), found "
+                        "\"1, 2\""));
+  auto m = ParseModule(absl::StrReplaceAll(text, {{"MASK", "[shape, value]"}}));
+  ASSERT_TRUE(m.ok()) << m.status();
+  m->get()->FindFunction("main")->body().mutable_nodes()[0]->mutable_attrs().Erase("mask");
+  EXPECT_THAT(Verify(**m).message(), HasSubstr("needs a mask of type dep[] (one dependence per "
+                                               "parameter), found none"));
 }
 
 }  // namespace

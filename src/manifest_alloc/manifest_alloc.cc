@@ -250,13 +250,11 @@ class Manifester {
     const std::vector<InputDep> mask = DeriveInputMask(callee);
     auto sf = std::make_unique<Node>(NodeKind::kInvoke);
     sf->set_callee(n.callee());
-    std::vector<int64_t> mask_attr;
     for (size_t i = 0; i < args.size(); ++i) {
-      mask_attr.push_back(static_cast<int64_t>(mask[i]));
       sf->AddOperand(NeedsValue(mask[i]) ? OnHost(args[i], n.loc()) : args[i]);
     }
     sf->mutable_attrs().Set(kShapeFuncAttr, true);
-    sf->mutable_attrs().Set(kShapeFuncMaskAttr, mask_attr);
+    sf->mutable_attrs().Set(kShapeFuncMaskAttr, mask);
     std::vector<Value*> shapes;
     for (int i = 0; i < n.num_results(); ++i) {
       const std::string& name = n.result(i)->name();

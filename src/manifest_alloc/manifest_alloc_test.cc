@@ -213,9 +213,9 @@ def @f(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) -
     EXPECT_TRUE(m.ok()) << m.status();
     return m.ok() ? VerifyModule(**m) : m.status();
   };
-  EXPECT_TRUE(verify("1, 2, 2, 2").ok());
-  EXPECT_TRUE(verify("3, 2, 2, 3").ok());
-  absl::Status s = verify("1, 2, 1, 2");
+  EXPECT_TRUE(verify("shape, value, value, value").ok());
+  EXPECT_TRUE(verify("shape+value, value, value, shape+value").ok());
+  absl::Status s = verify("shape, value, shape, value");
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.message(), ::testing::HasSubstr("mask of '@f' lacks the value bit of parameter 2 "
                                                 "%e: the call records 'shape' but the body "

@@ -20,14 +20,12 @@ std::string ParamText(const Value* v) {
 
 absl::Status CheckInvoke(const Module& module, const Function& f, const Node& node) {
   const Function* callee = module.FindFunction(node.callee());
-  const AttrValue* mask = node.attrs().Find(kShapeFuncMaskAttr);
-  if (callee == nullptr || mask == nullptr || TypeOf(*mask) != AttrType::kIntList) {
-    return absl::OkStatus();  // the structural verifier reports these
-  }
-  const std::vector<int64_t>& entries = std::get<std::vector<int64_t>>(*mask);
+  const std::vector<InputDep>* mask = ShapeFunctionMask(node);
+  if (callee == nullptr || mask == nullptr) return absl::OkStatus();  // the verifier reports these
+  const std::vector<InputDep>& entries = *mask;
   const std::vector<InputDep> derived = DeriveInputMask(*callee);
   for (size_t i = 0; i < derived.size() && i < entries.size(); ++i) {
-    const InputDep recorded = static_cast<InputDep>(entries[i]);
+    const InputDep recorded = entries[i];
     const int missing = static_cast<int>(derived[i]) & ~static_cast<int>(recorded);
     if (missing == 0) continue;
     const absl::string_view bits = missing == 3   ? "shape and value bits"

@@ -29,10 +29,6 @@
 namespace hetpass {
 namespace {
 
-InputDep Join(InputDep a, InputDep b) {
-  return static_cast<InputDep>(static_cast<int>(a) | static_cast<int>(b));
-}
-
 using NeedMap = absl::flat_hash_map<const Value*, InputDep>;
 
 // What the composed shape function needs of every value of `f` (absent: none).
@@ -41,7 +37,7 @@ NeedMap DeriveNeeds(const Function& f) {
   auto add = [&need](const Value* v, InputDep d) {
     if (d == InputDep::kNone) return;
     InputDep& slot = need.try_emplace(v, InputDep::kNone).first->second;
-    slot = Join(slot, d);
+    slot = JoinDeps(slot, d);
   };
   for (const Value* r : f.body().results()) add(r, InputDep::kShape);
   const auto& nodes = f.body().nodes();
@@ -50,11 +46,11 @@ NeedMap DeriveNeeds(const Function& f) {
     InputDep out = InputDep::kNone;
     for (const auto& r : n.results()) {
       auto found = need.find(r.get());
-      if (found != need.end()) out = Join(out, found->second);
+      if (found != need.end()) out = JoinDeps(out, found->second);
     }
     if (out == InputDep::kNone) continue;
     // Computing a value on the host needs the value's shape (its shape rule runs too).
-    if (NeedsValue(out)) out = Join(out, InputDep::kShape);
+    if (NeedsValue(out)) out = JoinDeps(out, InputDep::kShape);
     switch (n.kind()) {
       case NodeKind::kCall: {
         const OpDef& op = *n.op();
@@ -62,7 +58,7 @@ NeedMap DeriveNeeds(const Function& f) {
             op.role() == OpRole::kShapeQuery ? InputDep::kShape : InputDep::kShapeAndValue;
         for (int i = 0; i < n.num_operands(); ++i) {
           InputDep d = NeedsShape(out) ? op.dep(i) : InputDep::kNone;
-          if (NeedsValue(out)) d = Join(d, for_value);
+          if (NeedsValue(out)) d = JoinDeps(d, for_value);
           add(n.operand(i), d);
         }
         break;
@@ -169,7 +165,7 @@ class Composer {
     if (d == InputDep::kNone) return;
     const Known& k = env_.at(v);
     auto join = [this, d](int p) {
-      if (p >= 0) reads_[p] = Join(reads_[p], d);
+      if (p >= 0) reads_[p] = JoinDeps(reads_[p], d);
     };
     join(k.param);
     for (int p : k.field_params) join(p);
@@ -187,7 +183,7 @@ class Composer {
 
   InputDep NeedOfResults(const Node& n) const {
     InputDep out = InputDep::kNone;
-    for (const auto& r : n.results()) out = Join(out, NeedOf(need_, r.get()));
+    for (const auto& r : n.results()) out = JoinDeps(out, NeedOf(need_, r.get()));
     return out;
   }
 

@@ -457,9 +457,7 @@ class ModuleCompiler {
     if (IsShapeFunctionInvoke(n)) {
       ShapeFuncSite site;
       site.primitive = n.callee();
-      for (int64_t m : n.attrs().GetIntList(kShapeFuncMaskAttr)) {
-        site.mask.push_back(static_cast<InputDep>(m));
-      }
+      site.mask = n.attrs().GetDepList(kShapeFuncMaskAttr);
       used_primitives_.insert(n.callee());
       exe_.shape_funcs.push_back(std::move(site));
       ASSIGN_OR_RETURN(int32_t list, List(s, n.operands(), n));

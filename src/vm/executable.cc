@@ -327,11 +327,6 @@ absl::Status Executable::Verify() const {
       }
     }
   }
-  for (size_t i = 0; i < shape_funcs.size(); ++i) {
-    for (InputDep m : shape_funcs[i].mask) {
-      if (static_cast<int>(m) > 3) return Corrupt(absl::StrCat("shape function ", i, ": mask"));
-    }
-  }
   const int32_t nf = static_cast<int32_t>(functions.size());
   for (const VmFunction& f : functions) {
     const std::string where = absl::StrCat("function ", f.name);
@@ -547,9 +542,15 @@ absl::StatusOr<Executable> Executable::Deserialize(absl::string_view bytes) {
     ASSIGN_OR_RETURN(s.primitive, r.Str("shape function primitive"));
     ASSIGN_OR_RETURN(size_t n, r.Count("mask", 1));
     for (size_t j = 0; j < n; ++j) {
+      // A mask byte is InputDep's integer encoding; the one range check is InputDepFromInt
+      // (Verify need not look again: a loaded mask is typed from here on).
       ASSIGN_OR_RETURN(uint8_t m, r.Get<uint8_t>("mask entry"));
-      if (m > 3) return Corrupt("mask entry");
-      s.mask.push_back(static_cast<InputDep>(m));
+      absl::StatusOr<InputDep> dep = InputDepFromInt(m);
+      if (!dep.ok()) {
+        return Corrupt(absl::StrCat("shape function ", i, " (@", s.primitive, "): ",
+                                    dep.status().message()));
+      }
+      s.mask.push_back(*dep);
     }
     exe.shape_funcs.push_back(std::move(s));
   }

@@ -264,3 +264,35 @@ TEST(Vm, SeedSliceChainCopiesMatchLedgerUnderBothMasks) {
 
 }  // namespace
 }  // namespace hetpass::vm
+
+namespace hetpass::vm {
+namespace {
+
+// Tests that the loader types each shape-function mask byte with the one range check
+// (InputDepFromInt): the masks of a compiled program load back as written, and a byte outside
+// 0..3 behind a valid checksum is a located "executable corrupt" error, not a crash.
+TEST(Executable, LoaderRejectsAnOutOfRangeMaskByte) {
+  auto p = CompileForVm(::hetpass::testing::SliceChain(),
+                        "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_FALSE(p->executable.shape_funcs.empty());
+  ASSERT_FALSE(p->executable.shape_funcs[0].mask.empty());
+  auto back = Executable::Deserialize(p->executable.Serialize());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->shape_funcs[0].mask, p->executable.shape_funcs[0].mask);
+
+  Executable broken = p->executable;
+  // Serialize writes each entry's byte as is, so this makes a file with a bad mask byte and a
+  // valid checksum (an InputDep holds 4 only through such a cast).
+  broken.shape_funcs[0].mask[0] = static_cast<InputDep>(4);
+  auto r = Executable::Deserialize(broken.Serialize());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr(absl::StrCat("executable corrupt: shape function 0 (@",
+                                     broken.shape_funcs[0].primitive,
+                                     "): mask entry 4 is not an input dependence (expected 0..3")));
+}
+
+}  // namespace
+}  // namespace hetpass::vm

@@ -468,13 +468,9 @@ class GraphBuilder {
 
   // A shape-function invoke carries its callee's derived mask: `value` inputs as for an op.
   void StyleShapeFuncEdge(Agedge_t* e, const Node& invoke, int operand) {
-    const AttrValue* mask = invoke.attrs().Find("mask");
-    if (e == nullptr || mask == nullptr || !std::holds_alternative<std::vector<int64_t>>(*mask)) {
-      return;
-    }
-    const auto& deps = std::get<std::vector<int64_t>>(*mask);
-    if (operand >= static_cast<int>(deps.size())) return;
-    const InputDep dep = static_cast<InputDep>(deps[operand] & 3);
+    const std::vector<InputDep>* mask = ShapeFunctionMask(invoke);
+    if (e == nullptr || mask == nullptr || operand >= static_cast<int>(mask->size())) return;
+    const InputDep dep = (*mask)[operand];
     if (NeedsValue(dep)) {
       Set(e, "label", "value");
       Set(e, "style", "bold");

@@ -12,6 +12,7 @@
 
 #include "absl/strings/string_view.h"
 #include "passes/ir/dtype.h"
+#include "passes/ir/input_dep.h"
 
 namespace hetpass {
 
@@ -23,11 +24,17 @@ enum class AttrType : uint8_t {
 
 // Alternatives are in attr_types.def order, so index() == static_cast<int>(AttrType).
 using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
-                               std::vector<double>, DType>;
+                               std::vector<double>, DType, std::vector<InputDep>>;
+// A type added to attr_types.def needs its alternative here too (and in the same place).
+static_assert(std::variant_size_v<AttrValue> == 0
+#define HETPASS_ATTR_TYPE(e, cpp, name) +1
+#include "passes/ir/attr_types.def"
+#undef HETPASS_ATTR_TYPE
+              );
 
 absl::string_view AttrTypeName(AttrType t);
 inline AttrType TypeOf(const AttrValue& v) { return static_cast<AttrType>(v.index()); }
-// Text form used by the printer: 3, 1.5, true, "s", [1, 2], [1.0, 2.5], f32.
+// Text form used by the printer: 3, 1.5, true, "s", [1, 2], [1.0, 2.5], f32, [shape, value].
 std::string AttrValueToString(const AttrValue& v);
 size_t HashAttrValue(const AttrValue& v);
 
@@ -50,6 +57,7 @@ class Attrs {
   const std::vector<int64_t>& GetIntList(absl::string_view name) const;
   const std::vector<double>& GetFloatList(absl::string_view name) const;
   DType GetDType(absl::string_view name) const;
+  const std::vector<InputDep>& GetDepList(absl::string_view name) const;
 
   const std::vector<std::pair<std::string, AttrValue>>& entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }

@@ -25,7 +25,8 @@
 //                                                   the host shape function of a primitive: one
 //                                                   i64[rank] result per callee result; `mask`
 //                                                   is the callee's derived per-input mask
-//                                                   (InputDep values), fixed by manifest-alloc
+//                                                   (a dep[] attribute, `[shape, value]`), fixed
+//                                                   by manifest-alloc
 //
 // There are no use lists: passes that rewrite operands walk the IR with a replacement map,
 // which keeps every node small and every rewrite linear.
@@ -283,6 +284,10 @@ bool IsPrimitive(const Function& f);
 bool IsKernelInvoke(const Node& n);
 // `invoke @p(...) {mask = [...], shape_func = true}`: a primitive's host shape function.
 bool IsShapeFunctionInvoke(const Node& n);
+// The mask a shape-function invoke records (one dependence per callee parameter), or nullptr
+// when `n` is no shape-function invoke or its mask is missing or not a dep list (the verifier
+// reports those; readers treat them as "unknown").
+const std::vector<InputDep>* ShapeFunctionMask(const Node& n);
 // An invoke of neither special form: a call binding the callee's results.
 bool IsPlainInvoke(const Node& n);
 

@@ -46,15 +46,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "passes/ir/attributes.h"
+#include "passes/ir/input_dep.h"
 #include "passes/ir/tensor.h"
 #include "passes/ir/type.h"
 
 namespace hetpass {
-
-enum class InputDep : uint8_t { kNone = 0, kShape = 1, kValue = 2, kShapeAndValue = 3 };
-inline bool NeedsShape(InputDep d) { return (static_cast<int>(d) & 1) != 0; }
-inline bool NeedsValue(InputDep d) { return (static_cast<int>(d) & 2) != 0; }
-absl::string_view InputDepName(InputDep d);  // "none", "shape", "value", "shape+value"
 
 enum class FusionPattern : uint8_t {
 #define HETPASS_FUSION_PATTERN(e, name) e,
