@@ -68,10 +68,9 @@ Outs Gemm(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return std::vector<Value*>{y};
 }
 
-// MatMul with a 2-D right side: nn.dense (batched left sides allowed: data[.., K]).
-// Batched right sides (attention's Q K^T) have no registry op yet; they are lowered to
-// broadcast multiply + sum: A[.., m, k, 1] * B[.., 1, k, n] summed over k. Exact, but it
-// materialises [.., m, k, n]: fine for the small attention blocks it meets, not a GEMM.
+// MatMul with a 2-D right side: nn.dense (batched left sides allowed: data[.., K]). Batched
+// right sides (attention's Q K^T, P V): nn.batch_matmul, batch dims broadcast. 1-D operands
+// (NumPy's vector promotion) are not supported yet.
 Outs MatMul(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * a, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(Value * b, Need(ctx, in, 1));
