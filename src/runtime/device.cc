@@ -3,9 +3,14 @@
 //
 // Why a single MakeDevice(kind): the VM builds its devices from the kinds the device planner
 // wrote into the IR, so the mapping "kind -> implementation" must live in one place and fail
-// with a Status (not a crash) for kinds this build cannot run: cuda is a real IR target whose
-// runtime is not built yet (Unimplemented), kUnset is a caller bug (InvalidArgument).
+// with a Status (not a crash) for kinds this build or machine cannot run: cuda without a usable
+// GPU is FailedPrecondition naming the CUDA error, a build without it Unimplemented; kUnset is
+// a caller bug (InvalidArgument).
 #include "passes/runtime/device.h"
+
+#ifdef HETPASS_HAS_CUDA
+#include "runtime/cuda/cuda_device.h"
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -39,6 +44,14 @@ std::string DeviceCounters::ToString() const {
   return s;
 }
 
+bool BuiltWithCuda() {
+#ifdef HETPASS_HAS_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::string Device::name() const { return std::string(DeviceName(kind())); }
 
 absl::StatusOr<std::unique_ptr<Device>> MakeDevice(DeviceKind kind) {
@@ -48,8 +61,13 @@ absl::StatusOr<std::unique_ptr<Device>> MakeDevice(DeviceKind kind) {
     case DeviceKind::kSim:
       return MakeSimDevice();
     case DeviceKind::kCuda:
+#ifdef HETPASS_HAS_CUDA
+      return MakeCudaDevice();
+#else
       return absl::UnimplementedError(
-          "cuda runtime is not built yet: plan for target=sim, or run on cpu");
+          "cuda: this build has no CUDA device (configured with HETPASS_CUDA=OFF, or no CUDA "
+          "toolkit was found): plan for target=sim, or run on cpu");
+#endif
     case DeviceKind::kUnset:
       break;
   }

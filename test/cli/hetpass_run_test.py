@@ -87,10 +87,18 @@ check(p.returncode == 4 and "pipeline:" in p.stderr, f"bad pass: exit {p.returnc
 p = run([mlp, "--baseline-masks=tvm"] + inputs, expect_ok=False)
 check("--baseline-masks must be single-flag or relay" in p.stderr, f"bad baseline: {p.stderr.strip()}")
 
+# cuda without a usable GPU (or in a build without CUDA) is refused up front with the reason,
+# never by running on the host instead.
+p = run([mlp, "--device=cuda"] + inputs, expect_ok=False)
+check(p.returncode != 0 and "--device=cuda: cuda: " in p.stderr and
+      ("no usable GPU: cudaGetDeviceCount" in p.stderr or "this build has no CUDA device" in p.stderr
+       or "not written yet" in p.stderr),
+      f"--device=cuda: exit {p.returncode}, {p.stderr.strip()}")
+
 # Errors.
 for args, message in [
     ([mlp, "--device=sim"], "has dynamic dims"),
-    ([mlp, "--device=gpu"] + inputs, "--device must be cpu or sim"),
+    ([mlp, "--device=gpu"] + inputs, "--device must be cpu, sim or cuda"),
     ([mlp, "--input", "x=16x31x32", "--input", "begin=[0,0]", "--input", "end=[1,1]", "--input", "strides=[1,1]"],
      "argument 0 (%x) of @main"),
     ([mlp, "--input", "y=3"] + inputs, "--input names %y"),

@@ -1,6 +1,6 @@
 // `hetpass`: the user-facing driver.
 //
-//   hetpass run FILE.hir|FILE.hvm [--device=cpu|sim] [--input NAME=SPEC]... [--repeat N]
+//   hetpass run FILE.hir|FILE.hvm [--device=cpu|sim|cuda] [--input NAME=SPEC]... [--repeat N]
 //               [--profile] [--flush-cache] [--json] [--output-dir DIR]
 //     Compiles a module (the default pipeline for the device, or --passes), runs it on the
 //     VM and prints each output's shape and checksums, the run-time counters next to the copy
@@ -39,7 +39,7 @@
 #include "passes/support/status_macros.h"
 #include "passes/vm/vm.h"
 
-ABSL_FLAG(std::string, device, "sim", "device to run on: cpu or sim");
+ABSL_FLAG(std::string, device, "sim", "device to run on: cpu, sim or cuda (cuda needs a GPU)");
 ABSL_FLAG(std::string, passes, "", "pass pipeline (default: the standard one for --device)");
 ABSL_FLAG(std::string, function, "main", "function to run");
 ABSL_FLAG(int, repeat, 1, "number of runs (the first is reported as cold)");
@@ -69,14 +69,14 @@ namespace hetpass {
 namespace {
 
 constexpr char kUsage[] =
-    "hetpass run FILE.hir|FILE.onnx|FILE.hvm [--device=cpu|sim]\n"
+    "hetpass run FILE.hir|FILE.onnx|FILE.hvm [--device=cpu|sim|cuda]\n"
     "            [--input NAME|#POS=SHAPE|[v,...]|FILE.npy|FILE.pb]... [--repeat N] [--profile]\n"
     "            [--flush-cache] [--json] [--output-dir DIR]\n"
     "    compiles and runs a module on the VM; prints outputs (shape, checksums), the run-time\n"
     "    copy/sync/allocation counters next to the copy ledger, and timings\n"
     "hetpass import MODEL.onnx [-o FILE.hir]\n"
     "    writes the imported module as text IR\n"
-    "hetpass test-onnx DIR [--device=cpu|sim] [--json] [--rtol R] [--atol A]\n"
+    "hetpass test-onnx DIR [--device=cpu|sim|cuda] [--json] [--rtol R] [--atol A]\n"
     "    runs DIR/model.onnx (compiled once) on every DIR/test_data_set_N and compares each\n"
     "    output with output_*.pb (count, dtype, shape, values); prints pass/fail per set with\n"
     "    the ledger next to the counters; a set whose copies differ from the ledger fails\n"
@@ -278,9 +278,18 @@ absl::Status Compile(Module& module, const std::string& pipeline, absl::string_v
 
 absl::StatusOr<DeviceKind> DeviceFlag() {
   const auto device = ParseDevice(absl::GetFlag(FLAGS_device));
-  if (!device || (*device != DeviceKind::kCpu && *device != DeviceKind::kSim)) {
-    return absl::InvalidArgumentError(absl::StrCat("--device must be cpu or sim, got '",
+  if (!device || *device == DeviceKind::kUnset) {
+    return absl::InvalidArgumentError(absl::StrCat("--device must be cpu, sim or cuda, got '",
                                                    absl::GetFlag(FLAGS_device), "'"));
+  }
+  // A device this machine cannot run is refused up front with its reason (no GPU, a build
+  // without CUDA), never by quietly running everything on the host.
+  if (*device == DeviceKind::kCuda) {
+    absl::StatusOr<std::unique_ptr<runtime::Device>> probe = runtime::MakeDevice(*device);
+    if (!probe.ok()) {
+      return absl::Status(probe.status().code(),
+                          absl::StrCat("--device=cuda: ", probe.status().message()));
+    }
   }
   return *device;
 }

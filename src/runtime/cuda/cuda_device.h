@@ -1,0 +1,25 @@
+// The cuda device (issue 13; docs/cuda.md), internal to the runtime. Built only when the CUDA
+// toolkit is (cmake/cuda.cmake); CUDA types never leave src/runtime/cuda.
+#ifndef HETPASS_RUNTIME_CUDA_CUDA_DEVICE_H_
+#define HETPASS_RUNTIME_CUDA_CUDA_DEVICE_H_
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "passes/runtime/device.h"
+
+namespace hetpass::runtime {
+
+// OK when the CUDA runtime finds at least one GPU; otherwise FailedPrecondition naming the CUDA
+// call and its error, e.g. "cuda: no usable GPU: cudaGetDeviceCount failed with
+// cudaErrorInsufficientDriver (35): ..." on a machine without a driver.
+absl::Status ProbeCuda();
+
+// The device on GPU 0. Today: the probe's error without a GPU, and Unimplemented with a GPU
+// (the device's memory, copies and launches are the next step of issue 13).
+absl::StatusOr<std::unique_ptr<Device>> MakeCudaDevice();
+
+}  // namespace hetpass::runtime
+
+#endif  // HETPASS_RUNTIME_CUDA_CUDA_DEVICE_H_
