@@ -285,7 +285,7 @@ TEST(ImageKernel, EnginePicksThem) {
     ASSERT_TRUE(k.ok()) << k.status();
     EXPECT_EQ((*k)->Describe(), describe);
   }
-  CompileEngine reference_only(CompileEngineOptions{.use_kernel_library = false, .use_jit = false});
+  CompileEngine reference_only(CompileEngineOptions{.use_kernel_library = false, .use_jit = false, .providers = {}});
   auto r = reference_only.Lower(*m->FindFunction("f"), DeviceKind::kCpu);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ((*r)->Describe(), "reference[image.roi_align]");

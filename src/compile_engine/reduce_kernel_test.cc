@@ -305,7 +305,7 @@ TEST(ReduceKernel, EnginePicksThem) {
   auto g = engine.Lower(*m->FindFunction("g"), DeviceKind::kCpu);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ((*g)->Describe(), "native softmax");
-  CompileEngine reference_only(CompileEngineOptions{.use_kernel_library = false, .use_jit = false});
+  CompileEngine reference_only(CompileEngineOptions{.use_kernel_library = false, .use_jit = false, .providers = {}});
   auto r = reference_only.Lower(*m->FindFunction("f"), DeviceKind::kCpu);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ((*r)->Describe(), "reference[power,mean]");
