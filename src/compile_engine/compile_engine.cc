@@ -9,6 +9,10 @@
 #include "passes/compile_engine/compile_engine.h"
 
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -185,24 +189,46 @@ class Reference final : public KernelProvider {
   bool is_fallback() const override { return true; }
 };
 
+// The answers per (op, device) are computed once from the provider lists and remembered:
+// the passes ask for every node (fuse-ops, plan-devices), and each answer walks every provider
+// of the device, whose predicates look the op up by name. The key is what the built-in
+// providers read of an OpDef (its name, whether it has a reference kernel, whether it is a
+// view), not its address: registries are cloned and freed (the baseline tables), and a new
+// OpDef may reuse a freed one's address.
 class BuiltinCapabilities final : public KernelCapabilities {
  public:
-  bool CanRun(const OpDef& op, DeviceKind device) const override {
-    for (const KernelProvider* p : KernelProviders(device)) {
-      if (p->Runs(op)) return true;
-    }
-    return false;
-  }
-  bool CanFuse(const OpDef& op, DeviceKind device) const override {
+  bool CanRun(const OpDef& op, DeviceKind device) const override { return Get(op, device).run; }
+  bool CanFuse(const OpDef& op, DeviceKind device) const override { return Get(op, device).fuse; }
+
+ private:
+  struct Answers {
+    bool run = false;
+    bool fuse = false;
+  };
+  static Answers Compute(const OpDef& op, DeviceKind device) {
+    Answers a;
     bool native = false;  // some non-fallback provider runs it alone
+    bool fuses = false;   // some non-fallback provider fuses it
     for (const KernelProvider* p : KernelProviders(device)) {
+      a.run |= p->Runs(op);
       if (p->is_fallback()) continue;
-      if (p->Fuses(op)) return true;
+      fuses |= p->Fuses(op);
       native |= p->Runs(op);
     }
     // Only the fallback runs it: a group with it runs there anyway, so fusing loses nothing.
-    return !native;
+    a.fuse = fuses || !native;
+    return a;
   }
+  using Key = std::tuple<std::string, DeviceKind, bool, bool>;
+  Answers Get(const OpDef& op, DeviceKind device) const {
+    Key key(op.name(), device, static_cast<bool>(op.reference()), op.is_view());
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) it = cache_.emplace(std::move(key), Compute(op, device)).first;
+    return it->second;
+  }
+  mutable std::mutex mu_;
+  mutable absl::flat_hash_map<Key, Answers> cache_;
 };
 
 bool Enabled(const KernelProvider& p, const CompileEngineOptions& options) {

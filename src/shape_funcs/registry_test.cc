@@ -256,4 +256,14 @@ TEST(RegistryTest, ElementwiseRowsMatchTheirOps) {
   EXPECT_EQ(ElementwiseInfoOf(OpId::kUnknown), nullptr);
 }
 
+
+TEST(RegistryTest, BuildRejectsARoleOnTwoOps) {
+  OpRegistry::Builder b;
+  b.Register("copy_a").Role(OpRole::kDeviceCopy).TypedByDeclaration().Doc("a");
+  b.Register("copy_b").Role(OpRole::kDeviceCopy).TypedByDeclaration().Doc("b");
+  auto reg = b.Build();
+  ASSERT_FALSE(reg.ok());
+  EXPECT_THAT(reg.status().message(), HasSubstr("role device-copy belongs to more than one op"));
+}
+
 }  // namespace hetpass::testing

@@ -205,7 +205,8 @@ class FuseOpsPass : public Pass {
   }
 
   // Rules a-h for N joining the group of the producer of operand `i`; the group index or -1.
-  int JoinableGroup(const Node& n, int i, const std::vector<Group>& groups,
+  // `fusable`: CanFuse(n), asked once per node by the caller.
+  int JoinableGroup(const Node& n, bool fusable, int i, const std::vector<Group>& groups,
                     const absl::flat_hash_map<const Node*, int>& group_of) const {
     const Node* p = n.operand(i)->producer();
     if (p == nullptr || p->parent() != n.parent()) return -1;  // a
@@ -228,7 +229,7 @@ class FuseOpsPass : public Pass {
     if (g.closed || n.op()->data_dependent_output_shape()) return -1;                  // e
     if (static_cast<int64_t>(g.members.size()) >= options_.max_group_size) return -1;  // f
     if (!Compose(g.pattern, n.op()->pattern())) return -1;                             // g
-    if (!g.fusable || !CanFuse(n)) return -1;                                          // h
+    if (!g.fusable || !fusable) return -1;                                             // h
     return it->second;
   }
 
@@ -237,9 +238,10 @@ class FuseOpsPass : public Pass {
     for (const auto& node : block.nodes()) {
       const Node& n = *node;
       if (!Wrappable(n)) continue;
+      const bool fusable = CanFuse(n);
       int join = -1;
       for (int i = 0; i < n.num_operands() && join < 0; ++i) {
-        join = JoinableGroup(n, i, groups, group_of);
+        join = JoinableGroup(n, fusable, i, groups, group_of);
       }
       if (join < 0) {
         Group g;
@@ -253,7 +255,7 @@ class FuseOpsPass : public Pass {
       Group& g = groups[join];
       g.members.push_back(node.get());
       g.closed |= n.op()->data_dependent_output_shape();
-      g.fusable &= CanFuse(n);
+      g.fusable &= fusable;
       group_of[&n] = join;
     }
     return groups;

@@ -179,32 +179,7 @@ absl::Status RunProgram(const Program& p, absl::Span<const TensorArg> args) {
   return absl::OkStatus();
 }
 
-class JitElementwiseInstance : public KernelInstance {
- public:
-  explicit JitElementwiseInstance(std::shared_ptr<const Program> program)
-      : program_(std::move(program)) {}
-  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
-    return RunProgram(*program_, args);
-  }
-
- private:
-  std::shared_ptr<const Program> program_;
-};
-
-class JitElementwiseKernel : public CompiledKernel {
- public:
-  explicit JitElementwiseKernel(std::shared_ptr<const Program> program)
-      : program_(std::move(program)) {}
-  absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      const KernelContext& ctx, absl::Span<const Tensor* const> constants) const override {
-    // Nothing to prepack: constants are read like any argument.
-    return std::make_unique<JitElementwiseInstance>(program_);
-  }
-  std::string Describe() const override { return program_->description; }
-
- private:
-  std::shared_ptr<const Program> program_;
-};
+using JitElementwiseKernel = JitProgramKernel<Program, &RunProgram>;
 
 
 struct Prepared {

@@ -295,31 +295,7 @@ absl::Status RunInjective(const InjectiveProgram& p, absl::Span<const TensorArg>
   return absl::OkStatus();
 }
 
-class JitInjectiveInstance : public KernelInstance {
- public:
-  explicit JitInjectiveInstance(std::shared_ptr<const InjectiveProgram> program)
-      : program_(std::move(program)) {}
-  absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
-    return RunInjective(*program_, args);
-  }
-
- private:
-  std::shared_ptr<const InjectiveProgram> program_;
-};
-
-class JitInjectiveKernel : public CompiledKernel {
- public:
-  explicit JitInjectiveKernel(std::shared_ptr<const InjectiveProgram> program)
-      : program_(std::move(program)) {}
-  absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
-      const KernelContext& ctx, absl::Span<const Tensor* const>) const override {
-    return std::make_unique<JitInjectiveInstance>(program_);
-  }
-  std::string Describe() const override { return program_->description; }
-
- private:
-  std::shared_ptr<const InjectiveProgram> program_;
-};
+using JitInjectiveKernel = JitProgramKernel<InjectiveProgram, &RunInjective>;
 
 
 }  // namespace

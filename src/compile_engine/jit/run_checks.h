@@ -4,7 +4,9 @@
 #define HETPASS_COMPILE_ENGINE_JIT_RUN_CHECKS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/types/span.h"
 #include "absl/status/status.h"
@@ -24,6 +26,32 @@ bool Overlaps(const TensorArg& a, const TensorArg& b);
 // must match its axis), written to shapes[v]; InvalidArgument naming the step otherwise.
 absl::Status BroadcastStepShape(const Plan& plan, const Step& step, int v,
                                 absl::Span<ShapeVector> shapes);
+
+// A compiled JIT program as a kernel. The program is immutable and reads constants like any
+// argument, so every call site's instance shares it; Run(ctx, args) is RunFn(program, args).
+template <typename Program, absl::Status (*RunFn)(const Program&, absl::Span<const TensorArg>)>
+class JitProgramKernel final : public CompiledKernel {
+ public:
+  explicit JitProgramKernel(std::shared_ptr<const Program> program) : program_(std::move(program)) {}
+  absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
+      const KernelContext&, absl::Span<const Tensor* const>) const override {
+    return std::make_unique<Instance>(program_);
+  }
+  std::string Describe() const override { return program_->description; }
+
+ private:
+  class Instance final : public KernelInstance {
+   public:
+    explicit Instance(std::shared_ptr<const Program> program) : program_(std::move(program)) {}
+    absl::Status Run(const KernelContext&, absl::Span<const TensorArg> args) override {
+      return RunFn(*program_, args);
+    }
+
+   private:
+    std::shared_ptr<const Program> program_;
+  };
+  std::shared_ptr<const Program> program_;
+};
 
 }  // namespace hetpass::jit_internal
 
