@@ -48,7 +48,7 @@ TEST(KernelProvidersTest, HostMemoryDevicesShareTheDocumentedOrder) {
       "llvm.elementwise", "llvm.injective",    "reference"};
   EXPECT_EQ(Names(DeviceKind::kCpu), expected);
   EXPECT_EQ(Names(DeviceKind::kSim), expected);
-  EXPECT_TRUE(Names(DeviceKind::kCuda).empty());  // its kernels are not written yet
+  EXPECT_EQ(Names(DeviceKind::kCuda), std::vector<std::string>{"nvptx.injective"});
   // Only the last is a fallback.
   for (const KernelProvider* p : KernelProviders(DeviceKind::kCpu)) {
     EXPECT_EQ(p->is_fallback(), p->name() == "reference") << p->name();
@@ -67,8 +67,10 @@ TEST(KernelCapabilitiesTest, BuiltinAnswersFromTheProviders) {
     EXPECT_TRUE(caps.CanRun(Op("tile"), d));   // only the reference runs it ...
     EXPECT_TRUE(caps.CanFuse(Op("tile"), d));  // ... so fusing it loses no native kernel
   }
-  EXPECT_FALSE(caps.CanRun(Op("add"), DeviceKind::kCuda));
-  EXPECT_TRUE(caps.CanFuse(Op("add"), DeviceKind::kCuda));  // nothing to lose on cuda yet
+  EXPECT_TRUE(caps.CanRun(Op("add"), DeviceKind::kCuda));    // nvptx.injective
+  EXPECT_TRUE(caps.CanFuse(Op("transpose"), DeviceKind::kCuda));
+  EXPECT_FALSE(caps.CanRun(Op("nn.dense"), DeviceKind::kCuda));  // no GEMM on cuda yet: host
+  EXPECT_FALSE(caps.CanRun(Op("argwhere"), DeviceKind::kCuda));
 }
 
 // A provider with a fixed answer, for the engine's walk.
@@ -140,7 +142,15 @@ TEST(CompileEngineTest, NoProviderTakingTheGroupIsUnimplementedNamingTheDevice) 
   auto m = ParseModule(kPrimitive);
   ASSERT_TRUE(m.ok()) << m.status();
   CompileEngine engine;
-  auto k = engine.Lower(*(*m)->FindFunction("p"), DeviceKind::kCuda);
+  // A reduction: nvptx.injective, cuda's only provider, does not take it.
+  auto r = ParseModule(R"(
+def @p(%x: f32[4, 3]) -> f32[4] attributes {primitive = true} {
+  %y = sum(%x) {axis = [1]} : f32[4]
+  return %y
+}
+)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto k = engine.Lower(*(*r)->FindFunction("p"), DeviceKind::kCuda);
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(k.status().message(), HasSubstr("no kernel provider of cuda takes it"));

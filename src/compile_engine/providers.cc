@@ -19,8 +19,12 @@
 // the library even when the JIT could express it, and the split provider comes after the
 // whole-group providers so that a group one provider takes entirely is never split.
 //
-// cuda: no providers yet (its kernels are the next capability), so plan-devices keeps every op
-// on the host for target=cuda, and Lower reports that no provider takes a group.
+// cuda (docs/cuda.md):
+//    1. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
+//                                 the JIT's loop plan, one output element per thread
+// Every other op (GEMM, convolution, reductions, data-dependent ops) has no CUDA kernel yet, so
+// plan-devices keeps it on the host for target=cuda and its copies appear in the ledger: there
+// is no hidden host fallback.
 //
 // A new device adds its list here (and a runtime::Device); nothing else in the engine changes.
 #include "passes/compile_engine/kernel_provider.h"
@@ -28,6 +32,7 @@
 #include "compile_engine/batch_matmul_kernel.h"
 #include "compile_engine/builtin_providers.h"
 #include "compile_engine/conv_kernel.h"
+#include "compile_engine/cuda/nvptx_kernel.h"
 #include "compile_engine/deconv_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/image_kernel.h"
@@ -44,11 +49,14 @@ absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
       &ViewCopyProvider(),        &SplitKernelProvider(),  &JitElementwiseProvider(),
       &JitInjectiveProvider(),    &ReferenceProvider(),
   };
+  static const KernelProvider* const kCuda[] = {&cuda::NvptxProvider()};
   switch (device) {
     case DeviceKind::kCpu:
     case DeviceKind::kSim:
     case DeviceKind::kUnset:  // unplaced: the host's
       return kHostMemory;
+    case DeviceKind::kCuda:
+      return kCuda;
     default:
       return {};
   }

@@ -52,6 +52,14 @@ bool BuiltWithCuda() {
 #endif
 }
 
+std::string DescribeCuda() {
+#ifdef HETPASS_HAS_CUDA
+  return CudaDescription();
+#else
+  return "no cuda device in this build (HETPASS_CUDA=OFF or no CUDA toolkit)";
+#endif
+}
+
 std::string Device::name() const { return std::string(DeviceName(kind())); }
 
 absl::StatusOr<std::unique_ptr<Device>> MakeDevice(DeviceKind kind) {

@@ -124,12 +124,15 @@ struct SimDeviceOptions {
 
 std::unique_ptr<Device> MakeCpuDevice();
 absl::StatusOr<std::unique_ptr<Device>> MakeSimDevice(SimDeviceOptions options = {});
-// The device for an IR device kind: cpu, sim, or cuda. cuda: FailedPrecondition naming the CUDA
-// error where no GPU is usable (no driver, no device); Unimplemented in a build without the
-// CUDA device (HETPASS_CUDA=OFF) and, for now, on a machine with a GPU (docs/cuda.md).
+// The device for an IR device kind: cpu, sim, or cuda (GPU 0). cuda: FailedPrecondition naming
+// the CUDA error where no GPU is usable (no driver, no device); Unimplemented in a build without
+// the CUDA device (HETPASS_CUDA=OFF). docs/cuda.md describes the cuda device.
 absl::StatusOr<std::unique_ptr<Device>> MakeDevice(DeviceKind kind);
 // Whether this build has the cuda device (cmake/cuda.cmake).
 bool BuiltWithCuda();
+// One line about the GPU for reports: "NVIDIA H200, sm_90, 132 SMs, 143771 MiB, driver 13000,
+// runtime 13000", or why there is none.
+std::string DescribeCuda();
 
 // Caches freed device blocks and hands them out again (best fit among free blocks of at least
 // the requested size), so an inference whose shapes are the same as or smaller than an earlier

@@ -55,6 +55,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/group_provider.h"
+#include "compile_engine/jit/injective_run.h"
 #include "compile_engine/jit/llvm_emitter.h"
 #include "compile_engine/jit/llvm_jit.h"
 #include "compile_engine/jit/loop_plan.h"
@@ -110,7 +111,7 @@ Ints HostInts(const TensorArg& a) {
 // The shape of injective step `v`; slices also fill their start/stride entries of aux.
 absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
                                 absl::Span<const TensorArg> args, absl::Span<Shape> shapes,
-                                int64_t* aux) {
+                                int64_t* aux, bool tensors_on_host) {
   const std::vector<int>& a = step.args;
   const Shape& in = shapes[a[0]];
   Shape& out = shapes[v];
@@ -172,7 +173,8 @@ absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
       if (n <= 0) {
         return absl::InvalidArgumentError("take: no index is in range for an axis of size 0");
       }
-      if (step.mode != TakeMode::kFast) return absl::OkStatus();
+      // On a device the kernel flags an index out of range itself (the device's error word).
+      if (step.mode != TakeMode::kFast || !tensors_on_host) return absl::OkStatus();
       for (int64_t i : HostInts(args[a[1]])) {
         if (i < -n || i >= n) {
           return absl::InvalidArgumentError(
@@ -212,8 +214,13 @@ absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
   }
 }
 
-absl::Status RunInjective(const InjectiveProgram& p, absl::Span<const TensorArg> args) {
-  const Plan& plan = p.plan;
+}  // namespace
+
+namespace jit_internal {
+
+absl::Status PrepareInjective(const Plan& plan, const InjectiveLayout& layout,
+                              absl::Span<const TensorArg> args, bool tensors_on_host,
+                              InjectiveLaunch* launch) {
   const int np = plan.num_params;
   auto invalid = [&](const std::string& message) {
     return absl::InvalidArgumentError(absl::StrCat("@", plan.fn, ": ", message));
@@ -235,7 +242,7 @@ absl::Status RunInjective(const InjectiveProgram& p, absl::Span<const TensorArg>
   }
   // The shape program; every value must fit its declared type.
   absl::InlinedVector<Shape, 8> shapes(plan.dtypes.size());
-  absl::InlinedVector<int64_t, 16> aux(p.layout.num_aux, 0);
+  absl::InlinedVector<int64_t, 16> aux(layout.num_aux, 0);
   for (int i = 0; i < np; ++i) shapes[i].assign(args[i].shape.begin(), args[i].shape.end());
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const Step& step = plan.steps[k];
@@ -243,9 +250,10 @@ absl::Status RunInjective(const InjectiveProgram& p, absl::Span<const TensorArg>
     if (step.form != OpForm::kInjective) {
       RETURN_IF_ERROR(BroadcastStepShape(plan, step, v, absl::MakeSpan(shapes)));
     } else {
-      const int offset = p.layout.aux_offset[k];
+      const int offset = layout.aux_offset[k];
       absl::Status s = InjectiveStepShape(plan, step, v, args, absl::MakeSpan(shapes),
-                                          offset >= 0 ? aux.data() + offset : nullptr);
+                                          offset >= 0 ? aux.data() + offset : nullptr,
+                                          tensors_on_host);
       if (!s.ok()) return invalid(absl::StrCat(step.op_name, " ", plan.names[v], ": ", s.message()));
     }
   }
@@ -266,7 +274,8 @@ absl::Status RunInjective(const InjectiveProgram& p, absl::Span<const TensorArg>
     return invalid(absl::StrCat("argument ", np, " (result 0) has shape ", ShapeString(out.shape),
                                 ", expected ", ShapeString(expected)));
   }
-  if (out.num_elements() == 0) return absl::OkStatus();
+  launch->out_elements = out.num_elements();
+  if (launch->out_elements == 0) return absl::OkStatus();
   for (int i = 0; i < np; ++i) {
     if (args[i].num_elements() == 0) continue;
     if (Overlaps(args[i], out)) {
@@ -275,21 +284,38 @@ absl::Status RunInjective(const InjectiveProgram& p, absl::Span<const TensorArg>
                                   "permuted indices"));
     }
   }
-  absl::InlinedVector<int64_t, 64> dims(p.layout.num_dims);
+  // Sized at least 1: the GPU kernel's parameter arrays are never empty.
+  launch->dims.assign(std::max(layout.num_dims, 1), 0);
   for (size_t v = 0; v < shapes.size(); ++v) {
-    std::copy(shapes[v].begin(), shapes[v].end(), dims.begin() + p.layout.dim_offset[v]);
+    std::copy(shapes[v].begin(), shapes[v].end(), launch->dims.begin() + layout.dim_offset[v]);
   }
-  absl::InlinedVector<void*, 8> bases(np + 1);
-  bases[0] = out.data;
-  for (int i = 0; i < np; ++i) bases[i + 1] = args[i].data;
-  bool wide = false;
+  launch->aux.assign(std::max(layout.num_aux, 1), 0);
+  std::copy(aux.begin(), aux.end(), launch->aux.begin());
+  launch->bases.assign(np + 1, nullptr);
+  launch->bases[0] = out.data;
+  for (int i = 0; i < np; ++i) launch->bases[i + 1] = args[i].data;
+  launch->wide = false;
   for (const Shape& s : shapes) {
     int64_t n = 1;
     for (int64_t d : s) n *= d;
-    wide |= n >= (int64_t{1} << 32);
+    launch->wide |= n >= (int64_t{1} << 32);
   }
-  const KernelFn fn = wide && p.fn_wide != nullptr ? p.fn_wide : p.fn;
-  const int32_t flags = fn(bases.data(), dims.data(), aux.data());
+  return absl::OkStatus();
+}
+
+}  // namespace jit_internal
+
+namespace {
+
+absl::Status RunInjective(const InjectiveProgram& p, absl::Span<const TensorArg> args) {
+  InjectiveLaunch launch;
+  RETURN_IF_ERROR(PrepareInjective(p.plan, p.layout, args, /*tensors_on_host=*/true, &launch));
+  if (launch.out_elements == 0) return absl::OkStatus();
+  const KernelFn fn = launch.wide && p.fn_wide != nullptr ? p.fn_wide : p.fn;
+  const int32_t flags = fn(launch.bases.data(), launch.dims.data(), launch.aux.data());
+  auto invalid = [&](const std::string& message) {
+    return absl::InvalidArgumentError(absl::StrCat("@", p.plan.fn, ": ", message));
+  };
   if ((flags & kFlagDivisionByZero) != 0) return invalid("integer division by zero");
   if ((flags & kFlagIndexOutOfRange) != 0) return invalid("take: index out of range");
   return absl::OkStatus();

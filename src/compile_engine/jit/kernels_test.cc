@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
+#include "support/cuda_test_util.h"
 #include "support/ir_test_util.h"
 #include "support/kernel_test_util.h"
 
@@ -108,6 +109,21 @@ void ExpectClose(const Tensor& got, const Tensor& want, double rtol, double atol
 
 const Function& OnlyFunction(const Module& m) { return *m.functions().front(); }
 
+// The cuda device's kernel of the same group (docs/cuda.md): its PTX assembles for sm_80 and
+// sm_90, and, where a GPU is usable, it computes what the reference computes.
+void CheckOnCuda(const Function& f, const std::vector<Tensor>& inputs, const Tensor& want,
+                 double rtol, double atol, const std::string& what) {
+  absl::Status ptx = testing::NvptxAssembles(f);
+  EXPECT_TRUE(ptx.ok()) << ptx;
+  if (!ptx.ok() || testing::Cuda().device == nullptr) return;
+  absl::StatusOr<std::unique_ptr<CompiledKernel>> kernel = cuda::CompileNvptx(f);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  Tensor got = Tensor::Zeros(want.dtype(), want.shape());
+  absl::Status run = testing::RunOnCuda(**kernel, inputs, got, testing::HostParams(f));
+  ASSERT_TRUE(run.ok()) << "on cuda: " << run;
+  ExpectClose(got, want, rtol, atol, absl::StrCat("on cuda: ", what));
+}
+
 // Compiles the single function of `text`, runs it on `inputs` and compares with the reference.
 void CheckAgainstReference(const std::string& text, const std::vector<Tensor>& inputs,
                            double rtol = 1e-6, double atol = 0) {
@@ -126,6 +142,7 @@ void CheckAgainstReference(const std::string& text, const std::vector<Tensor>& i
   absl::Status run = RunKernel(**kernel, inputs, got);
   ASSERT_TRUE(run.ok()) << run;
   ExpectClose(got, *want, rtol, atol, text);
+  CheckOnCuda(f, inputs, *want, rtol, atol, text);
 }
 
 std::string Func(const std::string& params, const std::string& result_type,
@@ -767,6 +784,7 @@ bool Check(const std::string& text, const std::vector<Tensor>& inputs) {
   struct Compiled {
     std::unique_ptr<Module> module;
     std::unique_ptr<CompiledKernel> kernel;
+    std::unique_ptr<CompiledKernel> gpu;  // the cuda device's (null without a GPU)
   };
   static auto* cache = new std::map<std::string, Compiled>();
   Compiled& c = (*cache)[text];
@@ -775,6 +793,13 @@ bool Check(const std::string& text, const std::vector<Tensor>& inputs) {
     EXPECT_NE(c.module, nullptr);
     if (c.module == nullptr) return false;
     c.kernel = CompileInjective(OnlyFunction(*c.module));
+    absl::Status ptx = testing::NvptxAssembles(OnlyFunction(*c.module));
+    EXPECT_TRUE(ptx.ok()) << ptx;
+    if (ptx.ok() && testing::Cuda().device != nullptr) {
+      absl::StatusOr<std::unique_ptr<CompiledKernel>> gpu = cuda::CompileNvptx(OnlyFunction(*c.module));
+      EXPECT_TRUE(gpu.ok()) << gpu.status();
+      if (gpu.ok()) c.gpu = *std::move(gpu);
+    }
   }
   const Function& f = OnlyFunction(*c.module);
   if (c.kernel == nullptr) return false;
@@ -788,6 +813,11 @@ bool Check(const std::string& text, const std::vector<Tensor>& inputs) {
     absl::Status run = RunKernel(*kernel, inputs, got);
     EXPECT_FALSE(run.ok()) << "the reference fails with " << want.status();
     EXPECT_EQ(run.code(), absl::StatusCode::kInvalidArgument) << run;
+    if (c.gpu != nullptr) {
+      absl::Status on_gpu = testing::RunOnCuda(*c.gpu, inputs, got, testing::HostParams(f));
+      EXPECT_FALSE(on_gpu.ok()) << "on cuda: the reference fails with " << want.status();
+      EXPECT_EQ(on_gpu.code(), absl::StatusCode::kInvalidArgument) << "on cuda: " << on_gpu;
+    }
     return false;
   }
   Tensor got = Tensor::Zeros(want->dtype(), want->shape());
@@ -795,6 +825,12 @@ bool Check(const std::string& text, const std::vector<Tensor>& inputs) {
   absl::Status run = RunKernel(*kernel, inputs, got);
   EXPECT_TRUE(run.ok()) << run;
   if (run.ok()) ExpectClose(got, *want, 0, 0, text);
+  if (c.gpu != nullptr) {
+    Tensor on_gpu = Tensor::Zeros(want->dtype(), want->shape());
+    absl::Status gpu_run = testing::RunOnCuda(*c.gpu, inputs, on_gpu, testing::HostParams(f));
+    EXPECT_TRUE(gpu_run.ok()) << "on cuda: " << gpu_run;
+    if (gpu_run.ok()) ExpectClose(on_gpu, *want, 0, 0, absl::StrCat("on cuda: ", text));
+  }
   return true;
 }
 

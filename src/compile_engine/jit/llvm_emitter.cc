@@ -2,6 +2,8 @@
 // elementwise module has the `fast` entry (inner strides the static constants, vectorisable)
 // and, unless every shape is static, the `generic` one (every stride at run time); the
 // injective module has one scalar entry, plus `wide` when a reshape divides by a run-time dim.
+// The NVPTX module (the cuda device) evaluates the same expression per output element, one
+// element per GPU thread in a grid-stride loop (EmitGpuEntry).
 #include "compile_engine/jit/llvm_emitter.h"
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Metadata.h"
 #include "llvm/IR/Module.h"
@@ -107,11 +110,115 @@ class Emitter {
       fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
     }
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
+    LoadInjectiveState(fn_->getArg(0), fn_->getArg(1), fn_->getArg(2), layout);
+    std::vector<llvm::Value*> idx;
+    EmitInjectiveLevel(idx, b_.getInt64(0));
+    b_.CreateRet(b_.CreateLoad(i32_, flag_));
+  }
+
+  // The GPU entry point (NVPTX) of the same plan:
+  //   void name(byval [P x ptr] bases, byval [D x i64] dims, byval [A x i64] aux, ptr error,
+  //             i64 total)
+  // The three arrays travel in the launch's parameter space (by value, as a CUDA kernel's struct
+  // arguments do), so a launch needs no device copy of its metadata. Each thread evaluates the
+  // output elements tid, tid + stride, ... < total (a grid-stride loop), delinearising its linear
+  // index over the output dims (32-bit arithmetic unless `wide`), and ORs any error flag into
+  // the device's error word, which the device checks at its next synchronisation.
+  void EmitGpuEntry(const std::string& name, const InjectiveLayout& layout, bool wide) {
+    fast_ = false;
+    wide_ = wide;
+    gpu_ = true;
+    const int np = plan_.num_params;
+    auto* bases_type = llvm::ArrayType::get(ptr_, np + 1);
+    auto* dims_type = llvm::ArrayType::get(i64_, std::max(layout.num_dims, 1));
+    auto* aux_type = llvm::ArrayType::get(i64_, std::max(layout.num_aux, 1));
+    auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_),
+                                         {ptr_, ptr_, ptr_, ptr_, i64_}, false);
+    fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
+    fn_->setDoesNotThrow();
+    llvm::Type* byval[] = {bases_type, dims_type, aux_type};
+    for (unsigned i = 0; i < 3; ++i) {
+      fn_->addParamAttr(i, llvm::Attribute::getWithByValType(ctx_, byval[i]));
+      fn_->addParamAttr(i, llvm::Attribute::getWithAlignment(ctx_, llvm::Align(8)));
+      fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+      fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
+    }
+    module_.getOrInsertNamedMetadata("nvvm.annotations")
+        ->addOperand(llvm::MDNode::get(
+            ctx_, {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx_, "kernel"),
+                   llvm::ValueAsMetadata::get(b_.getInt32(1))}));
+    llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(entry);
+    LoadInjectiveState(fn_->getArg(0), fn_->getArg(1), fn_->getArg(2), layout);
+    llvm::Value* total = fn_->getArg(4);
+    auto sreg = [&](llvm::Intrinsic::ID id) -> llvm::Value* {
+      return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), i64_);
+    };
+    llvm::Value* tid = b_.CreateAdd(
+        sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x),
+        b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+                     sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)));
+    llvm::Value* stride = b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x),
+                                       sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x));
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* lin = b_.CreatePHI(i64_, 2, "lin");
+    lin->addIncoming(tid, entry);
+    b_.CreateCondBr(b_.CreateICmpULT(lin, total), body, exit);
+    b_.SetInsertPoint(body);
+    // Delinearise over the output dims, innermost first.
+    const int out = plan_.result;
+    const int rank = plan_.rank(out);
+    std::vector<llvm::Value*> idx(rank);
+    llvm::Type* index_type = wide ? i64_ : i32_;
+    llvm::Value* rest = b_.CreateTrunc(lin, index_type);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (d == 0) {
+        idx[0] = b_.CreateZExt(rest, i64_);
+        break;
+      }
+      llvm::Value* n = b_.CreateTrunc(inj_dims_[out][d], index_type);
+      llvm::Value* q = b_.CreateUDiv(rest, n);
+      idx[d] = b_.CreateZExt(b_.CreateSub(rest, b_.CreateMul(q, n)), i64_);
+      rest = q;
+    }
+    memo_.clear();
+    llvm::Value* result = Eval(out, idx);
+    const DType t = plan_.dtypes[out];
+    if (t == DType::kBool) result = b_.CreateZExt(result, i8_);
+    b_.CreateAlignedStore(result, b_.CreateInBoundsGEP(MemType(t), inj_bases_[0], lin),
+                          llvm::Align(DTypeSize(t)));
+    memo_.clear();
+    lin->addIncoming(b_.CreateAdd(lin, stride), b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    llvm::Value* flags = b_.CreateLoad(i32_, flag_);
+    llvm::BasicBlock* report = llvm::BasicBlock::Create(ctx_, "report", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
+    b_.CreateCondBr(b_.CreateICmpNE(flags, b_.getInt32(0)), report, done);
+    b_.SetInsertPoint(report);
+    b_.CreateAtomicRMW(llvm::AtomicRMWInst::Or, fn_->getArg(3), flags, llvm::Align(4),
+                       llvm::AtomicOrdering::Monotonic);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+    gpu_ = false;
+  }
+
+ private:
+  // ---- the injective path ----
+
+  // The injective entry points' state: the tensor bases, every value's dims (constants where
+  // the type says so), the aux entries and a zeroed error-flag slot.
+  void LoadInjectiveState(llvm::Value* bases, llvm::Value* dims, llvm::Value* aux,
+                          const InjectiveLayout& layout) {
     auto load_i64 = [&](llvm::Value* array, int i, const std::string& what) -> llvm::Value* {
       return b_.CreateAlignedLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, array, i),
                                   llvm::Align(8), what);
     };
-    llvm::Value* bases = fn_->getArg(0);
     inj_bases_.clear();
     for (int p = 0; p <= plan_.num_params; ++p) {
       inj_bases_.push_back(b_.CreateAlignedLoad(
@@ -121,28 +228,22 @@ class Emitter {
     for (size_t v = 0; v < plan_.dims.size(); ++v) {
       for (size_t j = 0; j < plan_.dims[v].size(); ++j) {
         const DimExpr& d = plan_.dims[v][j];
-        inj_dims_[v].push_back(d.is_constant() ? b_.getInt64(d.constant())
-                                               : load_i64(fn_->getArg(1),
-                                                          layout.dim_offset[v] + j,
-                                                          absl::StrCat("d", v, "_", j)));
+        inj_dims_[v].push_back(d.is_constant()
+                                   ? b_.getInt64(d.constant())
+                                   : load_i64(dims, layout.dim_offset[v] + j,
+                                              absl::StrCat("d", v, "_", j)));
       }
     }
     aux_.clear();
     for (int i = 0; i < layout.num_aux; ++i) {
-      aux_.push_back(load_i64(fn_->getArg(2), i, absl::StrCat("aux", i)));
+      aux_.push_back(load_i64(aux, i, absl::StrCat("aux", i)));
     }
     aux_offset_ = &layout.aux_offset;
     flag_ = b_.CreateAlloca(i32_, nullptr, "flags");
     b_.CreateStore(b_.getInt32(0), flag_);
     memo_.clear();
     access_group_ = llvm::MDNode::getDistinct(ctx_, {});
-    std::vector<llvm::Value*> idx;
-    EmitInjectiveLevel(idx, b_.getInt64(0));
-    b_.CreateRet(b_.CreateLoad(i32_, flag_));
   }
-
- private:
-  // ---- the injective path ----
 
   // for (i = 0; i < dim; ++i) over output dim idx.size(); the body stores the result at the
   // linear index `lin`.
@@ -557,6 +658,22 @@ class Emitter {
     return call;
   }
 
+  // An LLVM math intrinsic on the host; on the GPU, where NVPTX has no lowering for exp, log
+  // or pow, libdevice's `libdevice_name` (+ "f" for f32), linked in by the PTX code generator.
+  llvm::Value* MathCall(llvm::Intrinsic::ID id, absl::string_view libdevice_name,
+                        std::vector<llvm::Value*> args) {
+    llvm::Type* type = args[0]->getType();
+    if (!gpu_) return b_.CreateIntrinsic(id, {type}, args);
+    const std::string symbol = absl::StrCat(libdevice_name, type->isFloatTy() ? "f" : "");
+    std::vector<llvm::Type*> types(args.size(), type);
+    llvm::FunctionCallee callee =
+        module_.getOrInsertFunction(symbol, llvm::FunctionType::get(type, types, false));
+    llvm::CallInst* call = b_.CreateCall(callee, args);
+    call->setDoesNotAccessMemory();
+    call->setDoesNotThrow();
+    return call;
+  }
+
   // ---- f32 transcendentals in plain arithmetic ----
   // libm calls (expf, tanhf) cannot be vectorised without a vector math library: the loop would
   // make one call per element. These expansions vectorise with the rest of the group and stay
@@ -670,9 +787,9 @@ class Emitter {
         return b_.CreateSelect(less(x, zero()), b_.CreateNeg(x), x);
       case JitOp::kExp:
         if (t == DType::kF32) return ExpF32(x);
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+        return MathCall(llvm::Intrinsic::exp, "__nv_exp", {x});
       case JitOp::kLog:
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
+        return MathCall(llvm::Intrinsic::log, "__nv_log", {x});
       case JitOp::kSqrt:
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
       case JitOp::kFloor:
@@ -681,11 +798,12 @@ class Emitter {
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
       case JitOp::kTanh:
         if (t == DType::kF32) return TanhF32(x);
+        if (gpu_) return MathCall(llvm::Intrinsic::not_intrinsic, "__nv_tanh", {x});
         return LibmCall("tanhf", "tanh", x);
       case JitOp::kSigmoid: {  // 1 / (1 + e^-x), as the reference computes it
         if (t == DType::kF32) return SigmoidF32(x);
         llvm::Value* one = llvm::ConstantFP::get(type, 1.0);
-        llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
+        llvm::Value* e = MathCall(llvm::Intrinsic::exp, "__nv_exp", {b_.CreateFNeg(x)});
         return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
       }
       case JitOp::kAdd:
@@ -702,7 +820,7 @@ class Emitter {
       case JitOp::kMinimum:  // std::min(x, y) = y < x ? y : x
         return b_.CreateSelect(less(v[1], x), v[1], x);
       case JitOp::kPower:
-        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, v[1]);
+        return MathCall(llvm::Intrinsic::pow, "__nv_pow", {x, v[1]});
       case JitOp::kEqual:
         return fp ? b_.CreateFCmpOEQ(x, v[1]) : b_.CreateICmpEQ(x, v[1]);
       case JitOp::kLess:
@@ -756,6 +874,7 @@ class Emitter {
   std::vector<llvm::Value*> aux_;
   const std::vector<int>* aux_offset_ = nullptr;
   bool wide_ = false;
+  bool gpu_ = false;  // the GPU entry: libdevice calls instead of host math
   // (value, index) -> its element; only looked up, never iterated.
   std::map<std::pair<int, std::vector<llvm::Value*>>, llvm::Value*> memo_;
 };
@@ -791,6 +910,23 @@ BuiltModule BuildInjectiveModule(const Plan& plan, const InjectiveLayout& layout
     m.generic_name = symbol + "_wide";
     emitter.EmitInjectiveEntry(m.generic_name, layout, /*wide=*/true);
   }
+  return m;
+}
+
+BuiltModule BuildNvptxModule(const Plan& plan, const InjectiveLayout& layout,
+                             const std::string& symbol) {
+  BuiltModule m;
+  m.context = std::make_unique<llvm::LLVMContext>();
+  m.module = std::make_unique<llvm::Module>(symbol, *m.context);
+  m.module->setTargetTriple("nvptx64-nvidia-cuda");
+  m.fast_name = symbol;
+  Lowered lowered;
+  lowered.out_rank = plan.rank(plan.result);
+  lowered.depth = std::max(lowered.out_rank, 1);
+  Emitter emitter(plan, lowered, *m.module);
+  emitter.EmitGpuEntry(symbol, layout, /*wide=*/false);
+  m.generic_name = symbol + "_wide";
+  emitter.EmitGpuEntry(m.generic_name, layout, /*wide=*/true);
   return m;
 }
 

@@ -29,6 +29,11 @@ struct BuiltModule {
 BuiltModule BuildModule(const Plan& plan, const Lowered& lowered, const std::string& symbol);
 BuiltModule BuildInjectiveModule(const Plan& plan, const InjectiveLayout& layout,
                                  const std::string& symbol);
+// The cuda device's kernels (target nvptx64-nvidia-cuda, before optimisation and libdevice):
+// `fast_name` the 32-bit-index kernel, `generic_name` the one for element counts of 2^32 and
+// more. Any plan the injective or elementwise path accepts (layout from MakeLayout).
+BuiltModule BuildNvptxModule(const Plan& plan, const InjectiveLayout& layout,
+                             const std::string& symbol);
 
 }  // namespace hetpass::jit_internal
 

@@ -114,6 +114,22 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> LlvmJit::CreateTargetMachin
   return std::move(*tm);
 }
 
+void RunO3Pipeline(llvm::Module& module, llvm::TargetMachine* tm,
+                   const llvm::PipelineTuningOptions& tuning) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+}
+
 absl::Status LlvmJit::Optimize(llvm::Module& module, const LlvmJitOptions& options) {
   {
     std::string problems;
@@ -129,24 +145,13 @@ absl::Status LlvmJit::Optimize(llvm::Module& module, const LlvmJitOptions& optio
   module.setDataLayout(tm->createDataLayout());
   module.setTargetTriple(tm->getTargetTriple().str());
 
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = true;
   tuning.SLPVectorization = true;
   tuning.LoopInterleaving = true;
   tuning.LoopUnrolling = true;
   // The TargetMachine gives the cost models the host's vector registers (AVX2 / AVX-512).
-  llvm::PassBuilder pb(tm.get(), tuning);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(module, mam);
+  RunO3Pipeline(module, tm.get(), tuning);
 
   if (options.dump_ir || DumpRequestedByEnvironment()) {
     llvm::errs() << "; ---- hetpass: optimised LLVM IR of " << module.getName() << " ----\n"

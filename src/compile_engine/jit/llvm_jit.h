@@ -34,8 +34,16 @@
 namespace llvm::orc {
 class LLJIT;
 }  // namespace llvm::orc
+namespace llvm {
+class PipelineTuningOptions;
+class TargetMachine;
+}  // namespace llvm
 
 namespace hetpass {
+
+// LLVM's default O3 module pipeline for `tm` (host or NVPTX), with the given tuning.
+void RunO3Pipeline(llvm::Module& module, llvm::TargetMachine* tm,
+                   const llvm::PipelineTuningOptions& tuning);
 
 struct LlvmJitOptions {
   // Print each optimised module to stderr (HETPASS_DUMP_LLVM=1 does the same for every module).

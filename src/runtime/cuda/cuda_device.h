@@ -4,6 +4,7 @@
 #define HETPASS_RUNTIME_CUDA_CUDA_DEVICE_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -16,9 +17,12 @@ namespace hetpass::runtime {
 // cudaErrorInsufficientDriver (35): ..." on a machine without a driver.
 absl::Status ProbeCuda();
 
-// The device on GPU 0. Today: the probe's error without a GPU, and Unimplemented with a GPU
-// (the device's memory, copies and launches are the next step of issue 13).
+// The device on GPU 0, or the probe's error without a GPU.
 absl::StatusOr<std::unique_ptr<Device>> MakeCudaDevice();
+
+// One line for reports: "NVIDIA H200, sm_90, 132 SMs, 143771 MiB, driver 13000, runtime 13000",
+// or "no GPU (...)".
+std::string CudaDescription();
 
 }  // namespace hetpass::runtime
 

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Makes the self-contained bundle that runs hetpass's CUDA checks on a GPU machine whose image
+# is not this one (docs/cuda.md, "Running on a GPU machine"): the binaries, every shared
+# library they load that is not part of glibc (found with ldd), CUDA's libdevice, the shared
+# models and the runner, compressed into one file under 64 MiB.
+#
+#   tools/gpu/bundle.sh BUILD_DIR OUT.tar.xz [SHARED_DIR]
+#
+# cuBLASLt and cuDNN are not carried (hundreds of MiB): the runner finds them on the GPU
+# machine. libstdc++ and libgcc_s go to lib/fallback, used only where the machine lacks them
+# (a newer system copy is preferred: libraries found there may need its newer symbols).
+set -euo pipefail
+build=$(cd "${1:?usage: bundle.sh BUILD_DIR OUT.tar.xz [SHARED_DIR]}" && pwd)
+out=${2:?usage: bundle.sh BUILD_DIR OUT.tar.xz [SHARED_DIR]}
+here=$(cd "$(dirname "$0")" && pwd)
+shared=${3:-$here/../../../shared}
+limit=$((64 << 20))
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root=$stage/hetpass-gpu
+mkdir -p "$root/bin" "$root/lib/fallback" "$root/models"
+
+bins=("$build/hetpass" "$build/hetpass-opt")
+for t in runtime compile_engine vm; do
+  [ -x "$build/test/hetpass_${t}_tests" ] && bins+=("$build/test/hetpass_${t}_tests")
+done
+for b in "${bins[@]}"; do
+  cp "$b" "$root/bin/"
+  strip --strip-unneeded "$root/bin/$(basename "$b")" 2>/dev/null || true
+done
+
+# Every non-glibc library any binary loads; a missing one stops the bundle.
+if ldd "${bins[@]}" | grep -q "not found"; then
+  ldd "${bins[@]}" | grep "not found" >&2
+  echo "bundle.sh: a binary needs a library this machine lacks" >&2
+  exit 1
+fi
+ldd "${bins[@]}" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+  name=$(basename "$lib")
+  case "$name" in
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libresolv.so*) continue ;;
+    libstdc++.so*|libgcc_s.so*) cp -L "$lib" "$root/lib/fallback/$name" ;;
+    libcuda.so*|libcublas*|libcudnn*|libnvJitLink*|libnvrtc*)
+      echo "bundle.sh: $name is linked directly; the CUDA libraries must be opened at run time" >&2
+      exit 1 ;;
+    *) cp -L "$lib" "$root/lib/$name" ;;
+  esac
+done
+strip --strip-unneeded "$root"/lib/*.so* 2>/dev/null || true
+
+libdevice=$(grep -o 'HETPASS_CUDA_LIBDEVICE="[^"]*"' "$build/build.ninja" | head -1 | cut -d'"' -f2 || true)
+[ -n "$libdevice" ] || libdevice=/usr/local/cuda/nvvm/libdevice/libdevice.10.bc
+cp "$libdevice" "$root/lib/libdevice.10.bc"
+
+for m in "$shared"/models/*/; do
+  [ -f "$m/model.onnx" ] && cp -r "$m" "$root/models/"
+done
+cp "$here/run_cuda.sh" "$here/cuda_report.py" "$root/"
+
+tar -C "$stage" -cf - hetpass-gpu | xz -T0 -6 > "$out"
+size=$(stat -c %s "$out")
+echo "bundle.sh: $out: $((size >> 20)) MiB ($size bytes), $(ls "$root/bin" | wc -l) binaries, $(ls "$root/lib" | wc -l) libraries, $(ls "$root/models" | wc -l) models"
+if [ "$size" -gt "$limit" ]; then
+  echo "bundle.sh: the bundle is larger than 64 MiB, the most a GPU machine takes" >&2
+  exit 1
+fi

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs hetpass's CUDA checks on a machine with a GPU, from the unpacked bundle that
+# tools/gpu/bundle.sh made (docs/cuda.md, "Running on a GPU machine"):
+#
+#   hetpass-gpu/run_cuda.sh OUT_DIR
+#
+#   1. refuses, with the reason, where there is no NVIDIA driver or one older than CUDA 13
+#      needs (580);
+#   2. runs the CUDA test binaries with HETPASS_REQUIRE_CUDA=1 (a skip is a failure);
+#   3. runs every bundled model with `hetpass test-onnx` on cuda, sim and cpu (outputs against
+#      the references, the ledger against the device counters) and `hetpass run --repeat`
+#      for latency, steady-state allocations and compile/load time; maskrcnn_tiny also with
+#      the relay and single-flag baseline masks on cuda;
+#   4. writes OUT_DIR/cuda_report.json and OUT_DIR/cuda_report.md (cuda_report.py).
+# Exit status: 0 when every test and model check passed, 1 otherwise, 2 when it refused.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:?usage: run_cuda.sh OUT_DIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+repeat=${HETPASS_GPU_REPEAT:-50}
+
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || true)
+if [ -z "$driver" ]; then
+  echo "run_cuda.sh: refused: nvidia-smi finds no NVIDIA driver or GPU on this machine" | tee "$out/refused.txt"
+  exit 2
+fi
+if [ "${driver%%.*}" -lt 580 ]; then
+  echo "run_cuda.sh: refused: driver $driver is older than CUDA 13 needs (580 or newer)" | tee "$out/refused.txt"
+  exit 2
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt" 2>&1
+
+export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if ldd "$here/bin/hetpass" | grep -q "not found"; then
+  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$here/lib/fallback
+fi
+export HETPASS_LIBDEVICE=$here/lib/libdevice.10.bc
+export HETPASS_PTXAS=${HETPASS_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
+export HETPASS_REQUIRE_CUDA=1
+{
+  echo "driver=$driver"
+  echo "ptxas=$HETPASS_PTXAS"
+  ldd "$here/bin/hetpass" | grep -E "libstdc|libgcc_s" || true
+} > "$out/environment.txt"
+
+status=0
+for t in "$here"/bin/hetpass_*_tests; do
+  name=$(basename "$t")
+  timeout 300 "$t" --gtest_output="json:$out/$name.json" > "$out/$name.log" 2>&1
+  rc=$?
+  echo "$name exit $rc" | tee -a "$out/tests.txt"
+  [ "$rc" -eq 0 ] || status=1
+done
+
+for m in "$here"/models/*/; do
+  name=$(basename "$m")
+  inputs=()
+  i=0
+  for f in "$m"/test_data_set_0/input_*.pb; do
+    inputs+=(--input "#$i=$f")
+    i=$((i + 1))
+  done
+  for dev in cuda sim cpu; do
+    timeout 300 "$here/bin/hetpass" test-onnx "$m" --device="$dev" --json > "$out/test_${name}_${dev}.json" 2> "$out/test_${name}_${dev}.err"
+    rc=$?
+    echo "test-onnx $name $dev exit $rc" | tee -a "$out/models.txt"
+    [ "$rc" -eq 0 ] || status=1
+    timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device="$dev" "${inputs[@]}" --repeat "$repeat" --json \
+      > "$out/run_${name}_${dev}.json" 2> "$out/run_${name}_${dev}.err"
+    echo "run $name $dev exit $?" | tee -a "$out/models.txt"
+  done
+  if [ "$name" = maskrcnn_tiny ]; then
+    for b in relay single-flag; do
+      timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device=cuda --baseline-masks="$b" "${inputs[@]}" \
+        --repeat "$repeat" --json > "$out/run_${name}_cuda_$b.json" 2> "$out/run_${name}_cuda_$b.err"
+      echo "run $name cuda baseline $b exit $?" | tee -a "$out/models.txt"
+    done
+  fi
+done
+
+python3 "$here/cuda_report.py" "$out" || status=1
+exit $status
