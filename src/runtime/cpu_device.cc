@@ -18,10 +18,10 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/live_blocks.h"
 
 namespace hetpass::runtime {
 namespace {
@@ -45,9 +45,7 @@ class CpuDevice final : public Device {
     void* p = std::aligned_alloc(kAlignment, rounded);
     if (p == nullptr) return Exhausted(bytes);
     std::lock_guard<std::mutex> lock(mu_);
-    live_[reinterpret_cast<uintptr_t>(p)] = rounded;
-    ++counters_.allocs;
-    counters_.alloc_bytes += static_cast<int64_t>(bytes);
+    live_.Allocated(p, rounded, bytes, counters_);
     return p;
   }
 
@@ -55,13 +53,7 @@ class CpuDevice final : public Device {
     if (ptr == nullptr) return;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = live_.find(reinterpret_cast<uintptr_t>(ptr));
-      if (it == live_.end()) {
-        ++counters_.bad_frees;
-        return;
-      }
-      live_.erase(it);
-      ++counters_.frees;
+      if (!live_.Freed(ptr, counters_)) return;
     }
     std::free(ptr);
   }
@@ -109,12 +101,8 @@ class CpuDevice final : public Device {
   }
 
   bool Owns(const void* ptr) const override {
-    uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = live_.upper_bound(p);
-    if (it == live_.begin()) return false;
-    --it;
-    return p < it->first + it->second;
+    return live_.Contains(ptr);
   }
 
  private:
@@ -133,7 +121,7 @@ class CpuDevice final : public Device {
   }
 
   mutable std::mutex mu_;
-  std::map<uintptr_t, size_t> live_;  // start -> rounded size
+  LiveBlocks live_;  // rounded sizes
 };
 
 }  // namespace

@@ -60,10 +60,11 @@ struct DeviceCounters {
 struct LaunchArg {
   void* data = nullptr;
   size_t bytes = 0;
-  // Host data the kernel reads by value, as a CUDA kernel reads its parameters: the device
-  // copies it into the launch's parameter space, counts it (param_calls, param_bytes) and
-  // replaces `data` with that copy before the kernel runs, so the kernel never dereferences a
-  // host pointer. At most kMaxKernelParamBytes per launch in all.
+  // Host data the kernel reads by value, as a CUDA kernel reads its parameters; counted
+  // (param_calls, param_bytes), at most kMaxKernelParamBytes per launch in all. sim copies it
+  // into a parameter block in its arena and replaces `data` with that copy, so the kernel never
+  // dereferences a host pointer; cuda leaves `data` on the host, where the kernel's host half
+  // reads it into the launch's parameters (cudaLaunchKernel copies them).
   bool by_value = false;
 };
 // A CUDA launch passes at most 4 KiB of kernel parameters (before Hopper's 32 KiB extension):

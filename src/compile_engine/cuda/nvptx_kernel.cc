@@ -17,7 +17,6 @@
 #include "compile_engine/jit/injective_run.h"
 #include "compile_engine/jit/llvm_emitter.h"
 #include "compile_engine/jit/loop_plan.h"
-#include "compile_engine/jit/run_checks.h"
 #include "passes/support/status_macros.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -136,14 +135,6 @@ class NvptxInstance final : public KernelInstance {
     InjectiveLaunch launch;
     RETURN_IF_ERROR(PrepareInjective(p.plan, p.layout, args, /*tensors_on_host=*/false, &launch));
     if (launch.out_elements == 0) return absl::OkStatus();
-    const TensorArg& out = args[p.plan.num_params];
-    for (int i = 0; i < p.plan.num_params; ++i) {
-      if (args[i].num_elements() > 0 && Overlaps(args[i], out)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "@", p.plan.fn, ": argument ", i, " (", p.plan.names[i],
-            ") overlaps the output; the kernel reads its inputs at permuted indices"));
-      }
-    }
     int64_t total = launch.out_elements;
     uint32_t* error = error_word_;
     void* params[] = {launch.bases.data(), launch.dims.data(), launch.aux.data(), &error, &total};

@@ -242,7 +242,8 @@ absl::Status PrepareInjective(const Plan& plan, const InjectiveLayout& layout,
   }
   // The shape program; every value must fit its declared type.
   absl::InlinedVector<Shape, 8> shapes(plan.dtypes.size());
-  absl::InlinedVector<int64_t, 16> aux(layout.num_aux, 0);
+  // Sized at least 1: the GPU kernel's parameter arrays are never empty.
+  launch->aux.assign(std::max(layout.num_aux, 1), 0);
   for (int i = 0; i < np; ++i) shapes[i].assign(args[i].shape.begin(), args[i].shape.end());
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const Step& step = plan.steps[k];
@@ -252,7 +253,7 @@ absl::Status PrepareInjective(const Plan& plan, const InjectiveLayout& layout,
     } else {
       const int offset = layout.aux_offset[k];
       absl::Status s = InjectiveStepShape(plan, step, v, args, absl::MakeSpan(shapes),
-                                          offset >= 0 ? aux.data() + offset : nullptr,
+                                          offset >= 0 ? launch->aux.data() + offset : nullptr,
                                           tensors_on_host);
       if (!s.ok()) return invalid(absl::StrCat(step.op_name, " ", plan.names[v], ": ", s.message()));
     }
@@ -284,13 +285,10 @@ absl::Status PrepareInjective(const Plan& plan, const InjectiveLayout& layout,
                                   "permuted indices"));
     }
   }
-  // Sized at least 1: the GPU kernel's parameter arrays are never empty.
   launch->dims.assign(std::max(layout.num_dims, 1), 0);
   for (size_t v = 0; v < shapes.size(); ++v) {
     std::copy(shapes[v].begin(), shapes[v].end(), launch->dims.begin() + layout.dim_offset[v]);
   }
-  launch->aux.assign(std::max(layout.num_aux, 1), 0);
-  std::copy(aux.begin(), aux.end(), launch->aux.begin());
   launch->bases.assign(np + 1, nullptr);
   launch->bases[0] = out.data;
   for (int i = 0; i < np; ++i) launch->bases[i + 1] = args[i].data;

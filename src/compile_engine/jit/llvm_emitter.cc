@@ -46,13 +46,7 @@ class Emitter {
     fast_ = fast;
     auto* type = llvm::FunctionType::get(i32_, {ptr_, ptr_, ptr_}, false);
     fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
-    fn_->setDoesNotThrow();
-    for (unsigned i = 0; i < 3; ++i) {
-      // The argument arrays are host metadata, distinct from every tensor and never written.
-      fn_->addParamAttr(i, llvm::Attribute::NoAlias);
-      fn_->addParamAttr(i, llvm::Attribute::NoCapture);
-      fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
-    }
+    MarkMetadataArrays();
     llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry);
 
@@ -103,12 +97,7 @@ class Emitter {
     wide_ = wide;
     auto* type = llvm::FunctionType::get(i32_, {ptr_, ptr_, ptr_}, false);
     fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
-    fn_->setDoesNotThrow();
-    for (unsigned i = 0; i < 3; ++i) {
-      fn_->addParamAttr(i, llvm::Attribute::NoAlias);
-      fn_->addParamAttr(i, llvm::Attribute::NoCapture);
-      fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
-    }
+    MarkMetadataArrays();
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
     LoadInjectiveState(fn_->getArg(0), fn_->getArg(1), fn_->getArg(2), layout);
     std::vector<llvm::Value*> idx;
@@ -209,6 +198,17 @@ class Emitter {
   }
 
  private:
+  // The host entry points' three argument arrays are metadata, distinct from every tensor and
+  // never written.
+  void MarkMetadataArrays() {
+    fn_->setDoesNotThrow();
+    for (unsigned i = 0; i < 3; ++i) {
+      fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+      fn_->addParamAttr(i, llvm::Attribute::NoCapture);
+      fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
+    }
+  }
+
   // ---- the injective path ----
 
   // The injective entry points' state: the tensor bases, every value's dims (constants where

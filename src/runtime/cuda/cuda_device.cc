@@ -34,7 +34,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <vector>
 
@@ -42,6 +41,7 @@
 #include "absl/strings/str_join.h"
 #include "passes/support/status_macros.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/live_blocks.h"
 
 namespace hetpass::runtime {
 namespace {
@@ -91,7 +91,7 @@ class CudaDevice final : public Device {
   ~CudaDevice() override {
     cudaSetDevice(ordinal_);
     if (stream_ != nullptr) {
-      for (const auto& [address, size] : live_) {
+      for (const auto& [address, size] : live_.blocks()) {
         (void)size;
         cudaFreeAsync(reinterpret_cast<void*>(address), stream_);
       }
@@ -121,9 +121,7 @@ class CudaDevice final : public Device {
       return CudaCall(e, what);
     }
     std::lock_guard<std::mutex> lock(mu_);
-    live_[reinterpret_cast<uintptr_t>(p)] = request;
-    ++counters_.allocs;
-    counters_.alloc_bytes += static_cast<int64_t>(bytes);
+    live_.Allocated(p, request, bytes, counters_);
     return p;
   }
 
@@ -131,13 +129,7 @@ class CudaDevice final : public Device {
     if (ptr == nullptr) return;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = live_.find(reinterpret_cast<uintptr_t>(ptr));
-      if (it == live_.end()) {
-        ++counters_.bad_frees;
-        return;
-      }
-      live_.erase(it);
-      ++counters_.frees;
+      if (!live_.Freed(ptr, counters_)) return;
     }
     // Stream-ordered: the memory returns to the pool after the work queued before it.
     cudaFreeAsync(ptr, stream_);
@@ -145,7 +137,7 @@ class CudaDevice final : public Device {
 
   bool Owns(const void* ptr) const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return LiveBlockLocked(ptr, 0);
+    return live_.Contains(ptr);
   }
 
   absl::Status CopyHostToDevice(void* device_dst, const void* host_src, size_t bytes) override {
@@ -237,21 +229,11 @@ class CudaDevice final : public Device {
     return absl::OkStatus();
   }
 
-  // [ptr, ptr + bytes) inside one live block.
-  bool LiveBlockLocked(const void* ptr, size_t bytes) const {
-    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-    auto it = live_.upper_bound(p);
-    if (it == live_.begin()) return false;
-    --it;
-    const uintptr_t end = it->first + it->second;
-    return p >= it->first && p < end && bytes <= end - p;
-  }
-
   absl::Status CheckDevice(absl::string_view direction, absl::string_view what, const void* ptr,
                            size_t bytes) const {
     std::lock_guard<std::mutex> lock(mu_);
-    if (LiveBlockLocked(ptr, bytes)) return absl::OkStatus();
-    if (LiveBlockLocked(ptr, 0)) {
+    if (live_.Contains(ptr, bytes)) return absl::OkStatus();
+    if (live_.Contains(ptr)) {
       return absl::InvalidArgumentError(absl::StrCat("cuda ", direction, ": ", what, " range of ", bytes,
                                                      " bytes overruns its device allocation"));
     }
@@ -283,7 +265,7 @@ class CudaDevice final : public Device {
   int multiprocessors_ = 0;
   mutable std::mutex mu_;
   std::mutex staging_mu_;
-  std::map<uintptr_t, size_t> live_;
+  LiveBlocks live_;
 };
 
 }  // namespace
