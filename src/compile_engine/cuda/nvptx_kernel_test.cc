@@ -5,10 +5,17 @@
 // reported at the next synchronisation and then cleared.
 #include "compile_engine/cuda/nvptx_kernel.h"
 
+#include <cstdlib>
+
+#include "compile_engine/cuda/ptx_codegen.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/cuda_test_util.h"
 #include "support/ir_test_util.h"
+
+#ifdef HETPASS_HAS_CUDA
+#include "runtime/cuda/cuda_api.h"
+#endif
 
 namespace hetpass {
 namespace {
@@ -90,6 +97,59 @@ TEST(NvptxKernel, DivisionByZeroReachesTheErrorWord) {
   EXPECT_EQ(out.GetInt64(1), 2);
   EXPECT_EQ(out.GetInt64(2), 6);
 }
+
+// Tests that a libdevice named by HETPASS_LIBDEVICE that does not exist is NotFound naming it
+// (never a silent fallback to another copy).
+TEST(NvptxKernel, MissingLibdeviceIsNamed) {
+  const char* old = std::getenv("HETPASS_LIBDEVICE");
+  const std::string saved = old == nullptr ? "" : old;
+  setenv("HETPASS_LIBDEVICE", "/nonexistent/libdevice.10.bc", 1);
+  absl::StatusOr<std::string> path = cuda::LibdevicePath();
+  if (old == nullptr) {
+    unsetenv("HETPASS_LIBDEVICE");
+  } else {
+    setenv("HETPASS_LIBDEVICE", saved.c_str(), 1);
+  }
+  EXPECT_EQ(path.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(path.status().message(), HasSubstr("/nonexistent/libdevice.10.bc"));
+}
+
+// Tests, on a GPU, that a dyn.reshape target handed to the kernel in device memory (instead of
+// as a host tensor passed by value, as the VM passes it) is an error naming the argument, not a
+// host read of device memory.
+TEST(NvptxKernel, DynOperandInDeviceMemoryIsRefused) {
+  std::unique_ptr<Module> m = testing::Parse(R"(
+def @f(%a: f32[n, 6], %s: i64[2]) -> f32[?, ?] attributes {primitive = true} {
+  %0 = dyn.reshape(%a, %s) : f32[?, ?]
+  return %0
+}
+)");
+  ASSERT_NE(m, nullptr);
+  absl::StatusOr<std::unique_ptr<CompiledKernel>> k = cuda::CompileNvptx(*m->functions().front());
+  ASSERT_TRUE(k.ok()) << k.status();
+  HETPASS_SKIP_WITHOUT_GPU();
+  Tensor a = Tensor::Zeros(DType::kF32, {2, 6}), s = Tensor::Zeros(DType::kI64, {2});
+  s.SetInt64(0, 3);
+  s.SetInt64(1, 4);
+  Tensor out = Tensor::Zeros(DType::kF32, {3, 4});
+  absl::Status on_device = testing::RunOnCuda(**k, {a, s}, out, {false, false});
+  EXPECT_EQ(on_device.code(), absl::StatusCode::kInvalidArgument) << on_device;
+  EXPECT_THAT(on_device.message(), HasSubstr("argument 1 (%s) is device memory"));
+  absl::Status on_host = testing::RunOnCuda(**k, {a, s}, out, {false, true});
+  EXPECT_TRUE(on_host.ok()) << on_host;
+}
+
+#ifdef HETPASS_HAS_CUDA
+// Tests, on a GPU, that PTX the driver rejects is an error naming what was loaded and carrying
+// the driver's JIT log.
+TEST(NvptxKernel, BrokenPtxIsAnErrorWithTheJitLog) {
+  HETPASS_SKIP_WITHOUT_GPU();
+  auto loaded = runtime::cuda_api::PtxModule::Load(
+      ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus; }\n", "@broken");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("loading the PTX of @broken failed"));
+}
+#endif
 
 }  // namespace
 }  // namespace hetpass
