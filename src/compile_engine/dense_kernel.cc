@@ -4,7 +4,7 @@
 // (see dense_kernel.h for the design and the figures, bench/gemm_libs for the comparison).
 //
 // Phases:
-//   match        MatchDenseGroup: the body is dense -> [bias_add] -> [relu] over distinct f32
+//   match        MatchDenseGroup (group_match.h): dense -> [bias_add] -> [relu] over distinct f32
 //                parameters (op identity is the kernel library's business: this file binds
 //                three registry op names to one library call, nothing else does)
 //   instantiate  constants checked against the declared types; constant weights reordered
@@ -61,6 +61,8 @@ int KernelLibraryThreads() {
 namespace {
 
 using namespace ::hetpass::onednn;  // NOLINT: the shared oneDNN helpers
+using group_match::DenseGroup;
+using group_match::MatchDenseGroup;
 
 using dnnl::memory;
 using Tag = memory::format_tag;
@@ -68,46 +70,6 @@ using DataType = memory::data_type;
 
 // The registry ops this kernel implements.
 constexpr OpId kDenseOp = OpId::kNnDense;
-
-// ---- match ---------------------------------------------------------------------------------
-
-struct DenseGroup : AnchorEpilogue {
-  int data_rank = 2;  // data [.., K]: leading dims flattened into M
-};
-
-
-
-std::optional<DenseGroup> MatchDenseGroup(const Function& f) {
-  // The bias: nn.bias_add on the last axis, or an `add` of a 1-D [N] parameter (NumPy
-  // broadcasting over the last axis: what ONNX MatMul + Add exports give).
-  std::optional<AnchorEpilogue> m = MatchAnchorEpilogue(f, kDenseOp, /*allow_add=*/true);
-  if (!m) return std::nullopt;
-  DenseGroup g;
-  static_cast<AnchorEpilogue&>(g) = *std::move(m);
-  // Data of rank >= 2 ([.., K], e.g. a transformer's [batch, seq, K]) is one GEMM over the
-  // flattened leading dims.
-  const int data_rank = g.param_types[g.data].is_tensor() ? g.param_types[g.data].rank() : 0;
-  if (data_rank < 2 || !IsF32Tensor(g.param_types[g.data], data_rank) ||
-      !IsF32Tensor(g.param_types[g.weight], 2)) {
-    return std::nullopt;
-  }
-  g.data_rank = data_rank;
-  const std::optional<int64_t> units = IntAttr(*g.anchor, "units", 0);
-  const DimExpr& n_dim = g.param_types[g.weight].shape()[0];
-  if (!units || (*units > 0 && n_dim.is_constant() && n_dim.constant() != *units)) {
-    return std::nullopt;
-  }
-  if (g.has_bias() && g.bias_is_add) {
-    // [N] against the dense result's last dim (the weight's rows): equal, not broadcast.
-    const DimExpr& len = g.param_types[g.bias].shape()[0];
-    if (len.is_unknown() || len != n_dim) return std::nullopt;
-  } else if (g.has_bias()) {
-    const std::optional<int64_t> axis = IntAttr(*g.bias_node, "axis", 1);
-    if (!axis || (*axis != -1 && *axis != data_rank - 1)) return std::nullopt;
-  }
-  if (!DeclaredResultIsF32(f, data_rank)) return std::nullopt;
-  return g;
-}
 
 // ---- oneDNN plumbing -----------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ TEST(KernelProvidersTest, HostMemoryDevicesShareTheDocumentedOrder) {
       "llvm.elementwise", "llvm.injective",    "reference"};
   EXPECT_EQ(Names(DeviceKind::kCpu), expected);
   EXPECT_EQ(Names(DeviceKind::kSim), expected);
-  EXPECT_EQ(Names(DeviceKind::kCuda), std::vector<std::string>{"nvptx.injective"});
+  EXPECT_EQ(Names(DeviceKind::kCuda), (std::vector<std::string>{"cublaslt.dense", "cublaslt+nvptx.split", "nvptx.injective"}));
   // Only the last is a fallback.
   for (const KernelProvider* p : KernelProviders(DeviceKind::kCpu)) {
     EXPECT_EQ(p->is_fallback(), p->name() == "reference") << p->name();
@@ -69,7 +69,8 @@ TEST(KernelCapabilitiesTest, BuiltinAnswersFromTheProviders) {
   }
   EXPECT_TRUE(caps.CanRun(Op("add"), DeviceKind::kCuda));    // nvptx.injective
   EXPECT_TRUE(caps.CanFuse(Op("transpose"), DeviceKind::kCuda));
-  EXPECT_FALSE(caps.CanRun(Op("nn.dense"), DeviceKind::kCuda));  // no GEMM on cuda yet: host
+  EXPECT_TRUE(caps.CanRun(Op("nn.dense"), DeviceKind::kCuda));    // cublaslt.dense
+  EXPECT_FALSE(caps.CanRun(Op("nn.conv2d"), DeviceKind::kCuda));  // no convolution yet: host
   EXPECT_FALSE(caps.CanRun(Op("argwhere"), DeviceKind::kCuda));
 }
 

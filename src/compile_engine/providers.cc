@@ -20,11 +20,13 @@
 // whole-group providers so that a group one provider takes entirely is never split.
 //
 // cuda (docs/cuda.md):
-//    1. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
+//    1. cublaslt.dense            nn.dense [+ bias] [+ relu]: one cuBLASLt matmul with epilogue
+//    2. cublaslt+nvptx.split      a cuBLASLt head with an NVPTX elementwise tail, in place
+//    3. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
 //                                 the JIT's loop plan, one output element per thread
-// Every other op (GEMM, convolution, reductions, data-dependent ops) has no CUDA kernel yet, so
-// plan-devices keeps it on the host for target=cuda and its copies appear in the ledger: there
-// is no hidden host fallback.
+// Every other op (convolution, batch_matmul, reductions, data-dependent ops) has no CUDA kernel
+// yet, so plan-devices keeps it on the host for target=cuda and its copies appear in the
+// ledger: there is no hidden host fallback.
 //
 // A new device adds its list here (and a runtime::Device); nothing else in the engine changes.
 #include "passes/compile_engine/kernel_provider.h"
@@ -32,6 +34,7 @@
 #include "compile_engine/batch_matmul_kernel.h"
 #include "compile_engine/builtin_providers.h"
 #include "compile_engine/conv_kernel.h"
+#include "compile_engine/cuda/cublaslt_dense.h"
 #include "compile_engine/cuda/nvptx_kernel.h"
 #include "compile_engine/deconv_kernel.h"
 #include "compile_engine/dense_kernel.h"
@@ -49,7 +52,8 @@ absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
       &ViewCopyProvider(),        &SplitKernelProvider(),  &JitElementwiseProvider(),
       &JitInjectiveProvider(),    &ReferenceProvider(),
   };
-  static const KernelProvider* const kCuda[] = {&cuda::NvptxProvider()};
+  static const KernelProvider* const kCuda[] = {&cuda::CublasLtDenseProvider(), &CudaSplitKernelProvider(),
+                                                &cuda::NvptxProvider()};
   switch (device) {
     case DeviceKind::kCpu:
     case DeviceKind::kSim:

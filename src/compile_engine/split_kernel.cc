@@ -2,7 +2,9 @@
 // (dense / conv2d with their bias and ReLU) and continues with elementwise ops (a residual add,
 // an activation the library does not fuse) runs as two kernels over the same output buffer:
 // the library writes the head's result into the group's output, then the JIT-compiled tail
-// updates it in place. No intermediate buffer, and no reference kernel on the hot path.
+// updates it in place. No intermediate buffer, and no reference kernel on the hot path. The
+// mechanism is the same on every device, over that device's providers: oneDNN + the LLVM JIT
+// on the host ("onednn+llvm.split"), cuBLASLt + NVPTX on cuda ("cublaslt+nvptx.split").
 //
 // The split: the longest prefix that the library accepts whose last result is the only value
 // the tail reads from it, with a tail the JIT accepts whose result has the head result's type
@@ -15,6 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/conv_kernel.h"
+#include "compile_engine/cuda/cublaslt_dense.h"
+#include "compile_engine/cuda/nvptx_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/jit/kernels.h"
 #include "compile_engine/group_provider.h"
@@ -123,7 +127,8 @@ class SplitKernel : public CompiledKernel {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileLibraryHeadJitTail(const Function& f) {
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileHeadTail(
+    const Function& f, absl::Span<const KernelProvider* const> heads, const KernelProvider& tail) {
   const Block& body = f.body();
   std::vector<const Node*> nodes;
   for (const auto& n : body.nodes()) {
@@ -138,46 +143,91 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileLibraryHeadJitTail(const 
   const ValueNames names(f);
   for (size_t k = nodes.size() - 1; k >= 1; --k) {
     const std::vector<const Node*> head(nodes.begin(), nodes.begin() + k);
-    const std::vector<const Node*> tail(nodes.begin() + k, nodes.end());
+    const std::vector<const Node*> tail_nodes(nodes.begin() + k, nodes.end());
     const Value* joint = head.back()->result();
     if (joint->type() != nodes.back()->result()->type()) continue;
     // The tail may read only the head's last result, never its intermediates.
     bool clean = true;
     std::set<const Value*> head_values;
     for (const Node* n : head) head_values.insert(n->result());
-    for (const Node* n : tail) {
+    for (const Node* n : tail_nodes) {
       for (const Value* v : n->operands()) clean &= (v == joint || !head_values.count(v));
     }
     if (!clean) continue;
     Half h = Build(f, names, head, nullptr, "head");
-    Half t = Build(f, names, tail, joint, "tail");
+    Half t = Build(f, names, tail_nodes, joint, "tail");
     auto module = ParseModule(absl::StrCat(h.text, "\n", t.text));
     if (!module.ok()) continue;
     const Function& hf = *(*module)->FindFunction("head");
     const Function& tf = *(*module)->FindFunction("tail");
-    if (!IsJitElementwise(tf) || !(IsDenseGroup(hf) || IsConvGroup(hf))) continue;
-    auto head_kernel = IsDenseGroup(hf) ? CompileDenseGroup(hf) : CompileConvGroup(hf);
-    if (!head_kernel.ok()) continue;
-    ASSIGN_OR_RETURN(auto tail_kernel, CompileJitElementwise(tf));
+    // Elementwise tails only: each element is read and written at the same index, which is what
+    // makes the in-place update exact.
+    if (!IsJitElementwise(tf)) continue;
+    std::unique_ptr<CompiledKernel> head_kernel;
+    for (const KernelProvider* p : heads) {
+      auto k = p->TryCompile(hf, KernelTarget());
+      if (k.ok()) {
+        head_kernel = *std::move(k);
+        break;
+      }
+    }
+    if (head_kernel == nullptr) continue;
+    ASSIGN_OR_RETURN(auto tail_kernel, tail.TryCompile(tf, KernelTarget()));
     return std::make_unique<SplitKernel>(*std::move(module), std::move(h), std::move(t),
-                                         *std::move(head_kernel), std::move(tail_kernel));
+                                         std::move(head_kernel), std::move(tail_kernel));
   }
   return absl::UnimplementedError("no library head with an elementwise tail");
 }
 
-
 namespace {
-bool SplitRuns(const OpDef&) { return false; }
-bool SplitFuses(const OpDef& op) {
-  return DenseKernelProvider().Fuses(op) || ConvKernelProvider().Fuses(op) ||
-         JitElementwiseProvider().Fuses(op);
-}
+
+// A split provider over `heads` (tried in order) and `tail`: runs no op alone, fuses what its
+// halves fuse.
+class SplitProvider final : public KernelProvider {
+ public:
+  SplitProvider(absl::string_view name, std::vector<const KernelProvider*> heads, const KernelProvider& tail)
+      : name_(name), heads_(std::move(heads)), tail_(tail) {}
+  absl::string_view name() const override { return name_; }
+  uint8_t needs() const override {
+    uint8_t n = tail_.needs();
+    for (const KernelProvider* h : heads_) n |= h->needs();
+    return n;
+  }
+  absl::StatusOr<std::unique_ptr<CompiledKernel>> TryCompile(const Function& primitive,
+                                                             const KernelTarget&) const override {
+    return CompileHeadTail(primitive, heads_, tail_);
+  }
+  bool Runs(const OpDef&) const override { return false; }
+  bool Fuses(const OpDef& op) const override {
+    if (tail_.Fuses(op)) return true;
+    for (const KernelProvider* h : heads_) {
+      if (h->Fuses(op)) return true;
+    }
+    return false;
+  }
+
+ private:
+  absl::string_view name_;
+  std::vector<const KernelProvider*> heads_;
+  const KernelProvider& tail_;
+};
+
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileLibraryHeadJitTail(const Function& f) {
+  static const KernelProvider* const kHeads[] = {&DenseKernelProvider(), &ConvKernelProvider()};
+  return CompileHeadTail(f, kHeads, JitElementwiseProvider());
+}
+
 const KernelProvider& SplitKernelProvider() {
-  static const GroupProvider provider({"onednn+llvm.split", kNeedsKernelLibrary | kNeedsJit,
-                                       nullptr, &CompileLibraryHeadJitTail, &SplitRuns,
-                                       &SplitFuses});
+  static const SplitProvider provider("onednn+llvm.split", {&DenseKernelProvider(), &ConvKernelProvider()},
+                                      JitElementwiseProvider());
+  return provider;
+}
+
+const KernelProvider& CudaSplitKernelProvider() {
+  static const SplitProvider provider("cublaslt+nvptx.split", {&cuda::CublasLtDenseProvider()},
+                                      cuda::NvptxProvider());
   return provider;
 }
 

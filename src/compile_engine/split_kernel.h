@@ -6,18 +6,24 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "passes/compile_engine/kernel.h"
 #include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 
 namespace hetpass {
 
-// Unimplemented when the body has no such split.
+// The split over any providers: the longest head one of `heads` (tried in order) compiles,
+// with an elementwise tail `tail` compiles. Unimplemented when the body has no such split.
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileHeadTail(
+    const Function& primitive, absl::Span<const KernelProvider* const> heads, const KernelProvider& tail);
+// The host's: oneDNN dense or conv head, LLVM elementwise tail.
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileLibraryHeadJitTail(const Function& primitive);
 
-// "onednn+llvm.split": a dense or conv head with a JIT tail (CompileLibraryHeadJitTail). Runs
-// only multi-op groups; fuses what its halves' providers fuse.
+// "onednn+llvm.split" (the host's) and "cublaslt+nvptx.split" (cuda's). Each runs only
+// multi-op groups and fuses what its halves' providers fuse.
 const KernelProvider& SplitKernelProvider();
+const KernelProvider& CudaSplitKernelProvider();
 
 }  // namespace hetpass
 

@@ -2,11 +2,14 @@
 // elementwise and layout ops there as NVPTX kernels; the plan (made without a GPU) places them
 // on cuda with exactly the copies the ledger lists, and on a GPU the run makes exactly those
 // copies, computes what the reference computes and, once warm, allocates nothing.
+#include <algorithm>
+
 #include "gtest/gtest.h"
 #include "passes/analysis/copy_ledger.h"
 #include "passes/vm/vm.h"
 #include "support/cuda_test_util.h"
 #include "support/runtime_test_util.h"
+#include "support/seed_models.h"
 
 namespace hetpass::vm {
 namespace {
@@ -86,6 +89,44 @@ TEST(VmCuda, SimCountsTheSameProgram) { RunAndCount(DeviceKind::kSim); }
 TEST(VmCuda, RunsOnTheGpuWithTheSameCounts) {
   HETPASS_SKIP_WITHOUT_GPU();
   RunAndCount(DeviceKind::kCuda);
+}
+
+// The seed MLP for target=cuda: its three dense + bias (+ relu) groups are placed on cuda
+// (cublaslt.dense), so the plan is sim's: the input copied in once, the result read back once.
+// On a GPU the run matches the reference with exactly those copies, three launches and no raw
+// allocation once warm (a batch no larger than an earlier one).
+TEST(VmCuda, SeedMlpRunsItsGemmsOnTheGpu) {
+  auto p = CompileForVm(testing::SeedMlp("n"), DefaultPipeline(DeviceKind::kCuda));
+  ASSERT_TRUE(p.ok()) << p.status();
+  int on_cuda = 0;
+  WalkNodes(p->compiled->FindFunction("main")->body(), [&](Node& n) {
+    if (n.kind() == NodeKind::kInvoke && n.device() == DeviceKind::kCuda) ++on_cuda;
+  });
+  EXPECT_EQ(on_cuda, 3);
+  HETPASS_SKIP_WITHOUT_GPU();
+  auto vm = VirtualMachine::Load(p->executable);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  int64_t largest = 0;
+  for (int64_t n : {16, 3, 1, 64, 16}) {
+    SCOPED_TRACE(n);
+    const Tensor x = RandomTensor(DType::kF32, {n, 1024}, static_cast<uint32_t>(n));
+    auto out = (*vm)->RunWithHostTensors("main", {x});
+    ASSERT_TRUE(out.ok()) << out.status();
+    auto ref = ReferenceRun(*p->source, {x});
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    EXPECT_TRUE(TensorsNear((*out)[0], (*ref)[0]));
+    const runtime::DeviceCounters& c = (*vm)->LastRunCounters();
+    EXPECT_EQ(c.h2d_calls, 1);
+    EXPECT_EQ(c.h2d_bytes, n * 1024 * 4);
+    EXPECT_EQ(c.d2h_calls, 1);
+    EXPECT_EQ(c.d2h_bytes, n * 128 * 4);
+    EXPECT_EQ(c.syncs, 1);
+    EXPECT_EQ(c.launches, 3);
+    const absl::Status agree = CompareWithLedger(p->ledger, c, {{"n", n}});
+    EXPECT_TRUE(agree.ok()) << agree;
+    if (n <= largest) EXPECT_EQ(c.allocs, 0);  // every buffer fits one cached by a larger run
+    largest = std::max(largest, n);
+  }
 }
 
 }  // namespace

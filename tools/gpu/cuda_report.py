@@ -90,6 +90,7 @@ def main(out):
         json.dump(report, f, indent=1)
 
     md = ["# hetpass on a GPU (tools/gpu/run_cuda.sh)", "", f"GPU: {report['gpu']}", "",
+          "```", report["environment"], "```", "",
           "## Tests (HETPASS_REQUIRE_CUDA=1)", "", "| binary | tests | failed | skipped |", "|---|---|---|---|"]
     for n, t in report["tests"].items():
         md.append(f"| {n} | {t['tests']} | {t['failed']} | {t['skipped']} |")

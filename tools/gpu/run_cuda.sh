@@ -38,9 +38,25 @@ fi
 export HETPASS_LIBDEVICE=$here/lib/libdevice.10.bc
 export HETPASS_PTXAS=${HETPASS_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 export HETPASS_REQUIRE_CUDA=1
+# cuBLASLt is not carried (too large): the machine's own, from the loader's path, its CUDA
+# toolkit or the nvidia-* wheels of its Python, in that order.
+if [ -z "${HETPASS_CUBLASLT:-}" ] && ! ldconfig -p 2>/dev/null | grep -q "libcublasLt.so.13 "; then
+  sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
+  for c in /usr/local/cuda/lib64/libcublasLt.so.13 /usr/local/cuda*/lib*/libcublasLt.so.13; do
+    [ -f "$c" ] && { export HETPASS_CUBLASLT=$c; break; }
+  done
+  for s in $sites; do
+    [ -n "${HETPASS_CUBLASLT:-}" ] && break
+    for c in "$s"/nvidia/cu13/lib/libcublasLt.so.13 "$s"/nvidia/cublas/lib/libcublasLt.so.13; do
+      [ -f "$c" ] && { export HETPASS_CUBLASLT=$c; break; }
+    done
+  done
+fi
+cublaslt=${HETPASS_CUBLASLT:-"libcublasLt.so.13 (on the loader path)"}
 {
   echo "driver=$driver"
   echo "ptxas=$HETPASS_PTXAS"
+  echo "cublaslt=$cublaslt"
   ldd "$here/bin/hetpass" | grep -E "libstdc|libgcc_s" || true
 } > "$out/environment.txt"
 

@@ -277,8 +277,15 @@ absl::Status PrepareInjective(const Plan& plan, const InjectiveLayout& layout,
   }
   launch->out_elements = out.num_elements();
   if (launch->out_elements == 0) return absl::OkStatus();
+  // An elementwise-only plan (the GPU kernels take those too) reads each input at the output's
+  // index, or at a broadcast one: an input that IS the output, with the output's shape, is
+  // read at exactly the element its thread then writes, so it may update in place (the
+  // library-head / elementwise-tail split relies on it).
+  bool elementwise_only = true;
+  for (const Step& step : plan.steps) elementwise_only &= step.form != OpForm::kInjective;
   for (int i = 0; i < np; ++i) {
     if (args[i].num_elements() == 0) continue;
+    if (elementwise_only && args[i].data == out.data && args[i].shape == out.shape) continue;
     if (Overlaps(args[i], out)) {
       return invalid(absl::StrCat("argument ", i, " (", plan.names[i],
                                   ") overlaps the output; the injective JIT reads its inputs at "

@@ -25,12 +25,14 @@ class PtxModule {
   ~PtxModule();
   PtxModule(const PtxModule&) = delete;
   PtxModule& operator=(const PtxModule&) = delete;
-  // The kernel `name` (a cudaKernel_t, launchable with Launch).
+  // The kernel `name` (a cudaKernel_t, launchable with Launch), compiled for the GPU now (so a
+  // rejected PTX fails here, not at a launch).
   absl::StatusOr<const void*> Kernel(const std::string& name) const;
 
  private:
   PtxModule() = default;
   void* library_ = nullptr;
+  std::string what_;  // for errors
 };
 
 // Enqueues `kernel` on `stream` (the device's native queue) with `params` (pointers to each

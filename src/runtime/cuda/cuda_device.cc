@@ -316,6 +316,7 @@ absl::StatusOr<std::unique_ptr<PtxModule>> PtxModule::Load(const std::string& pt
   }
   auto m = std::unique_ptr<PtxModule>(new PtxModule());
   m->library_ = library;
+  m->what_ = std::string(what);
   return m;
 }
 
@@ -326,7 +327,13 @@ PtxModule::~PtxModule() {
 absl::StatusOr<const void*> PtxModule::Kernel(const std::string& name) const {
   cudaKernel_t kernel = nullptr;
   RETURN_IF_ERROR(CudaCall(cudaLibraryGetKernel(&kernel, static_cast<cudaLibrary_t>(library_), name.c_str()),
-                           absl::StrCat("cudaLibraryGetKernel(", name, ")")));
+                           absl::StrCat("cudaLibraryGetKernel(", name, ") in the PTX of ", what_)));
+  // With lazy loading (CUDA's default) the driver compiles a kernel at its first use: ask for
+  // its attributes now, so a PTX the driver rejects fails here, at load, naming the module,
+  // rather than at some launch.
+  cudaFuncAttributes attributes;
+  RETURN_IF_ERROR(CudaCall(cudaFuncGetAttributes(&attributes, static_cast<const void*>(kernel)),
+                           absl::StrCat("compiling kernel ", name, " of the PTX of ", what_)));
   return static_cast<const void*>(kernel);
 }
 
