@@ -85,18 +85,30 @@ run_demo() {
     "$build/hetpass-opt" examples/dynamic_mlp.hir --allow-elided-constants \
       "--passes=$pipeline" --baseline-masks=$b --copy-ledger=text | grep -E '^(copy ledger|  [a-z0-9]+: )' || true
   done
+  # The accelerator: the GPU when one is usable, else (one line saying why) the simulated one.
+  local mlp_inputs=(--input x=16x32x32 --input 'begin=[0,0]' --input 'end=[15,126]' --input 'strides=[1,1]')
+  local accel=sim probe
   echo
-  echo "== compiled and run on the sim device (batch 16; weights random): the ledger's promise"
+  if probe=$("$build/hetpass" run examples/dynamic_mlp.hir --device=cuda --random-weights "${mlp_inputs[@]}" 2>&1); then
+    accel=cuda
+    echo "== a GPU is usable: the accelerator below is cuda"
+  elif printf '%s\n' "$probe" | grep -q -e "no usable GPU" -e "has no CUDA device"; then
+    echo "no GPU here: $(printf '%s\n' "$probe" | sed -n 's/.*--device=cuda: cuda: //p' | head -n 1); going on with sim"
+  else
+    printf '%s\n' "$probe" >&2
+    echo "error: the run on the GPU failed (above)" >&2
+    exit 1
+  fi
+  echo "== compiled and run on the $accel device (batch 16; weights random): the ledger's promise"
   echo "== next to the counters the device measured"
-  "$build/hetpass" run examples/dynamic_mlp.hir --device=sim --random-weights --repeat 5 \
-    --input x=16x32x32 --input 'begin=[0,0]' --input 'end=[15,126]' --input 'strides=[1,1]'
+  "$build/hetpass" run examples/dynamic_mlp.hir --device=$accel --random-weights --repeat 5 "${mlp_inputs[@]}"
   # A real PyTorch-exported model with data-dependent shapes (NonZero, TopK with a computed k):
   # imported from ONNX, compiled once, run on both test sets (different dynamic sizes).
   local onnx_model=../shared/models/nonzero_gather
   if [ -f "$onnx_model/model.onnx" ]; then
     echo
-    echo "== ONNX: $onnx_model (PyTorch export) on sim, one compilation for both test sets"
-    "$build/hetpass" test-onnx "$onnx_model" --device=sim
+    echo "== ONNX: $onnx_model (PyTorch export) on $accel, one compilation for both test sets"
+    "$build/hetpass" test-onnx "$onnx_model" --device=$accel
     echo
     echo "== pass-viz pictures of every stage of that model: viz/index.html"
     "$build/tools/viz/pass-viz" "$onnx_model/model.onnx" --out viz \
@@ -110,13 +122,13 @@ run_demo() {
   local detector=../shared/models/maskrcnn_tiny
   if [ -f "$detector/model.onnx" ]; then
     echo
-    echo "== ONNX: $detector on sim with hetpass's per-input masks: the copy ledger, loop terms"
+    echo "== ONNX: $detector on $accel with hetpass's per-input masks: the copy ledger, loop terms"
     echo "== included, next to the counters the device measured"
-    "$build/hetpass" test-onnx "$detector" --device=sim --copy-ledger
+    "$build/hetpass" test-onnx "$detector" --device=$accel --copy-ledger
     for b in single-flag relay; do
       echo
       echo "== the same program (placement and fusion) under the '$b' baseline masks"
-      "$build/hetpass" test-onnx "$detector" --device=sim --baseline-masks=$b
+      "$build/hetpass" test-onnx "$detector" --device=$accel --baseline-masks=$b
     done
   else
     echo "error: $detector/model.onnx is missing (../shared must sit beside the checkout)" >&2
