@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/onednn_common.h"
+#include "compile_engine/group_match.h"
 #include "compile_engine/group_provider.h"
 #include "passes/support/status_macros.h"
 
@@ -40,45 +41,9 @@ constexpr int kMaxRank = DNNL_MAX_NDIMS;
 // Primitives cached per instance before the cache restarts (as the dense kernel).
 constexpr size_t kMaxCachedShapes = 64;
 
-struct Group {
-  std::string function;  // "@name"
-  int num_params = 0;
-  int a = -1, b = -1;
-  int a_rank = 0, b_rank = 0, out_rank = 0;
-  std::vector<std::string> param_names;
-  std::string Arg(absl::string_view role, int param) const {
-    return absl::StrFormat("%s (%s)", role, param_names[param]);
-  }
-};
+using Group = group_match::BatchMatmulGroup;
 
-std::optional<Group> Match(const Function& f) {
-  if (!IsPrimitive(f)) return std::nullopt;
-  const Block& body = f.body();
-  if (body.nodes().size() != 1 || body.results().size() != 1) return std::nullopt;
-  const Node& mm = *body.nodes()[0];
-  if (!IsCallOf(mm, kBatchMatmulOp) || mm.num_operands() != 2 || mm.num_results() != 1 ||
-      body.results()[0] != mm.result(0)) {
-    return std::nullopt;
-  }
-  Group g;
-  g.function = "@" + f.name();
-  g.num_params = body.num_params();
-  for (const auto& p : body.params()) g.param_names.push_back("%" + p->name());
-  g.a = ParamIndex(body, mm.operand(0));
-  g.b = ParamIndex(body, mm.operand(1));
-  if (g.a < 0 || g.b < 0) return std::nullopt;
-  const Type& ta = body.param(g.a)->type();
-  const Type& tb = body.param(g.b)->type();
-  if (!ta.is_tensor() || !tb.is_tensor()) return std::nullopt;
-  g.a_rank = ta.rank();
-  g.b_rank = tb.rank();
-  g.out_rank = std::max(g.a_rank, g.b_rank);
-  if (g.a_rank < 2 || g.b_rank < 2 || g.out_rank > kMaxRank || !IsF32Tensor(ta, g.a_rank) ||
-      !IsF32Tensor(tb, g.b_rank)) {
-    return std::nullopt;
-  }
-  return g;
-}
+std::optional<Group> Match(const Function& f) { return group_match::MatchBatchMatmulGroup(f, kMaxRank); }
 
 class BatchMatmulInstance final : public KernelInstance {
  public:
@@ -163,23 +128,15 @@ absl::Status BatchMatmulInstance::Run(const KernelContext& ctx, absl::Span<const
   RETURN_IF_ERROR(CheckArg(c, "result", g.num_params, g.out_rank));
   // Pad to the output rank with leading 1s; check K and the NumPy broadcast of batch dims.
   const int r = g.out_rank;
-  memory::dims ad(r, 1), bd(r, 1), want(r, 1);
-  std::copy(a.shape.begin(), a.shape.end(), ad.end() - g.a_rank);
-  std::copy(b.shape.begin(), b.shape.end(), bd.end() - g.b_rank);
-  const int64_t m = ad[r - 2], k = ad[r - 1], n = bd[r - 1];
-  bool ok = bd[r - 2] == k;
-  for (int i = 0; ok && i < r - 2; ++i) {
-    ok = ad[i] == bd[i] || ad[i] == 1 || bd[i] == 1;
-    want[i] = ad[i] == 1 ? bd[i] : ad[i];
-  }
-  if (!ok) {
+  std::vector<int64_t> ad, bd;
+  const std::optional<std::vector<int64_t>> want = group_match::BatchMatmulShape(a.shape, b.shape, &ad, &bd);
+  if (!want) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: nn.batch_matmul operands do not match: %s is %s, %s is %s", g.function,
         g.Arg("a", g.a), ShapeString(a.shape), g.Arg("b", g.b), ShapeString(b.shape)));
   }
-  want[r - 2] = m;
-  want[r - 1] = n;
-  if (!std::equal(want.begin(), want.end(), c.shape.begin(), c.shape.end())) {
+  const int64_t k = ad[r - 1];
+  if (!std::equal(want->begin(), want->end(), c.shape.begin(), c.shape.end())) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: result is %s for a %s and b %s",
                                                       g.function, ShapeString(c.shape),
                                                       ShapeString(a.shape), ShapeString(b.shape)));
@@ -189,7 +146,7 @@ absl::Status BatchMatmulInstance::Run(const KernelContext& ctx, absl::Span<const
     std::memset(c.data, 0, static_cast<size_t>(c.num_elements()) * sizeof(float));
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, GetPrimitive(ad, bd, want));
+  ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> p, GetPrimitive(ad, bd, *want));
   try {
     ScopedLibraryThreads threads;
     dnnl::stream& stream = ThreadStream(engine_);

@@ -1,6 +1,7 @@
 // Library-neutral group matching (see group_match.h).
 #include "compile_engine/group_match.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "absl/strings/str_format.h"
@@ -128,6 +129,57 @@ std::optional<DenseGroup> MatchDenseGroup(const Function& f) {
   }
   if (!DeclaredResultIsF32(f, data_rank)) return std::nullopt;
   return g;
+}
+
+std::string BatchMatmulGroup::Arg(absl::string_view role, int param) const {
+  return absl::StrFormat("%s (%s)", role, param_names[param]);
+}
+
+std::optional<BatchMatmulGroup> MatchBatchMatmulGroup(const Function& f, int max_rank) {
+  if (!IsPrimitive(f)) return std::nullopt;
+  const Block& body = f.body();
+  if (body.nodes().size() != 1 || body.results().size() != 1) return std::nullopt;
+  const Node& mm = *body.nodes()[0];
+  if (!IsCallOf(mm, OpId::kNnBatchMatmul) || mm.num_operands() != 2 || mm.num_results() != 1 ||
+      body.results()[0] != mm.result(0)) {
+    return std::nullopt;
+  }
+  BatchMatmulGroup g;
+  g.function = "@" + f.name();
+  g.num_params = body.num_params();
+  for (const auto& p : body.params()) g.param_names.push_back("%" + p->name());
+  g.a = ParamIndex(body, mm.operand(0));
+  g.b = ParamIndex(body, mm.operand(1));
+  if (g.a < 0 || g.b < 0) return std::nullopt;
+  const Type& ta = body.param(g.a)->type();
+  const Type& tb = body.param(g.b)->type();
+  if (!ta.is_tensor() || !tb.is_tensor()) return std::nullopt;
+  g.a_rank = ta.rank();
+  g.b_rank = tb.rank();
+  g.out_rank = std::max(g.a_rank, g.b_rank);
+  if (g.a_rank < 2 || g.b_rank < 2 || g.out_rank > max_rank || !IsF32Tensor(ta, g.a_rank) ||
+      !IsF32Tensor(tb, g.b_rank)) {
+    return std::nullopt;
+  }
+  return g;
+}
+
+std::optional<std::vector<int64_t>> BatchMatmulShape(absl::Span<const int64_t> a, absl::Span<const int64_t> b,
+                                                     std::vector<int64_t>* a_padded, std::vector<int64_t>* b_padded) {
+  const size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> ad(r, 1), bd(r, 1), want(r, 1);
+  std::copy(a.begin(), a.end(), ad.end() - static_cast<std::ptrdiff_t>(a.size()));
+  std::copy(b.begin(), b.end(), bd.end() - static_cast<std::ptrdiff_t>(b.size()));
+  if (bd[r - 2] != ad[r - 1]) return std::nullopt;
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1) return std::nullopt;
+    want[i] = ad[i] == 1 ? bd[i] : ad[i];
+  }
+  want[r - 2] = ad[r - 2];
+  want[r - 1] = bd[r - 1];
+  *a_padded = std::move(ad);
+  *b_padded = std::move(bd);
+  return want;
 }
 
 }  // namespace hetpass::group_match

@@ -66,6 +66,23 @@ struct DenseGroup : AnchorEpilogue {
 };
 std::optional<DenseGroup> MatchDenseGroup(const Function& f);
 
+// One nn.batch_matmul (NumPy matmul: [.., M, K] x [.., K, N], batch dims broadcast) of two f32
+// parameters of rank 2..max_rank (the same one twice is fine), its result returned.
+struct BatchMatmulGroup {
+  std::string function;  // "@name"
+  int num_params = 0;
+  int a = -1, b = -1;
+  int a_rank = 0, b_rank = 0, out_rank = 0;
+  std::vector<std::string> param_names;
+  std::string Arg(absl::string_view role, int param) const;
+};
+std::optional<BatchMatmulGroup> MatchBatchMatmulGroup(const Function& f, int max_rank);
+// The result shape of a batch_matmul of `a` and `b` (ranks >= 2): the batch dims broadcast,
+// then [M, N]; nullopt when K or a batch dim does not match. `a_padded` / `b_padded` get the
+// operands' shapes padded with leading 1s to the result's rank.
+std::optional<std::vector<int64_t>> BatchMatmulShape(absl::Span<const int64_t> a, absl::Span<const int64_t> b,
+                                                     std::vector<int64_t>* a_padded, std::vector<int64_t>* b_padded);
+
 }  // namespace hetpass::group_match
 
 #endif  // HETPASS_COMPILE_ENGINE_GROUP_MATCH_H_

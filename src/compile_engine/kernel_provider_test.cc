@@ -48,7 +48,9 @@ TEST(KernelProvidersTest, HostMemoryDevicesShareTheDocumentedOrder) {
       "llvm.elementwise", "llvm.injective",    "reference"};
   EXPECT_EQ(Names(DeviceKind::kCpu), expected);
   EXPECT_EQ(Names(DeviceKind::kSim), expected);
-  EXPECT_EQ(Names(DeviceKind::kCuda), (std::vector<std::string>{"cublaslt.dense", "cublaslt+nvptx.split", "nvptx.injective"}));
+  EXPECT_EQ(Names(DeviceKind::kCuda),
+            (std::vector<std::string>{"cublaslt.dense", "cublaslt.batch_matmul", "cublaslt+nvptx.split", "nvrtc.reduce",
+                                      "nvrtc.algorithm", "nvptx.injective"}));
   // Only the last is a fallback.
   for (const KernelProvider* p : KernelProviders(DeviceKind::kCpu)) {
     EXPECT_EQ(p->is_fallback(), p->name() == "reference") << p->name();
@@ -71,7 +73,11 @@ TEST(KernelCapabilitiesTest, BuiltinAnswersFromTheProviders) {
   EXPECT_TRUE(caps.CanFuse(Op("transpose"), DeviceKind::kCuda));
   EXPECT_TRUE(caps.CanRun(Op("nn.dense"), DeviceKind::kCuda));    // cublaslt.dense
   EXPECT_FALSE(caps.CanRun(Op("nn.conv2d"), DeviceKind::kCuda));  // no convolution yet: host
-  EXPECT_FALSE(caps.CanRun(Op("argwhere"), DeviceKind::kCuda));
+  EXPECT_TRUE(caps.CanRun(Op("argwhere"), DeviceKind::kCuda));     // nvrtc.algorithm
+  EXPECT_FALSE(caps.CanFuse(Op("argwhere"), DeviceKind::kCuda));    // ... alone
+  EXPECT_TRUE(caps.CanRun(Op("nn.batch_matmul"), DeviceKind::kCuda));  // cublaslt.batch_matmul
+  EXPECT_TRUE(caps.CanFuse(Op("mean"), DeviceKind::kCuda));        // nvrtc.reduce with steps
+  EXPECT_FALSE(caps.CanRun(Op("argmax"), DeviceKind::kCuda));      // no kernel: host
 }
 
 // A provider with a fixed answer, for the engine's walk.
@@ -143,10 +149,10 @@ TEST(CompileEngineTest, NoProviderTakingTheGroupIsUnimplementedNamingTheDevice) 
   auto m = ParseModule(kPrimitive);
   ASSERT_TRUE(m.ok()) << m.status();
   CompileEngine engine;
-  // A reduction: nvptx.injective, cuda's only provider, does not take it.
+  // argmax: no cuda provider runs it.
   auto r = ParseModule(R"(
-def @p(%x: f32[4, 3]) -> f32[4] attributes {primitive = true} {
-  %y = sum(%x) {axis = [1]} : f32[4]
+def @p(%x: f32[4, 3]) -> i64[4] attributes {primitive = true} {
+  %y = argmax(%x) {axis = [1], dtype = i64} : i64[4]
   return %y
 }
 )");

@@ -21,11 +21,15 @@
 //
 // cuda (docs/cuda.md):
 //    1. cublaslt.dense            nn.dense [+ bias] [+ relu]: one cuBLASLt matmul with epilogue
-//    2. cublaslt+nvptx.split      a cuBLASLt head with an NVPTX elementwise tail, in place
-//    3. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
+//    2. cublaslt.batch_matmul     nn.batch_matmul: strided-batched cuBLASLt matmuls
+//    3. cublaslt+nvptx.split      a cuBLASLt head with an NVPTX elementwise tail, in place
+//    4. nvrtc.reduce              reductions with their steps (any axis set) and softmax: CUDA C++
+//                                 generated per group, compiled by NVRTC
+//    5. nvrtc.algorithm           count_nonzero / argwhere, non_max_suppression (+ its counter),
+//                                 topk: NVRTC kernels, so counters run on the GPU
+//    6. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
 //                                 the JIT's loop plan, one output element per thread
-// Every other op (convolution, batch_matmul, reductions, data-dependent ops) has no CUDA kernel
-// yet, so plan-devices keeps it on the host for target=cuda and its copies appear in the
+// Every other op (convolution, roi_align, resize, pad, fills) has no CUDA kernel yet, so plan-devices keeps it on the host for target=cuda and its copies appear in the
 // ledger: there is no hidden host fallback.
 //
 // A new device adds its list here (and a runtime::Device); nothing else in the engine changes.
@@ -36,6 +40,8 @@
 #include "compile_engine/conv_kernel.h"
 #include "compile_engine/cuda/cublaslt_dense.h"
 #include "compile_engine/cuda/nvptx_kernel.h"
+#include "compile_engine/cuda/nvrtc_algorithm.h"
+#include "compile_engine/cuda/nvrtc_reduce.h"
 #include "compile_engine/deconv_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/image_kernel.h"
@@ -52,8 +58,9 @@ absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
       &ViewCopyProvider(),        &SplitKernelProvider(),  &JitElementwiseProvider(),
       &JitInjectiveProvider(),    &ReferenceProvider(),
   };
-  static const KernelProvider* const kCuda[] = {&cuda::CublasLtDenseProvider(), &CudaSplitKernelProvider(),
-                                                &cuda::NvptxProvider()};
+  static const KernelProvider* const kCuda[] = {
+      &cuda::CublasLtDenseProvider(), &cuda::CublasLtBatchMatmulProvider(), &CudaSplitKernelProvider(),
+      &cuda::NvrtcReduceProvider(), &cuda::NvrtcAlgorithmProvider(), &cuda::NvptxProvider()};
   switch (device) {
     case DeviceKind::kCpu:
     case DeviceKind::kSim:

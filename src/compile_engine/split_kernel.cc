@@ -118,6 +118,7 @@ class SplitKernel : public CompiledKernel {
   std::string Describe() const override {
     return absl::StrCat(head_kernel_->Describe(), " + in-place ", tail_kernel_->Describe());
   }
+  std::string Listing() const override { return absl::StrCat(head_kernel_->Listing(), tail_kernel_->Listing()); }
 
  private:
   std::unique_ptr<Module> module_;  // owns the two half functions the kernels were built from

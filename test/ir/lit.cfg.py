@@ -3,6 +3,7 @@
 # Run through ctest (`lit.ir`), which passes
 #   --param hetpass_opt=<path of the hetpass-opt binary>
 #   --param llvm_bin=/usr/lib/llvm-16/bin
+#   --param cuda=ON|OFF (whether the build has the cuda device)
 # Each test file starts with `// RUN:` lines (MLIR style) and each case with `// Tests that ...`.
 import os
 
@@ -24,6 +25,10 @@ config.test_exec_root = os.path.join(os.path.dirname(os.path.abspath(hetpass_opt
 # Whole words only (not inside paths or longer names).
 def _word(name):
     return r'(?<![\w/.-])' + name + r'(?![\w/.-])'
+
+# `REQUIRES: cuda` tests (the cuda device's code generators) need a build with it.
+if lit_config.params.get('cuda', '0') in ('1', 'ON', 'TRUE'):
+    config.available_features.add('cuda')
 
 config.substitutions.append((_word('hetpass-opt'), hetpass_opt))
 config.substitutions.append((_word('FileCheck'), os.path.join(llvm_bin, 'FileCheck')))

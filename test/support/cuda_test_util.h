@@ -125,10 +125,10 @@ inline std::vector<bool> HostParams(const Function& f) {
 }
 
 // Runs `kernel` on the GPU: inputs copied in (those `host` marks stay on the host and are
-// passed by value), the output poisoned (0x7f bytes) first, one launch, the result copied back.
-// Null device: FailedPrecondition with the reason.
-inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Tensor>& inputs, Tensor& out,
-                              const std::vector<bool>& host = {}) {
+// passed by value), the outputs poisoned (0x7f bytes) first, one launch, the results copied
+// back. Null device: FailedPrecondition with the reason.
+inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor*>& outs, const std::vector<bool>& host = {}) {
   CudaTestDevice& c = Cuda();
   if (c.device == nullptr) return absl::FailedPreconditionError(c.why);
   std::vector<runtime::PoolingAllocator::Block> blocks;
@@ -138,8 +138,9 @@ inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Te
   std::vector<TensorArg> args;
   std::vector<runtime::LaunchArg> launch;
   absl::Status s = [&]() -> absl::Status {
-    for (size_t i = 0; i <= inputs.size(); ++i) {
-      const Tensor& t = i < inputs.size() ? inputs[i] : out;
+    for (size_t i = 0; i < inputs.size() + outs.size(); ++i) {
+      const bool is_input = i < inputs.size();
+      const Tensor& t = is_input ? inputs[i] : *outs[i - inputs.size()];
       if (i < host.size() && host[i]) {
         args.push_back(TensorArg{const_cast<uint8_t*>(t.data()), t.dtype(), t.shape()});
         launch.push_back(runtime::LaunchArg{const_cast<uint8_t*>(t.data()), t.nbytes(), true});
@@ -147,7 +148,7 @@ inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Te
       }
       ASSIGN_OR_RETURN(runtime::PoolingAllocator::Block b, c.pool->Allocate(t.nbytes()));
       blocks.push_back(b);
-      if (i < inputs.size()) {
+      if (is_input) {
         RETURN_IF_ERROR(c.device->CopyHostToDevice(b.ptr, t.data(), t.nbytes()));
       } else {
         std::vector<uint8_t> poison(t.nbytes(), 0x7f);
@@ -159,11 +160,20 @@ inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Te
     std::vector<const Tensor*> constants(inputs.size(), nullptr);
     ASSIGN_OR_RETURN(std::unique_ptr<KernelInstance> instance, kernel.Instantiate(c.ctx, constants));
     RETURN_IF_ERROR(c.device->Launch(absl::MakeSpan(launch), [&] { return instance->Run(c.ctx, args); }));
-    return c.device->CopyDeviceToHost(out.mutable_data(), args.back().data, out.nbytes());
+    for (size_t o = 0; o < outs.size(); ++o) {
+      RETURN_IF_ERROR(
+          c.device->CopyDeviceToHost(outs[o]->mutable_data(), args[inputs.size() + o].data, outs[o]->nbytes()));
+    }
+    return absl::OkStatus();
   }();
   if (!s.ok()) (void)c.device->Synchronize();  // drain, and clear the error word
   release();
   return s;
+}
+
+inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Tensor>& inputs, Tensor& out,
+                              const std::vector<bool>& host = {}) {
+  return RunOnCuda(kernel, inputs, std::vector<Tensor*>{&out}, host);
 }
 
 }  // namespace hetpass::testing

@@ -5,6 +5,7 @@
 #define HETPASS_TEST_SUPPORT_KERNEL_TEST_UTIL_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -33,22 +34,31 @@ inline TensorArg Arg(const Tensor& t) {
   return TensorArg{const_cast<uint8_t*>(t.data()), t.dtype(), absl::MakeConstSpan(t.shape())};
 }
 
-// The single result of primitive `f` on `params`, computed by CompileReferenceKernel.
-inline absl::StatusOr<Tensor> Interpret(const Function& f, const std::vector<Tensor>& params) {
+// Every result of primitive `f` on `params`, computed by CompileReferenceKernel.
+inline absl::StatusOr<std::vector<Tensor>> InterpretAll(const Function& f, const std::vector<Tensor>& params) {
   ASSIGN_OR_RETURN(auto kernel, CompileReferenceKernel(f));
   ASSIGN_OR_RETURN(auto instance,
                    kernel->Instantiate(std::vector<const Tensor*>(params.size(), nullptr)));
   std::vector<ShapeInput> inputs;
   for (const Tensor& p : params) inputs.push_back(ShapeInput{p.type(), &p});
   ASSIGN_OR_RETURN(std::vector<Type> types, InferPrimitiveTypes(f, inputs));
-  std::vector<int64_t> shape;
-  for (const DimExpr& d : types.at(0).shape()) shape.push_back(d.constant());
-  Tensor out = Tensor::Zeros(types[0].dtype(), shape);
+  std::vector<Tensor> outs;
+  for (const Type& t : types) {
+    std::vector<int64_t> shape;
+    for (const DimExpr& d : t.shape()) shape.push_back(d.constant());
+    outs.push_back(Tensor::Zeros(t.dtype(), shape));
+  }
   std::vector<TensorArg> args;
   for (const Tensor& p : params) args.push_back(Arg(p));
-  args.push_back(TensorArg{out.mutable_data(), out.dtype(), absl::MakeConstSpan(out.shape())});
+  for (Tensor& o : outs) args.push_back(TensorArg{o.mutable_data(), o.dtype(), absl::MakeConstSpan(o.shape())});
   RETURN_IF_ERROR(instance->Run(args));
-  return out;
+  return outs;
+}
+
+// The single result of primitive `f` on `params`, computed by CompileReferenceKernel.
+inline absl::StatusOr<Tensor> Interpret(const Function& f, const std::vector<Tensor>& params) {
+  ASSIGN_OR_RETURN(std::vector<Tensor> outs, InterpretAll(f, params));
+  return std::move(outs.at(0));
 }
 
 }  // namespace hetpass::testing

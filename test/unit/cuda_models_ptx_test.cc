@@ -74,9 +74,9 @@ TEST(CudaModelsPtx, EveryTakenGroupOfEverySharedModelAssembles) {
 // kernel provider of cuda takes it" (the first GPU run of the transformer did, before the
 // cuBLASLt + NVPTX split existed).
 TEST(CudaModelsPtx, EveryGroupPlacedOnCudaHasAKernel) {
-  CompileEngine engine;
   int on_cuda_total = 0;
   ForEachSharedModel(vm::DefaultPipeline(DeviceKind::kCuda), [&](const std::string& name, const Module& m) {
+    CompileEngine engine;  // per module: an engine's cache points into the functions it compiled
     int on_cuda = 0, groups = 0;
     for (const auto& f : m.functions()) {
       if (!IsPrimitive(*f)) continue;

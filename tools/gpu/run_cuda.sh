@@ -38,25 +38,37 @@ fi
 export HETPASS_LIBDEVICE=$here/lib/libdevice.10.bc
 export HETPASS_PTXAS=${HETPASS_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 export HETPASS_REQUIRE_CUDA=1
-# cuBLASLt is not carried (too large): the machine's own, from the loader's path, its CUDA
-# toolkit or the nvidia-* wheels of its Python, in that order.
-if [ -z "${HETPASS_CUBLASLT:-}" ] && ! ldconfig -p 2>/dev/null | grep -q "libcublasLt.so.13 "; then
-  sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
-  for c in /usr/local/cuda/lib64/libcublasLt.so.13 /usr/local/cuda*/lib*/libcublasLt.so.13; do
-    [ -f "$c" ] && { export HETPASS_CUBLASLT=$c; break; }
+# cuBLASLt, NVRTC and cuDNN are not carried (too large): the machine's own, from the loader's
+# path, its CUDA toolkit or the nvidia-* wheels of its Python, in that order. find_lib VAR SONAME
+# WHEEL_DIR... exports VAR (the variable the library reads) where the loader would not find it.
+sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
+find_lib() {
+  local var=$1 so=$2 c s d
+  shift 2
+  [ -n "${!var:-}" ] && return 0
+  ldconfig -p 2>/dev/null | grep -q "$so " && return 0
+  for c in /usr/local/cuda/lib64/$so /usr/local/cuda*/lib*/$so /usr/local/cuda*/targets/*/lib/$so; do
+    [ -f "$c" ] && { export "$var=$c"; return 0; }
   done
   for s in $sites; do
-    [ -n "${HETPASS_CUBLASLT:-}" ] && break
-    for c in "$s"/nvidia/cu13/lib/libcublasLt.so.13 "$s"/nvidia/cublas/lib/libcublasLt.so.13; do
-      [ -f "$c" ] && { export HETPASS_CUBLASLT=$c; break; }
+    for d in "$@"; do
+      [ -f "$s/$d/$so" ] && { export "$var=$s/$d/$so"; return 0; }
     done
   done
-fi
+  return 0
+}
+find_lib HETPASS_CUBLASLT libcublasLt.so.13 nvidia/cu13/lib nvidia/cublas/lib
+find_lib HETPASS_NVRTC libnvrtc.so.13 nvidia/cu13/lib nvidia/cuda_nvrtc/lib
+find_lib HETPASS_CUDNN libcudnn.so.9 nvidia/cudnn/lib nvidia/cu13/lib
 cublaslt=${HETPASS_CUBLASLT:-"libcublasLt.so.13 (on the loader path)"}
+nvrtc=${HETPASS_NVRTC:-"libnvrtc.so.13 (on the loader path)"}
+cudnn=${HETPASS_CUDNN:-"libcudnn.so.9 (on the loader path)"}
 {
   echo "driver=$driver"
   echo "ptxas=$HETPASS_PTXAS"
   echo "cublaslt=$cublaslt"
+  echo "nvrtc=$nvrtc"
+  echo "cudnn=$cudnn"
   ldd "$here/bin/hetpass" | grep -E "libstdc|libgcc_s" || true
 } > "$out/environment.txt"
 

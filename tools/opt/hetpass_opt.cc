@@ -25,6 +25,7 @@
 #include "common/command_line.h"
 #include "passes/analysis/baseline_masks.h"
 #include "passes/analysis/copy_ledger.h"
+#include "passes/compile_engine/compile_engine.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
 #include "passes/pass/verify_module.h"
@@ -51,6 +52,10 @@ ABSL_FLAG(std::string, baseline_masks, "",
           "fusion stay ours and only the copies the masks cause differ");
 ABSL_FLAG(std::string, list_baseline, "",
           "list the ops whose masks a baseline (single-flag or relay) changes, and exit");
+ABSL_FLAG(std::string, emit_kernels, "",
+          "after the pipeline, compile every primitive function for this device (cpu, sim or "
+          "cuda; those placed elsewhere are skipped) and print, per function, the provider's description and the generated code "
+          "(PTX, CUDA source) instead of the IR (golden tests of the code generators)");
 ABSL_FLAG(bool, split_input_file, false,
           "treat each '// -----'-separated chunk as its own module (golden tests); line numbers "
           "stay those of the whole file");
@@ -134,6 +139,25 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
   if (!changed.ok()) return changed.status();
   if (pm_options.timing) std::cerr << (*pm)->TimingReport();
 
+  if (const std::string device = absl::GetFlag(FLAGS_emit_kernels); !device.empty()) {
+    const std::optional<hetpass::DeviceKind> kind = hetpass::ParseDevice(device);
+    if (!kind) return absl::InvalidArgumentError(absl::StrCat("--emit-kernels: unknown device '", device, "'"));
+    hetpass::CompileEngine engine;
+    std::string out;
+    for (const auto& f : (*module)->functions()) {
+      if (!hetpass::IsPrimitive(*f)) continue;
+      // Placed groups only where they were placed (unplaced ones: anywhere).
+      const auto& nodes = f->body().nodes();
+      if (!nodes.empty() && nodes.front()->device() != hetpass::DeviceKind::kUnset &&
+          nodes.front()->device() != *kind) {
+        continue;
+      }
+      auto kernel = engine.Lower(*f, *kind);
+      if (!kernel.ok()) return kernel.status();
+      absl::StrAppend(&out, "// kernel @", f->name(), ": ", (*kernel)->Describe(), "\n", (*kernel)->Listing());
+    }
+    return out;
+  }
   const std::string ledger_format = absl::GetFlag(FLAGS_copy_ledger);
   if (!ledger_format.empty()) {
     if (ledger_format != "text" && ledger_format != "json") {

@@ -76,6 +76,9 @@ class CompiledKernel {
   // One line for listings and profiles: how each part is implemented, e.g.
   // "onednn matmul + jit[bias_add,relu]" or "reference[topk]".
   virtual std::string Describe() const = 0;
+  // The code generated for this kernel, for inspection (`hetpass-opt --emit-kernels`) and
+  // golden tests: PTX, CUDA source; empty where a library or the interpreter runs the group.
+  virtual std::string Listing() const { return ""; }
 };
 
 }  // namespace hetpass

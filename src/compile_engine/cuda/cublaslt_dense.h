@@ -1,4 +1,4 @@
-// The cuda device's dense kernel (docs/cuda.md, "Kernels"): nn.dense [+ bias] [+ relu] over f32
+// The cuda device's cuBLASLt kernels (docs/cuda.md, "Kernels"). Dense: nn.dense [+ bias] [+ relu] over f32
 // (the group group_match.h's MatchDenseGroup recognises, as oneDNN's dense on the host) as one
 // cuBLASLt matmul with its BIAS / RELU / RELU_BIAS epilogue, the heuristic's algorithm cached
 // per shape (the batch is dynamic). Compiling needs neither cuBLASLt nor a GPU; instantiating
@@ -21,6 +21,13 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileCublasLtDense(const Funct
 
 // "cublaslt.dense".
 const KernelProvider& CublasLtDenseProvider();
+
+// nn.batch_matmul of two f32 operands of rank 2..8 (NumPy broadcast of the batch dims) as
+// strided-batched cuBLASLt matmuls (one where the broadcast allows; see cublaslt_dense.cc),
+// plans cached per shape. Unimplemented for other functions.
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileCublasLtBatchMatmul(const Function& primitive);
+// "cublaslt.batch_matmul".
+const KernelProvider& CublasLtBatchMatmulProvider();
 
 }  // namespace hetpass::cuda
 

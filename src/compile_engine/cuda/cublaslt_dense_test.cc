@@ -157,5 +157,84 @@ TEST(CublasLtDense, ResidualGroupSplitsIntoGemmAndInPlaceTail) {
   }
 }
 
+// ---- batch_matmul ----
+
+std::string BatchText(const std::string& a, const std::string& b, const std::string& out) {
+  return absl::StrCat("def @f(%a: ", a, ", %b: ", b, ") -> ", out,
+                      " attributes {primitive = true} {\n  %0 = nn.batch_matmul(%a, %b) : ", out,
+                      "\n  return %0\n}\n");
+}
+
+#ifdef HETPASS_HAS_CUDA
+// Tests that cuBLASLt accepts the strided-batch descriptors of attention's shapes (the shared
+// transformer's 2 x 4 heads of 8 x 16, longer sequences, a broadcast operand: stride 0).
+TEST(CublasLtBatchMatmul, DescriptorsForAttentionShapes) {
+  const int64_t shapes[][6] = {// batch, m, n, k, stride_a, stride_b
+                               {8, 8, 8, 16, 128, 128},   {8, 8, 16, 8, 64, 128},
+                               {64, 128, 128, 64, 8192, 8192}, {5, 7, 3, 4, 28, 0}, {1, 9, 9, 9, 0, 0}};
+  for (const auto& s : shapes) {
+    runtime::cuda_api::BatchMatmulCall c;
+    c.batch = s[0], c.m = s[1], c.n = s[2], c.k = s[3], c.stride_a = s[4], c.stride_b = s[5];
+    const absl::Status ok = runtime::cuda_api::CheckBatchMatmulDescriptors(c);
+    EXPECT_TRUE(ok.ok()) << s[0] << " x " << s[1] << "x" << s[2] << "x" << s[3] << ": " << ok;
+  }
+}
+#endif
+
+// Tests that the provider takes batch_matmul groups (compiling needs no GPU) and nothing else,
+// and on a GPU every broadcast pattern against the reference: equal batches (one call),
+// a broadcast operand (stride 0), mixed broadcasts (host-looped outer dims), rank-2 operands,
+// an empty K (zeros) and a dynamic batch.
+TEST(CublasLtBatchMatmul, MatchesTheReferenceOnTheGpu) {
+  struct Shape {
+    std::vector<int64_t> a, b;
+  };
+  const struct {
+    const char* a;
+    const char* b;
+    const char* out;
+    std::vector<Shape> runs;
+  } kCases[] = {
+      {"f32[n, 3, 4, 5]", "f32[n, 3, 5, 6]", "f32[n, 3, 4, 6]", {{{2, 3, 4, 5}, {2, 3, 5, 6}}, {{1, 3, 4, 5}, {1, 3, 5, 6}}}},
+      {"f32[n, 4, 5]", "f32[5, 6]", "f32[n, 4, 6]", {{{3, 4, 5}, {5, 6}}}},
+      {"f32[4, 5]", "f32[n, 5, 6]", "f32[n, 4, 6]", {{{4, 5}, {3, 5, 6}}}},
+      {"f32[2, 1, 4, 5]", "f32[1, 3, 5, 6]", "f32[2, 3, 4, 6]", {{{2, 1, 4, 5}, {1, 3, 5, 6}}}},
+      {"f32[2, 3, 1, 4, 5]", "f32[3, 7, 5, 6]", "f32[2, 3, 7, 4, 6]", {{{2, 3, 1, 4, 5}, {3, 7, 5, 6}}}},
+      {"f32[2, 4, k]", "f32[2, k, 6]", "f32[2, 4, 6]", {{{2, 4, 0}, {2, 0, 6}}, {{2, 4, 3}, {2, 3, 6}}}},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(absl::StrCat(c.a, " x ", c.b));
+    auto m = testing::Parse(BatchText(c.a, c.b, c.out));
+    ASSERT_NE(m, nullptr);
+    const Function& f = *m->functions().front();
+    auto k = cuda::CompileCublasLtBatchMatmul(f);
+    ASSERT_TRUE(k.ok()) << k.status();
+    EXPECT_EQ((*k)->Describe(), "cublaslt matmul[strided batches]");
+    if (testing::Cuda().device == nullptr) continue;
+    for (const Shape& s : c.runs) {
+      std::vector<Tensor> in = {testing::RandomTensor(DType::kF32, s.a, 1), testing::RandomTensor(DType::kF32, s.b, 2)};
+      absl::StatusOr<Tensor> want = testing::Interpret(f, in);
+      ASSERT_TRUE(want.ok()) << want.status();
+      Tensor got = Tensor::Zeros(DType::kF32, want->shape());
+      absl::Status run = testing::RunOnCuda(**k, in, got);
+      ASSERT_TRUE(run.ok()) << run;
+      EXPECT_TRUE(testing::TensorsNear(got, *want, 1e-4));
+    }
+  }
+  auto dense = testing::Parse(DenseText("f32[n, 8]", 4, 8, false, false));
+  ASSERT_NE(dense, nullptr);
+  EXPECT_EQ(cuda::CompileCublasLtBatchMatmul(*dense->functions().front()).status().code(),
+            absl::StatusCode::kUnimplemented);
+  HETPASS_SKIP_WITHOUT_GPU();
+  auto m = testing::Parse(BatchText("f32[n, 4, 5]", "f32[n, 5, 6]", "f32[n, 4, 6]"));
+  auto k = cuda::CompileCublasLtBatchMatmul(*m->functions().front());
+  ASSERT_TRUE(k.ok());
+  Tensor out = Tensor::Zeros(DType::kF32, {2, 4, 6});
+  absl::Status bad = testing::RunOnCuda(
+      **k, {testing::RandomTensor(DType::kF32, {2, 4, 5}, 1), testing::RandomTensor(DType::kF32, {2, 4, 6}, 2)}, out);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_THAT(bad.message(), HasSubstr("b (%b)"));
+}
+
 }  // namespace
 }  // namespace hetpass

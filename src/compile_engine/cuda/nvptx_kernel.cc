@@ -104,6 +104,7 @@ class NvptxKernel final : public CompiledKernel {
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
       const KernelContext& ctx, absl::Span<const Tensor* const>) const override;
   std::string Describe() const override { return program_->description; }
+  std::string Listing() const override { return program_->ptx; }
 
  private:
   std::shared_ptr<const Program> program_;

@@ -6,13 +6,13 @@
 // i.e. out's columns: exactly cuBLASLt's BIAS epilogue; RELU and RELU_BIAS fuse the ReLU.
 // fp32 compute (CUBLAS_COMPUTE_32F, no TF32), so results stay within the host kernels'
 // tolerance. The heuristic's first algorithm is kept per shape with its workspace size.
+// Batched row-major matmuls out[i] = a[i] x b[i] are D (n x m) = B' x A' per batch, with
+// cuBLASLt's strided batches (BATCH_COUNT, STRIDED_BATCH_OFFSET; offset 0 broadcasts a matrix).
 #include "runtime/cuda/cublaslt.h"
 
 #include <cublasLt.h>
 #include <dlfcn.h>
-#include <link.h>
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "passes/support/status_macros.h"
+#include "runtime/cuda/shared_library.h"
 
 namespace hetpass::runtime::cuda_api {
 namespace {
@@ -32,7 +33,7 @@ constexpr size_t kMaxWorkspace = size_t{32} << 20;
   X(create, cublasLtCreate) X(destroy, cublasLtDestroy)                                    \
   X(desc_create, cublasLtMatmulDescCreate) X(desc_destroy, cublasLtMatmulDescDestroy)      \
   X(desc_set, cublasLtMatmulDescSetAttribute) X(layout_create, cublasLtMatrixLayoutCreate) \
-  X(layout_destroy, cublasLtMatrixLayoutDestroy)                                           \
+  X(layout_destroy, cublasLtMatrixLayoutDestroy) X(layout_set, cublasLtMatrixLayoutSetAttribute) \
   X(pref_create, cublasLtMatmulPreferenceCreate)                                           \
   X(pref_destroy, cublasLtMatmulPreferenceDestroy)                                         \
   X(pref_set, cublasLtMatmulPreferenceSetAttribute)                                        \
@@ -46,55 +47,14 @@ struct Api {
 #undef HETPASS_MEMBER
 };
 
-absl::StatusOr<const Api*> LoadApi() {
-  static std::once_flag once;
-  static absl::StatusOr<Api>* api = nullptr;
-  std::call_once(once, [] {
-    api = new absl::StatusOr<Api>([]() -> absl::StatusOr<Api> {
-      std::vector<std::string> candidates;
-      if (const char* env = std::getenv("HETPASS_CUBLASLT"); env != nullptr && *env) {
-        candidates.push_back(env);
-      } else {
-        candidates = {"libcublasLt.so.13", "libcublasLt.so"};
-        for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-          if (const char* root = std::getenv(var); root != nullptr && *root) {
-            candidates.push_back(absl::StrCat(root, "/lib64/libcublasLt.so.13"));
-          }
-        }
-        candidates.push_back("/usr/local/cuda/lib64/libcublasLt.so.13");
-      }
-      std::vector<std::string> errors;
-      for (const std::string& c : candidates) {
-        void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (h == nullptr) {
-          const char* e = dlerror();
-          errors.push_back(absl::StrCat(c, " (", e == nullptr ? "not found" : e, ")"));
-          continue;
-        }
-        Api a;
-        // The file the loader picked, for reports ("which cuBLASLt ran").
-        struct link_map* map = nullptr;
-        a.path = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr ? map->l_name : c;
-        std::vector<std::string> missing;
-        auto sym = [&](auto& fn, const char* name) {
-          fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-          if (fn == nullptr) missing.push_back(name);
-        };
-#define HETPASS_RESOLVE(member, symbol) sym(a.member, #symbol);
-        HETPASS_CUBLASLT_FUNCTIONS(HETPASS_RESOLVE)
+void Resolve(void* h, Api& a, std::vector<std::string>& missing) {
+#define HETPASS_RESOLVE(member, symbol) ResolveSymbol(h, a.member, #symbol, missing);
+  HETPASS_CUBLASLT_FUNCTIONS(HETPASS_RESOLVE)
 #undef HETPASS_RESOLVE
-        if (!missing.empty()) {
-          errors.push_back(absl::StrCat(c, " (lacks ", absl::StrJoin(missing, ", "), ")"));
-          continue;  // the handle stays open: dlclose of a CUDA library at this point is unsafe
-        }
-        return a;
-      }
-      return absl::FailedPreconditionError(
-          absl::StrCat("cuda: cuBLASLt not found (set HETPASS_CUBLASLT); tried ", absl::StrJoin(errors, ", ")));
-    }());
-  });
-  if (!api->ok()) return api->status();
-  return &**api;
+}
+
+absl::StatusOr<const Api*> LoadApi() {
+  return LoadLibraryOnce<Api>("cuBLASLt", "HETPASS_CUBLASLT", {"libcublasLt.so.13", "libcublasLt.so"}, &Resolve);
 }
 
 absl::Status Check(const Api& api, cublasStatus_t s, absl::string_view call) {
@@ -104,12 +64,54 @@ absl::Status Check(const Api& api, cublasStatus_t s, absl::string_view call) {
                                           name == nullptr ? "status" : name, " (", static_cast<int>(s), ")"));
 }
 
-cublasLtEpilogue_t Epilogue(const DenseCall& c) {
-  if (c.bias != nullptr) return c.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-  return c.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
+// One column-major cuBLASLt matmul D = op(A) x B (+ epilogue), batched with strides: the
+// plan key, and what the descriptors are made from.
+struct Gemm {
+  bool transpose_a = false;
+  int64_t a_rows = 0, a_cols = 0;  // A as stored (ld = a_rows)
+  int64_t b_rows = 0, b_cols = 0;  // B as stored (ld = b_rows)
+  int64_t d_rows = 0, d_cols = 0;  // D (ld = d_rows)
+  int64_t batch = 1, stride_a = 0, stride_b = 0;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+
+  auto Key() const {
+    return std::make_tuple(transpose_a, a_rows, a_cols, b_rows, b_cols, d_rows, d_cols, batch, stride_a,
+                           stride_b, static_cast<int>(epilogue));
+  }
+  std::string Text() const {
+    return absl::StrCat("D ", d_rows, "x", d_cols, " = A", transpose_a ? "^T" : "", " ", a_rows, "x", a_cols,
+                        " * B ", b_rows, "x", b_cols, batch > 1 ? absl::StrCat(" in ", batch, " batches") : "");
+  }
+};
+
+// out[m, n] = data[m, k] x weight[n, k]^T: D (n x m) = A^T x B with A the weight as k x n and
+// B the data as k x m (see the top of the file).
+Gemm DenseGemm(const DenseCall& c) {
+  Gemm g;
+  g.transpose_a = true;
+  g.a_rows = c.k, g.a_cols = c.n;
+  g.b_rows = c.k, g.b_cols = c.m;
+  g.d_rows = c.n, g.d_cols = c.m;
+  if (c.bias != nullptr) {
+    g.epilogue = c.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  } else {
+    g.epilogue = c.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
+  }
+  return g;
 }
 
-// The operation and matrix descriptors of one shape and epilogue.
+// out[m, n] = a[m, k] x b[k, n] row-major: column-major D (n x m) = B' x A' with B' = b read as
+// n x k and A' = a read as k x m, no transposes.
+Gemm BatchGemm(const BatchMatmulCall& c) {
+  Gemm g;
+  g.a_rows = c.n, g.a_cols = c.k;
+  g.b_rows = c.k, g.b_cols = c.m;
+  g.d_rows = c.n, g.d_cols = c.m;
+  g.batch = c.batch, g.stride_a = c.stride_b, g.stride_b = c.stride_a;
+  return g;
+}
+
+// The operation and matrix descriptors of one GEMM.
 struct Descriptors {
   const Api* api = nullptr;
   cublasLtMatmulDesc_t op = nullptr;
@@ -126,22 +128,33 @@ struct Descriptors {
     }
   }
 
-  absl::Status Create(const Api& lib, const DenseCall& c) {
+  absl::Status Layout(cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t batch, int64_t stride,
+                      const char* what) {
+    RETURN_IF_ERROR(Check(*api, api->layout_create(l, CUDA_R_32F, static_cast<uint64_t>(rows),
+                                                  static_cast<uint64_t>(cols), rows),
+                          absl::StrCat("MatrixLayoutCreate(", what, ")")));
+    if (batch == 1) return absl::OkStatus();
+    const int32_t count = static_cast<int32_t>(batch);
+    RETURN_IF_ERROR(Check(*api, api->layout_set(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+                          absl::StrCat("MatrixLayoutSetAttribute(", what, ", BATCH_COUNT)")));
+    return Check(*api, api->layout_set(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+                 absl::StrCat("MatrixLayoutSetAttribute(", what, ", STRIDED_BATCH_OFFSET)"));
+  }
+
+  absl::Status Create(const Api& lib, const Gemm& g) {
     api = &lib;
+    if (g.batch > INT32_MAX) return absl::InvalidArgumentError(absl::StrCat("cuda: cuBLASLt batch of ", g.batch));
     RETURN_IF_ERROR(Check(lib, lib.desc_create(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate"));
-    const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
-    RETURN_IF_ERROR(Check(lib, lib.desc_set(op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)),
+    const cublasOperation_t transa = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, none = CUBLAS_OP_N;
+    RETURN_IF_ERROR(Check(lib, lib.desc_set(op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)),
                           "MatmulDescSetAttribute(TRANSA)"));
     RETURN_IF_ERROR(Check(lib, lib.desc_set(op, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof(none)),
                           "MatmulDescSetAttribute(TRANSB)"));
-    const cublasLtEpilogue_t epilogue = Epilogue(c);
-    RETURN_IF_ERROR(Check(lib, lib.desc_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+    RETURN_IF_ERROR(Check(lib, lib.desc_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue, sizeof(g.epilogue)),
                           "MatmulDescSetAttribute(EPILOGUE)"));
-    const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-    RETURN_IF_ERROR(Check(lib, lib.layout_create(&a, CUDA_R_32F, u(c.k), u(c.n), c.k), "MatrixLayoutCreate(weight)"));
-    RETURN_IF_ERROR(Check(lib, lib.layout_create(&b, CUDA_R_32F, u(c.k), u(c.m), c.k), "MatrixLayoutCreate(data)"));
-    RETURN_IF_ERROR(Check(lib, lib.layout_create(&d, CUDA_R_32F, u(c.n), u(c.m), c.n), "MatrixLayoutCreate(out)"));
-    return absl::OkStatus();
+    RETURN_IF_ERROR(Layout(&a, g.a_rows, g.a_cols, g.batch, g.stride_a, "A"));
+    RETURN_IF_ERROR(Layout(&b, g.b_rows, g.b_cols, g.batch, g.stride_b, "B"));
+    return Layout(&d, g.d_rows, g.d_cols, g.batch, g.d_rows * g.d_cols, "D");
   }
 };
 
@@ -155,10 +168,16 @@ absl::StatusOr<std::string> CublasLtLibrary() {
 absl::Status CheckDenseDescriptors(const DenseCall& call) {
   ASSIGN_OR_RETURN(const Api* api, LoadApi());
   Descriptors d;
-  return d.Create(*api, call);
+  return d.Create(*api, DenseGemm(call));
 }
 
-struct DenseGemms::Impl {
+absl::Status CheckBatchMatmulDescriptors(const BatchMatmulCall& call) {
+  ASSIGN_OR_RETURN(const Api* api, LoadApi());
+  Descriptors d;
+  return d.Create(*api, BatchGemm(call));
+}
+
+struct Gemms::Impl {
   const Api* api = nullptr;
   cublasLtHandle_t handle = nullptr;
   std::mutex mu;
@@ -167,16 +186,15 @@ struct DenseGemms::Impl {
     cublasLtMatmulAlgo_t algo;
     size_t workspace = 0;
   };
-  // (m, n, k, bias, relu) -> plan
-  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool>, std::unique_ptr<Plan>> plans;
+  std::map<decltype(Gemm().Key()), std::unique_ptr<Plan>> plans;
 
   ~Impl() {
     plans.clear();
     if (handle != nullptr) api->destroy(handle);
   }
 
-  absl::StatusOr<Plan*> PlanFor(const DenseCall& c) {
-    auto key = std::make_tuple(c.m, c.n, c.k, c.bias != nullptr, c.relu);
+  absl::StatusOr<Plan*> PlanFor(const Gemm& c) {
+    auto key = c.Key();
     auto it = plans.find(key);
     if (it != plans.end()) return it->second.get();
     auto plan = std::make_unique<Plan>();
@@ -195,8 +213,7 @@ struct DenseGemms::Impl {
     api->pref_destroy(pref);
     RETURN_IF_ERROR(Check(*api, s, "MatmulAlgoGetHeuristic"));
     if (found == 0) {
-      return absl::UnimplementedError(absl::StrCat("cuda: cuBLASLt has no algorithm for a dense of m=", c.m,
-                                                   ", n=", c.n, ", k=", c.k));
+      return absl::UnimplementedError(absl::StrCat("cuda: cuBLASLt has no algorithm for ", c.Text()));
     }
     plan->algo = result.algo;
     plan->workspace = result.workspaceSize;
@@ -206,44 +223,55 @@ struct DenseGemms::Impl {
   }
 };
 
-DenseGemms::DenseGemms(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-DenseGemms::~DenseGemms() = default;
+Gemms::Gemms(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Gemms::~Gemms() = default;
 
-absl::StatusOr<std::unique_ptr<DenseGemms>> DenseGemms::Create() {
+absl::StatusOr<std::unique_ptr<Gemms>> Gemms::Create() {
   ASSIGN_OR_RETURN(const Api* api, LoadApi());
   auto impl = std::make_unique<Impl>();
   impl->api = api;
   RETURN_IF_ERROR(Check(*api, api->create(&impl->handle), "Create"));
-  return std::unique_ptr<DenseGemms>(new DenseGemms(std::move(impl)));
+  return std::unique_ptr<Gemms>(new Gemms(std::move(impl)));
 }
 
-int64_t DenseGemms::plans() const {
+int64_t Gemms::plans() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return static_cast<int64_t>(impl_->plans.size());
 }
 
-absl::Status DenseGemms::Run(const DenseCall& c, void* stream, PoolingAllocator* workspace) {
+absl::Status Gemms::Run(const DenseCall& c, void* stream, PoolingAllocator* workspace) {
   if (c.m == 0 || c.n == 0) return absl::OkStatus();
+  const Gemm g = DenseGemm(c);
+  return Enqueue(&g, c.weight, c.data, c.bias, c.out, stream, workspace);
+}
+
+absl::Status Gemms::Run(const BatchMatmulCall& c, void* stream, PoolingAllocator* workspace) {
+  if (c.batch == 0 || c.m == 0 || c.n == 0) return absl::OkStatus();
+  const Gemm g = BatchGemm(c);
+  return Enqueue(&g, c.b, c.a, nullptr, c.out, stream, workspace);
+}
+
+absl::Status Gemms::Enqueue(const void* gemm, const void* a, const void* b, const void* bias, void* d, void* stream,
+                            PoolingAllocator* workspace) {
+  const Gemm& g = *static_cast<const Gemm*>(gemm);
   std::lock_guard<std::mutex> lock(impl_->mu);
   const Api& api = *impl_->api;
-  ASSIGN_OR_RETURN(Impl::Plan * plan, impl_->PlanFor(c));
-  if (c.bias != nullptr) {
+  ASSIGN_OR_RETURN(Impl::Plan * plan, impl_->PlanFor(g));
+  if (bias != nullptr) {
     // The pointer is per call site (a constant of the instance): set before each enqueue, under
     // the lock, since the descriptor is shared by the calls of this shape.
-    RETURN_IF_ERROR(Check(api, api.desc_set(plan->desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c.bias,
-                                            sizeof(c.bias)),
+    RETURN_IF_ERROR(Check(api, api.desc_set(plan->desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
                           "MatmulDescSetAttribute(BIAS_POINTER)"));
   }
   PoolingAllocator::Block ws;
   if (plan->workspace > 0) {
-    if (workspace == nullptr) return absl::InternalError("cuda dense: no workspace pool");
+    if (workspace == nullptr) return absl::InternalError("cuda: no workspace pool for cuBLASLt");
     ASSIGN_OR_RETURN(ws, workspace->Allocate(plan->workspace));
   }
   const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t s =
-      api.matmul(impl_->handle, plan->desc.op, &alpha, c.weight, plan->desc.a, c.data, plan->desc.b, &beta, c.out,
-                 plan->desc.d, c.out, plan->desc.d, &plan->algo, ws.ptr, plan->workspace,
-                 static_cast<cudaStream_t>(stream));
+  const cublasStatus_t s = api.matmul(impl_->handle, plan->desc.op, &alpha, a, plan->desc.a, b, plan->desc.b, &beta, d,
+                                      plan->desc.d, d, plan->desc.d, &plan->algo, ws.ptr, plan->workspace,
+                                      static_cast<cudaStream_t>(stream));
   if (ws.ptr != nullptr) workspace->Release(ws);
   return Check(api, s, "Matmul");
 }

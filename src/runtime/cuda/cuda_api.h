@@ -5,6 +5,7 @@
 #ifndef HETPASS_RUNTIME_CUDA_CUDA_API_H_
 #define HETPASS_RUNTIME_CUDA_CUDA_API_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,6 +41,9 @@ class PtxModule {
 absl::Status Launch(const void* kernel, void* stream, uint32_t grid, uint32_t block, void** params,
                     absl::string_view what);
 
+// Enqueues zeroing `bytes` at `ptr` (device memory) on `stream`.
+absl::Status ZeroAsync(void* ptr, size_t bytes, void* stream);
+
 // The cuda device's error word (a device address the kernels OR their error flags into; the
 // device checks it at each counted synchronisation), or nullptr when `device` is not cuda.
 uint32_t* ErrorWord(Device* device);
@@ -49,6 +53,9 @@ int MultiprocessorCount(Device* device);
 // asserts they agree).
 inline constexpr uint32_t kErrorDivisionByZero = 1;
 inline constexpr uint32_t kErrorIndexOutOfRange = 2;
+// Set by the NVRTC algorithm kernels (compile_engine/cuda/nvrtc_algorithm.cc).
+inline constexpr uint32_t kErrorNmsIouThreshold = 4;
+inline constexpr uint32_t kErrorCountChanged = 8;
 
 }  // namespace hetpass::runtime::cuda_api
 

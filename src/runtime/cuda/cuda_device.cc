@@ -35,6 +35,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -247,12 +248,21 @@ class CudaDevice final : public Device {
     const uint32_t flags = *static_cast<volatile uint32_t*>(error_host_);
     if (flags == 0) return absl::OkStatus();
     *static_cast<volatile uint32_t*>(error_host_) = 0;
+    static constexpr std::pair<uint32_t, const char*> kFlags[] = {
+        {cuda_api::kErrorDivisionByZero, "integer division by zero"},
+        {cuda_api::kErrorIndexOutOfRange, "take: index out of range"},
+        {cuda_api::kErrorNmsIouThreshold, "non_max_suppression: iou_threshold outside [0, 1]"},
+        {cuda_api::kErrorCountChanged,
+         "argwhere / non_max_suppression: the rows differ from the shape counter's count (the input changed "
+         "between the two launches)"},
+    };
     std::vector<std::string> what;
-    if (flags & cuda_api::kErrorDivisionByZero) what.push_back("integer division by zero");
-    if (flags & cuda_api::kErrorIndexOutOfRange) what.push_back("take: index out of range");
-    if (flags & ~(cuda_api::kErrorDivisionByZero | cuda_api::kErrorIndexOutOfRange)) {
-      what.push_back(absl::StrCat("unknown error flags 0x", absl::Hex(flags)));
+    uint32_t known = 0;
+    for (const auto& [bit, message] : kFlags) {
+      known |= bit;
+      if (flags & bit) what.push_back(message);
     }
+    if (flags & ~known) what.push_back(absl::StrCat("unknown error flags 0x", absl::Hex(flags & ~known)));
     return absl::InvalidArgumentError(absl::StrCat(
         "cuda: a kernel since the last synchronisation reported ", absl::StrJoin(what, " and ")));
   }
@@ -341,6 +351,11 @@ absl::Status Launch(const void* kernel, void* stream, uint32_t grid, uint32_t bl
                     absl::string_view what) {
   return CudaCall(cudaLaunchKernel(kernel, dim3(grid), dim3(block), params, 0, static_cast<cudaStream_t>(stream)),
                   absl::StrCat("cudaLaunchKernel(", what, ")"));
+}
+
+absl::Status ZeroAsync(void* ptr, size_t bytes, void* stream) {
+  if (bytes == 0) return absl::OkStatus();
+  return CudaCall(cudaMemsetAsync(ptr, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
 }
 
 uint32_t* ErrorWord(Device* device) {
