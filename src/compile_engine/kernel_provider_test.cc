@@ -48,7 +48,8 @@ TEST(KernelProvidersTest, HostMemoryDevicesShareTheDocumentedOrder) {
       "llvm.elementwise", "llvm.injective",    "reference"};
   EXPECT_EQ(Names(DeviceKind::kCpu), expected);
   EXPECT_EQ(Names(DeviceKind::kSim), expected);
-  EXPECT_EQ(Names(DeviceKind::kCuda), (std::vector<std::string>{"cublaslt.dense", "cublaslt+nvptx.split", "nvptx.injective"}));
+  EXPECT_EQ(Names(DeviceKind::kCuda), (std::vector<std::string>{"cudnn.conv2d", "cudnn.conv2d_transpose", "cublaslt.dense",
+                                      "cublaslt/cudnn+nvptx.split", "nvptx.injective"}));
   // Only the last is a fallback.
   for (const KernelProvider* p : KernelProviders(DeviceKind::kCpu)) {
     EXPECT_EQ(p->is_fallback(), p->name() == "reference") << p->name();

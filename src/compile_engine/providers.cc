@@ -20,13 +20,18 @@
 // whole-group providers so that a group one provider takes entirely is never split.
 //
 // cuda (docs/cuda.md):
-//    1. cublaslt.dense            nn.dense [+ bias] [+ relu]: one cuBLASLt matmul with epilogue
-//    2. cublaslt+nvptx.split      a cuBLASLt head with an NVPTX elementwise tail, in place
-//    3. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
+//    1. cudnn.conv2d              nn.conv2d [+ bias_add] [+ relu] with symmetric padding: cuDNN
+//                                 forward (bias + ReLU fused where cuDNN allows)
+//    2. cudnn.conv2d_transpose    nn.conv2d_transpose [+ bias_add] [+ relu], symmetric padding:
+//                                 cuDNN backward-data, then bias and ReLU in place
+//    3. cublaslt.dense            nn.dense [+ bias] [+ relu]: one cuBLASLt matmul with epilogue
+//    4. cublaslt/cudnn+nvptx.split  a cuBLASLt dense or cuDNN conv2d head with an NVPTX
+//                                 elementwise tail, in place
+//    5. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
 //                                 the JIT's loop plan, one output element per thread
-// Every other op (convolution, batch_matmul, reductions, data-dependent ops) has no CUDA kernel
-// yet, so plan-devices keeps it on the host for target=cuda and its copies appear in the
-// ledger: there is no hidden host fallback.
+// Every other op (convolutions with asymmetric padding, batch_matmul, reductions,
+// data-dependent ops) has no CUDA kernel yet, so plan-devices keeps it on the host for
+// target=cuda and its copies appear in the ledger: there is no hidden host fallback.
 //
 // A new device adds its list here (and a runtime::Device); nothing else in the engine changes.
 #include "passes/compile_engine/kernel_provider.h"
@@ -35,6 +40,7 @@
 #include "compile_engine/builtin_providers.h"
 #include "compile_engine/conv_kernel.h"
 #include "compile_engine/cuda/cublaslt_dense.h"
+#include "compile_engine/cuda/cudnn_conv.h"
 #include "compile_engine/cuda/nvptx_kernel.h"
 #include "compile_engine/deconv_kernel.h"
 #include "compile_engine/dense_kernel.h"
@@ -52,7 +58,8 @@ absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
       &ViewCopyProvider(),        &SplitKernelProvider(),  &JitElementwiseProvider(),
       &JitInjectiveProvider(),    &ReferenceProvider(),
   };
-  static const KernelProvider* const kCuda[] = {&cuda::CublasLtDenseProvider(), &CudaSplitKernelProvider(),
+  static const KernelProvider* const kCuda[] = {&cuda::CudnnConvProvider(), &cuda::CudnnDeconvProvider(),
+                                                &cuda::CublasLtDenseProvider(), &CudaSplitKernelProvider(),
                                                 &cuda::NvptxProvider()};
   switch (device) {
     case DeviceKind::kCpu:

@@ -9,18 +9,15 @@
 #include "runtime/cuda/cublaslt.h"
 
 #include <cublasLt.h>
-#include <dlfcn.h>
-#include <link.h>
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "passes/support/status_macros.h"
+#include "runtime/cuda/dl_library.h"
 
 namespace hetpass::runtime::cuda_api {
 namespace {
@@ -47,52 +44,12 @@ struct Api {
 };
 
 absl::StatusOr<const Api*> LoadApi() {
-  static std::once_flag once;
-  static absl::StatusOr<Api>* api = nullptr;
-  std::call_once(once, [] {
-    api = new absl::StatusOr<Api>([]() -> absl::StatusOr<Api> {
-      std::vector<std::string> candidates;
-      if (const char* env = std::getenv("HETPASS_CUBLASLT"); env != nullptr && *env) {
-        candidates.push_back(env);
-      } else {
-        candidates = {"libcublasLt.so.13", "libcublasLt.so"};
-        for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-          if (const char* root = std::getenv(var); root != nullptr && *root) {
-            candidates.push_back(absl::StrCat(root, "/lib64/libcublasLt.so.13"));
-          }
-        }
-        candidates.push_back("/usr/local/cuda/lib64/libcublasLt.so.13");
-      }
-      std::vector<std::string> errors;
-      for (const std::string& c : candidates) {
-        void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (h == nullptr) {
-          const char* e = dlerror();
-          errors.push_back(absl::StrCat(c, " (", e == nullptr ? "not found" : e, ")"));
-          continue;
-        }
-        Api a;
-        // The file the loader picked, for reports ("which cuBLASLt ran").
-        struct link_map* map = nullptr;
-        a.path = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr ? map->l_name : c;
-        std::vector<std::string> missing;
-        auto sym = [&](auto& fn, const char* name) {
-          fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-          if (fn == nullptr) missing.push_back(name);
-        };
-#define HETPASS_RESOLVE(member, symbol) sym(a.member, #symbol);
+  static const absl::StatusOr<Api>* const api = new absl::StatusOr<Api>(OpenApi<Api>(
+      {"cuBLASLt", "HETPASS_CUBLASLT", {"libcublasLt.so.13", "libcublasLt.so"}, "libcublasLt.so.13"}, [](void* h, Api& a, std::vector<std::string>& missing) {
+#define HETPASS_RESOLVE(member, symbol) ResolveSymbol(h, #symbol, a.member, missing);
         HETPASS_CUBLASLT_FUNCTIONS(HETPASS_RESOLVE)
 #undef HETPASS_RESOLVE
-        if (!missing.empty()) {
-          errors.push_back(absl::StrCat(c, " (lacks ", absl::StrJoin(missing, ", "), ")"));
-          continue;  // the handle stays open: dlclose of a CUDA library at this point is unsafe
-        }
-        return a;
-      }
-      return absl::FailedPreconditionError(
-          absl::StrCat("cuda: cuBLASLt not found (set HETPASS_CUBLASLT); tried ", absl::StrJoin(errors, ", ")));
-    }());
-  });
+      }));
   if (!api->ok()) return api->status();
   return &**api;
 }
