@@ -71,7 +71,9 @@ TEST(KernelCapabilitiesTest, BuiltinAnswersFromTheProviders) {
   EXPECT_TRUE(caps.CanRun(Op("add"), DeviceKind::kCuda));    // nvptx.injective
   EXPECT_TRUE(caps.CanFuse(Op("transpose"), DeviceKind::kCuda));
   EXPECT_TRUE(caps.CanRun(Op("nn.dense"), DeviceKind::kCuda));    // cublaslt.dense
-  EXPECT_FALSE(caps.CanRun(Op("nn.conv2d"), DeviceKind::kCuda));  // no convolution yet: host
+  EXPECT_TRUE(caps.CanRun(Op("nn.conv2d"), DeviceKind::kCuda));   // cudnn.conv2d
+  EXPECT_TRUE(caps.CanFuse(Op("nn.conv2d_transpose"), DeviceKind::kCuda));  // cudnn.conv2d_transpose
+  EXPECT_FALSE(caps.CanRun(Op("nn.batch_matmul"), DeviceKind::kCuda));  // no batch_matmul yet: host
   EXPECT_FALSE(caps.CanRun(Op("argwhere"), DeviceKind::kCuda));
 }
 

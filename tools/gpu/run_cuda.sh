@@ -38,25 +38,42 @@ fi
 export HETPASS_LIBDEVICE=$here/lib/libdevice.10.bc
 export HETPASS_PTXAS=${HETPASS_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 export HETPASS_REQUIRE_CUDA=1
-# cuBLASLt is not carried (too large): the machine's own, from the loader's path, its CUDA
-# toolkit or the nvidia-* wheels of its Python, in that order.
-if [ -z "${HETPASS_CUBLASLT:-}" ] && ! ldconfig -p 2>/dev/null | grep -q "libcublasLt.so.13 "; then
-  sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
-  for c in /usr/local/cuda/lib64/libcublasLt.so.13 /usr/local/cuda*/lib*/libcublasLt.so.13; do
-    [ -f "$c" ] && { export HETPASS_CUBLASLT=$c; break; }
+# cuBLASLt and cuDNN are not carried (too large): the machine's own, from the loader's path,
+# its CUDA toolkit or the nvidia-* wheels of its Python (PyTorch's layout), in that order.
+# find_lib VAR SONAME WHEEL_DIRS...: exports VAR (unless set, or SONAME is on the loader's path)
+# as the first SONAME found in /usr/local/cuda*/lib* or <site-packages>/<wheel dir>.
+sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
+find_lib() {
+  local var=$1 so=$2 c s d
+  shift 2
+  [ -n "${!var:-}" ] && return
+  ldconfig -p 2>/dev/null | grep -q "$so " && return
+  for c in /usr/local/cuda/lib64/$so /usr/local/cuda*/lib*/$so; do
+    [ -f "$c" ] && { export "$var=$c"; return; }
   done
   for s in $sites; do
-    [ -n "${HETPASS_CUBLASLT:-}" ] && break
-    for c in "$s"/nvidia/cu13/lib/libcublasLt.so.13 "$s"/nvidia/cublas/lib/libcublasLt.so.13; do
-      [ -f "$c" ] && { export HETPASS_CUBLASLT=$c; break; }
+    for d in "$@"; do
+      [ -f "$s/$d/$so" ] && { export "$var=$s/$d/$so"; return; }
     done
   done
+}
+find_lib HETPASS_CUBLASLT libcublasLt.so.13 nvidia/cu13/lib nvidia/cublas/lib
+find_lib HETPASS_CUDNN libcudnn.so.9 nvidia/cudnn/lib nvidia/cu13/lib
+# A wheel's cudnn package outside site-packages' usual names: ask Python where nvidia.cudnn is.
+if [ -z "${HETPASS_CUDNN:-}" ] && ! ldconfig -p 2>/dev/null | grep -q "libcudnn.so.9 "; then
+  d=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)
+  [ -n "$d" ] && [ -f "$d/libcudnn.so.9" ] && export HETPASS_CUDNN=$d/libcudnn.so.9
 fi
+# cuDNN 9's libcudnn.so.9 opens its parts (libcudnn_cnn.so.9, ...) by name: keep its folder on
+# the loader's path.
+[ -n "${HETPASS_CUDNN:-}" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$HETPASS_CUDNN")
 cublaslt=${HETPASS_CUBLASLT:-"libcublasLt.so.13 (on the loader path)"}
+cudnn=${HETPASS_CUDNN:-"libcudnn.so.9 (on the loader path)"}
 {
   echo "driver=$driver"
   echo "ptxas=$HETPASS_PTXAS"
   echo "cublaslt=$cublaslt"
+  echo "cudnn=$cudnn"
   ldd "$here/bin/hetpass" | grep -E "libstdc|libgcc_s" || true
 } > "$out/environment.txt"
 
