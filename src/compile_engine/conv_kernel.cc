@@ -6,10 +6,9 @@
 // weights reordered once, bias and ReLU fused (see conv_kernel.h for the design).
 //
 // Phases:
-//   match        MatchConvGroup: the body is conv2d -> [bias_add] -> [relu] over distinct f32
-//                parameters; strides / padding / dilation / groups normalised to the
-//                registry's semantics (op identity is the kernel library's business: this file
-//                binds three registry op names to one library call, nothing else does)
+//   match        group_match::MatchConvGroup (shared with cuda's cuDNN kernel): the body is
+//                conv2d -> [bias_add] -> [relu] over distinct f32 parameters; strides /
+//                padding / dilation / groups normalised to the registry's semantics
 //   instantiate  constants checked against the declared types and each other (channels,
 //                groups, bias size); constant weights reordered once into the layout oneDNN
 //                picks, at load when the data's C, H, W are static (by creating the N = 1
@@ -56,77 +55,13 @@ using DataType = memory::data_type;
 // The registry ops this kernel implements.
 constexpr OpId kConvOp = OpId::kNnConv2d;
 
-// ---- match ---------------------------------------------------------------------------------
+// ---- match (group_match.h, shared with cuda's cuDNN kernel) ---------------------------------
 
-struct ConvGroup : AnchorEpilogue {
-  std::array<int64_t, 2> stride = {1, 1};
-  std::array<int64_t, 2> dilation = {1, 1};
-  std::array<int64_t, 4> pad = {0, 0, 0, 0};  // top, left, bottom, right
-  int64_t groups = 1;
-};
-
-
-// The conv2d attributes, defaults filled in by the registry and normalised as its shape rule
-// does; false if any is malformed (type inference would reject the call anyway).
-bool ReadConvAttrs(const Node& conv, ConvGroup& g) {
-  absl::StatusOr<Attrs> attrs = conv.op()->CheckAttrs(conv.attrs());
-  if (!attrs.ok()) return false;
-  if (attrs->GetString("data_layout") != "NCHW" || attrs->GetString("kernel_layout") != "OIHW") {
-    return false;
-  }
-  const std::vector<int64_t>& p = attrs->GetIntList("padding");
-  if (p.size() == 1) {
-    g.pad = {p[0], p[0], p[0], p[0]};
-  } else if (p.size() == 2) {
-    g.pad = {p[0], p[1], p[0], p[1]};
-  } else if (p.size() == 4) {
-    g.pad = {p[0], p[1], p[2], p[3]};
-  } else {
-    return false;
-  }
-  if (std::any_of(g.pad.begin(), g.pad.end(), [](int64_t v) { return v < 0; })) return false;
-  auto pair = [&](absl::string_view name, std::array<int64_t, 2>& out) {
-    const std::vector<int64_t>& v = attrs->GetIntList(name);
-    if (v.size() != 1 && v.size() != 2) return false;
-    out = {v[0], v.back()};
-    return out[0] > 0 && out[1] > 0;
-  };
-  if (!pair("strides", g.stride) || !pair("dilation", g.dilation)) return false;
-  g.groups = attrs->GetInt("groups");
-  return g.groups > 0;
-}
-
-std::optional<ConvGroup> MatchConvGroup(const Function& f) {
-  std::optional<AnchorEpilogue> m = MatchAnchorEpilogue(f, kConvOp, /*allow_add=*/false);
-  if (!m) return std::nullopt;
-  ConvGroup g;
-  static_cast<AnchorEpilogue&>(g) = *std::move(m);
-  if (!IsF32Tensor(g.param_types[g.data], 4) || !IsF32Tensor(g.param_types[g.weight], 4)) {
-    return std::nullopt;
-  }
-  if (!ReadConvAttrs(*g.anchor, g)) return std::nullopt;
-  if (g.has_bias()) {  // the channel axis of NCHW
-    const std::optional<int64_t> axis = IntAttr(*g.bias_node, "axis", 1);
-    if (!axis || (*axis != 1 && *axis != -3)) return std::nullopt;
-  }
-  if (!DeclaredResultIsF32(f, 4)) return std::nullopt;
-  return g;
-}
+using group_match::ConvGroup;
+using group_match::ConvShape;
+using group_match::MatchConvGroup;
 
 // ---- oneDNN plumbing (as in dense_kernel.cc) -------------------------------------------------
-
-
-
-
-
-
-
-// The concrete problem: data [n, c, h, w], weight [oc, icg, kh, kw], output [n, oc, oh, ow].
-struct ConvShape {
-  int64_t n, c, h, w, oc, icg, kh, kw, oh, ow;
-
-  std::array<int64_t, 8> Key() const { return {n, c, h, w, oc, icg, kh, kw}; }
-};
 
 // OIHW row-major as oneDNN weights: oihw, or goihw [g, oc/g, icg, kh, kw] when grouped.
 memory::desc WeightsDesc(const ConvShape& s, int64_t groups, Tag tag) {
@@ -202,31 +137,7 @@ class ConvInstance final : public KernelInstance {
 
 absl::StatusOr<ConvShape> ConvInstance::Shape(absl::Span<const int64_t> x,
                                               absl::Span<const int64_t> w) const {
-  const ConvGroup& g = group_;
-  ConvShape s{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], 0, 0};
-  if (s.icg * g.groups != s.c) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: nn.conv2d channels differ: %s has %d channels but %s expects %d (%d x %d groups)",
-        g.function, g.Arg("data", g.data), s.c, g.Arg("weight", g.weight), s.icg * g.groups, s.icg,
-        g.groups));
-  }
-  if (s.oc % g.groups != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s has %d output channels, not divisible by %d groups", g.function,
-                        g.Arg("weight", g.weight), s.oc, g.groups));
-  }
-  const int64_t span_h = s.h + g.pad[0] + g.pad[2] - g.dilation[0] * (s.kh - 1) - 1;
-  const int64_t span_w = s.w + g.pad[1] + g.pad[3] - g.dilation[1] * (s.kw - 1) - 1;
-  if (span_h < 0 || span_w < 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: nn.conv2d window [%d, %d] (dilation [%d, %d]) is larger than %s padded by [%d, %d, "
-        "%d, %d]",
-        g.function, s.kh, s.kw, g.dilation[0], g.dilation[1], g.Arg("data", g.data), g.pad[0],
-        g.pad[1], g.pad[2], g.pad[3]));
-  }
-  s.oh = span_h / g.stride[0] + 1;
-  s.ow = span_w / g.stride[1] + 1;
-  return s;
+  return group_match::ConvShapeOf(group_, x, w);
 }
 
 absl::Status ConvInstance::Load(absl::Span<const Tensor* const> constants) {

@@ -3,8 +3,9 @@
 // structure follows conv_kernel.cc, smaller: execute arguments are built per call.
 //
 // Phases:
-//   match        MatchDeconvGroup: the body is conv2d_transpose -> [bias_add] -> [relu] over
-//                distinct f32 parameters; attributes normalised to the registry's semantics;
+//   match        group_match::MatchDeconvGroup (shared with cuda's cuDNN kernel): the body
+//                is conv2d_transpose -> [bias_add] -> [relu] over distinct f32 parameters;
+//                attributes normalised to the registry's semantics;
 //                output_padding >= stride is left to the reference kernel (oneDNN's size check
 //                cannot express it)
 //   instantiate  constants checked against the declared types and each other (channels,
@@ -50,74 +51,13 @@ using DataType = memory::data_type;
 // The registry ops this kernel implements.
 constexpr OpId kDeconvOp = OpId::kNnConv2dTranspose;
 
-// ---- match ---------------------------------------------------------------------------------
+// ---- match (group_match.h, shared with cuda's cuDNN kernel) ---------------------------------
 
-struct DeconvGroup : AnchorEpilogue {
-  std::array<int64_t, 2> stride = {1, 1};
-  std::array<int64_t, 2> dilation = {1, 1};
-  std::array<int64_t, 2> output_padding = {0, 0};
-  std::array<int64_t, 4> pad = {0, 0, 0, 0};  // top, left, bottom, right
-  int64_t groups = 1;
-};
-
-// The attributes with defaults filled in by the registry and normalised as its shape rule
-// does; false if any is malformed (type inference rejects the call anyway) or if output_padding
-// reaches the stride (see deconv_kernel.h).
-bool ReadDeconvAttrs(const Node& deconv, DeconvGroup& g) {
-  absl::StatusOr<Attrs> attrs = deconv.op()->CheckAttrs(deconv.attrs());
-  if (!attrs.ok()) return false;
-  const std::vector<int64_t>& p = attrs->GetIntList("padding");
-  if (p.size() == 1) {
-    g.pad = {p[0], p[0], p[0], p[0]};
-  } else if (p.size() == 2) {
-    g.pad = {p[0], p[1], p[0], p[1]};
-  } else if (p.size() == 4) {
-    g.pad = {p[0], p[1], p[2], p[3]};
-  } else {
-    return false;
-  }
-  if (std::any_of(g.pad.begin(), g.pad.end(), [](int64_t v) { return v < 0; })) return false;
-  auto pair = [&](absl::string_view name, std::array<int64_t, 2>& out, int64_t min) {
-    const std::vector<int64_t>& v = attrs->GetIntList(name);
-    if (v.size() != 1 && v.size() != 2) return false;
-    out = {v[0], v.back()};
-    return out[0] >= min && out[1] >= min;
-  };
-  if (!pair("strides", g.stride, 1) || !pair("dilation", g.dilation, 1) ||
-      !pair("output_padding", g.output_padding, 0)) {
-    return false;
-  }
-  if (g.output_padding[0] >= g.stride[0] || g.output_padding[1] >= g.stride[1]) return false;
-  g.groups = attrs->GetInt("groups");
-  return g.groups > 0;
-}
-
-std::optional<DeconvGroup> MatchDeconvGroup(const Function& f) {
-  std::optional<AnchorEpilogue> m = MatchAnchorEpilogue(f, kDeconvOp, /*allow_add=*/false);
-  if (!m) return std::nullopt;
-  DeconvGroup g;
-  static_cast<AnchorEpilogue&>(g) = *std::move(m);
-  if (!IsF32Tensor(g.param_types[g.data], 4) || !IsF32Tensor(g.param_types[g.weight], 4)) {
-    return std::nullopt;
-  }
-  if (!ReadDeconvAttrs(*g.anchor, g)) return std::nullopt;
-  if (g.has_bias()) {  // the channel axis of NCHW
-    const std::optional<int64_t> axis = IntAttr(*g.bias_node, "axis", 1);
-    if (!axis || (*axis != 1 && *axis != -3)) return std::nullopt;
-  }
-  if (!DeclaredResultIsF32(f, 4)) return std::nullopt;
-  return g;
-}
+using group_match::DeconvGroup;
+using group_match::DeconvShape;
+using group_match::MatchDeconvGroup;
 
 // ---- shapes and layouts ----------------------------------------------------------------------
-
-// The concrete problem: data [n, c, h, w], weight [c, ocg, kh, kw], output [n, oc, oh, ow] with
-// oc = ocg * groups.
-struct DeconvShape {
-  int64_t n, c, h, w, ocg, kh, kw, oc, oh, ow;
-
-  std::array<int64_t, 7> Key() const { return {n, c, h, w, ocg, kh, kw}; }
-};
 
 // oneDNN's deconvolution weights are logically (g)oihw; ours, [C, OC/groups, KH, KW] row-major,
 // are exactly its iohw (giohw grouped: [g][C/g][OC/g][KH][KW]).
@@ -180,31 +120,7 @@ class DeconvInstance final : public KernelInstance {
 
 absl::StatusOr<DeconvShape> DeconvInstance::Shape(absl::Span<const int64_t> x,
                                                   absl::Span<const int64_t> w) const {
-  const DeconvGroup& g = group_;
-  DeconvShape s{x[0], x[1], x[2], x[3], w[1], w[2], w[3], w[1] * g.groups, 0, 0};
-  if (w[0] != s.c) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: nn.conv2d_transpose channels differ: %s has %d channels but %s [C, OC/groups, KH, "
-        "KW] has %d",
-        g.function, g.Arg("data", g.data), s.c, g.Arg("weight", g.weight), w[0]));
-  }
-  if (s.c % g.groups != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s has %d channels, not divisible by %d groups", g.function,
-                        g.Arg("data", g.data), s.c, g.groups));
-  }
-  s.oh = g.stride[0] * (s.h - 1) + g.output_padding[0] + g.dilation[0] * (s.kh - 1) + 1 - g.pad[0] -
-         g.pad[2];
-  s.ow = g.stride[1] * (s.w - 1) + g.output_padding[1] + g.dilation[1] * (s.kw - 1) + 1 - g.pad[1] -
-         g.pad[3];
-  if (s.oh < 0 || s.ow < 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: nn.conv2d_transpose padding [%d, %d, %d, %d] crops more than the [%d, %d] output "
-        "of %s",
-        g.function, g.pad[0], g.pad[1], g.pad[2], g.pad[3], s.oh + g.pad[0] + g.pad[2],
-        s.ow + g.pad[1] + g.pad[3], g.Arg("data", g.data)));
-  }
-  return s;
+  return group_match::DeconvShapeOf(group_, x, w);
 }
 
 absl::Status DeconvInstance::Load(absl::Span<const Tensor* const> constants) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <variant>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/shape_funcs/op_registry.h"
@@ -31,6 +32,25 @@ std::optional<int64_t> IntAttr(const Node& n, absl::string_view name, int64_t de
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
   return absl::StrFormat("[%s]", absl::StrJoin(shape, ", "));
+}
+
+absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
+                         absl::string_view short_name, const TensorArg& a, int rank) {
+  if (a.dtype != DType::kF32 || static_cast<int>(a.shape.size()) != rank) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s must be an f32 tensor of rank %d, got %s%s",
+                                                      function, name, rank, DTypeName(a.dtype),
+                                                      ShapeString(a.shape)));
+  }
+  for (int64_t d : a.shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrFormat("%s: %s has a negative dim: %s", function,
+                                                        short_name, ShapeString(a.shape)));
+    }
+  }
+  if (a.data == nullptr && a.num_elements() > 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s has no data", function, short_name));
+  }
+  return absl::OkStatus();
 }
 
 std::string AnchorEpilogue::Arg(absl::string_view role, int param) const {
@@ -129,6 +149,135 @@ std::optional<DenseGroup> MatchDenseGroup(const Function& f) {
   }
   if (!DeclaredResultIsF32(f, data_rank)) return std::nullopt;
   return g;
+}
+
+namespace {
+
+// The attributes of a conv2d / conv2d_transpose with the registry's defaults filled in, read as
+// its shape rule reads them; nullopt if any is malformed (type inference rejects the call
+// anyway). `transposed` also reads output_padding and refuses one that reaches the stride (see
+// DeconvGroup).
+std::optional<Attrs> ReadWindow(const Node& anchor, ConvWindow& g, std::array<int64_t, 2>* output_padding) {
+  absl::StatusOr<Attrs> attrs = anchor.op()->CheckAttrs(anchor.attrs());
+  if (!attrs.ok()) return std::nullopt;
+  const std::vector<int64_t>& p = attrs->GetIntList("padding");
+  if (p.size() == 1) {
+    g.pad = {p[0], p[0], p[0], p[0]};
+  } else if (p.size() == 2) {
+    g.pad = {p[0], p[1], p[0], p[1]};
+  } else if (p.size() == 4) {
+    g.pad = {p[0], p[1], p[2], p[3]};
+  } else {
+    return std::nullopt;
+  }
+  if (std::any_of(g.pad.begin(), g.pad.end(), [](int64_t v) { return v < 0; })) return std::nullopt;
+  auto pair = [&](absl::string_view name, std::array<int64_t, 2>& out, int64_t min) {
+    const std::vector<int64_t>& v = attrs->GetIntList(name);
+    if (v.size() != 1 && v.size() != 2) return false;
+    out = {v[0], v.back()};
+    return out[0] >= min && out[1] >= min;
+  };
+  if (!pair("strides", g.stride, 1) || !pair("dilation", g.dilation, 1)) return std::nullopt;
+  if (output_padding != nullptr) {
+    if (!pair("output_padding", *output_padding, 0)) return std::nullopt;
+    if ((*output_padding)[0] >= g.stride[0] || (*output_padding)[1] >= g.stride[1]) return std::nullopt;
+  }
+  g.groups = attrs->GetInt("groups");
+  if (g.groups <= 0) return std::nullopt;
+  return *std::move(attrs);
+}
+
+// The anchor + epilogue of a conv-like group over rank-4 f32 data and weights, the bias (if
+// any) on NCHW's channel axis and an f32 rank-4 result; nullopt otherwise.
+template <typename Group>
+std::optional<Group> MatchWindowGroup(const Function& f, OpId anchor) {
+  std::optional<AnchorEpilogue> m = MatchAnchorEpilogue(f, anchor, /*allow_add=*/false);
+  if (!m) return std::nullopt;
+  Group g;
+  static_cast<AnchorEpilogue&>(g) = *std::move(m);
+  if (!IsF32Tensor(g.param_types[g.data], 4) || !IsF32Tensor(g.param_types[g.weight], 4)) {
+    return std::nullopt;
+  }
+  if (g.has_bias()) {  // the channel axis of NCHW
+    const std::optional<int64_t> axis = IntAttr(*g.bias_node, "axis", 1);
+    if (!axis || (*axis != 1 && *axis != -3)) return std::nullopt;
+  }
+  if (!DeclaredResultIsF32(f, 4)) return std::nullopt;
+  return g;
+}
+
+}  // namespace
+
+std::optional<ConvGroup> MatchConvGroup(const Function& f) {
+  std::optional<ConvGroup> g = MatchWindowGroup<ConvGroup>(f, OpId::kNnConv2d);
+  if (!g) return std::nullopt;
+  std::optional<Attrs> attrs = ReadWindow(*g->anchor, *g, nullptr);
+  if (!attrs || attrs->GetString("data_layout") != "NCHW" || attrs->GetString("kernel_layout") != "OIHW") {
+    return std::nullopt;
+  }
+  return g;
+}
+
+absl::StatusOr<ConvShape> ConvShapeOf(const ConvGroup& g, absl::Span<const int64_t> x,
+                                      absl::Span<const int64_t> w) {
+  ConvShape s{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], 0, 0};
+  if (s.icg * g.groups != s.c) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: nn.conv2d channels differ: %s has %d channels but %s expects %d (%d x %d groups)",
+        g.function, g.Arg("data", g.data), s.c, g.Arg("weight", g.weight), s.icg * g.groups, s.icg,
+        g.groups));
+  }
+  if (s.oc % g.groups != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s has %d output channels, not divisible by %d groups", g.function,
+                        g.Arg("weight", g.weight), s.oc, g.groups));
+  }
+  const int64_t span_h = s.h + g.pad[0] + g.pad[2] - g.dilation[0] * (s.kh - 1) - 1;
+  const int64_t span_w = s.w + g.pad[1] + g.pad[3] - g.dilation[1] * (s.kw - 1) - 1;
+  if (span_h < 0 || span_w < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: nn.conv2d window [%d, %d] (dilation [%d, %d]) is larger than %s padded by [%d, %d, "
+        "%d, %d]",
+        g.function, s.kh, s.kw, g.dilation[0], g.dilation[1], g.Arg("data", g.data), g.pad[0],
+        g.pad[1], g.pad[2], g.pad[3]));
+  }
+  s.oh = span_h / g.stride[0] + 1;
+  s.ow = span_w / g.stride[1] + 1;
+  return s;
+}
+
+std::optional<DeconvGroup> MatchDeconvGroup(const Function& f) {
+  std::optional<DeconvGroup> g = MatchWindowGroup<DeconvGroup>(f, OpId::kNnConv2dTranspose);
+  if (!g || !ReadWindow(*g->anchor, *g, &g->output_padding)) return std::nullopt;
+  return g;
+}
+
+absl::StatusOr<DeconvShape> DeconvShapeOf(const DeconvGroup& g, absl::Span<const int64_t> x,
+                                          absl::Span<const int64_t> w) {
+  DeconvShape s{x[0], x[1], x[2], x[3], w[1], w[2], w[3], w[1] * g.groups, 0, 0};
+  if (w[0] != s.c) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: nn.conv2d_transpose channels differ: %s has %d channels but %s [C, OC/groups, KH, "
+        "KW] has %d",
+        g.function, g.Arg("data", g.data), s.c, g.Arg("weight", g.weight), w[0]));
+  }
+  if (s.c % g.groups != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s has %d channels, not divisible by %d groups", g.function,
+                        g.Arg("data", g.data), s.c, g.groups));
+  }
+  s.oh = g.stride[0] * (s.h - 1) + g.output_padding[0] + g.dilation[0] * (s.kh - 1) + 1 - g.pad[0] -
+         g.pad[2];
+  s.ow = g.stride[1] * (s.w - 1) + g.output_padding[1] + g.dilation[1] * (s.kw - 1) + 1 - g.pad[1] -
+         g.pad[3];
+  if (s.oh < 0 || s.ow < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: nn.conv2d_transpose padding [%d, %d, %d, %d] crops more than the [%d, %d] output "
+        "of %s",
+        g.function, g.pad[0], g.pad[1], g.pad[2], g.pad[3], s.oh + g.pad[0] + g.pad[2],
+        s.ow + g.pad[1] + g.pad[3], g.Arg("data", g.data)));
+  }
+  return s;
 }
 
 std::string BatchMatmulGroup::Arg(absl::string_view role, int param) const {

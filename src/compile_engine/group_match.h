@@ -1,17 +1,23 @@
 // Matching primitive-function bodies against the group shapes the kernel libraries fuse
-// (oneDNN on the host, cuBLASLt on cuda): a library-neutral layer, so every library binds the
-// same groups and the same registry ops. Internal to src/compile_engine.
+// (oneDNN on the host, cuBLASLt and cuDNN on cuda): a library-neutral layer, so every library
+// binds the same groups and the same registry ops, reads their attributes with the registry's
+// semantics, and computes a call's concrete problem (and refuses a bad one) in the same words.
+// Internal to src/compile_engine.
 #ifndef HETPASS_COMPILE_ENGINE_GROUP_MATCH_H_
 #define HETPASS_COMPILE_ENGINE_GROUP_MATCH_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "passes/ir/ir.h"
+#include "passes/runtime/tensor_arg.h"
 #include "passes/shape_funcs/op_ids.h"
 
 namespace hetpass::group_match {
@@ -23,6 +29,11 @@ int ParamIndex(const Block& body, const Value* v);
 // An int attribute (default when absent); nullopt when it has another type.
 std::optional<int64_t> IntAttr(const Node& n, absl::string_view name, int64_t default_value);
 std::string ShapeString(absl::Span<const int64_t> shape);
+// Checks a kernel argument: f32 of `rank`, no negative dim, data present when non-empty.
+// Errors are InvalidArgument "<function>: <name> must be an f32 tensor of rank R, got ..."
+// (`short_name` in the dim and data messages).
+absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
+                         absl::string_view short_name, const TensorArg& a, int rank);
 
 // The group shape the library's primitives fuse, shared by the dense, conv2d and
 // conv2d_transpose kernels:
@@ -65,6 +76,57 @@ struct DenseGroup : AnchorEpilogue {
   int data_rank = 2;
 };
 std::optional<DenseGroup> MatchDenseGroup(const Function& f);
+
+// The window attributes of nn.conv2d and nn.conv2d_transpose with the registry's semantics
+// (src/shape_funcs/nn.cc): strides and dilation 1 or 2 positive ints ([s] means [s, s]);
+// padding 1 int (all sides), 2 (top/bottom, left/right) or 4 (top, left, bottom, right).
+struct ConvWindow {
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 2> dilation = {1, 1};
+  std::array<int64_t, 4> pad = {0, 0, 0, 0};  // top, left, bottom, right
+  int64_t groups = 1;
+  // top == bottom and left == right (cuDNN's legacy descriptors have one pad per axis).
+  bool symmetric_padding() const { return pad[0] == pad[2] && pad[1] == pad[3]; }
+};
+
+// nn.conv2d [+ nn.bias_add on axis 1 / -3] [+ nn.relu] over f32 data [N, C, H, W] and OIHW
+// weights [OC, C / groups, KH, KW], layouts NCHW / OIHW only.
+struct ConvGroup : AnchorEpilogue, ConvWindow {};
+std::optional<ConvGroup> MatchConvGroup(const Function& f);
+
+// A conv call's problem: data [n, c, h, w], weight [oc, icg, kh, kw], output [n, oc, oh, ow].
+struct ConvShape {
+  int64_t n, c, h, w, oc, icg, kh, kw, oh, ow;
+  std::array<int64_t, 8> Key() const { return {n, c, h, w, oc, icg, kh, kw}; }
+};
+// The problem for data `x` and weight `w` (rank 4 each), or InvalidArgument naming the function
+// and argument when the channels or groups do not fit or the window is larger than the padded
+// input; the output is floor((H + top + bottom - dil*(KH-1) - 1) / s) + 1.
+absl::StatusOr<ConvShape> ConvShapeOf(const ConvGroup& g, absl::Span<const int64_t> x,
+                                      absl::Span<const int64_t> w);
+
+// nn.conv2d_transpose [+ nn.bias_add] [+ nn.relu] over f32 data [N, C, H, W] and weights
+// [C, OC / groups, KH, KW], with output_padding below the stride on each axis: both libraries
+// (oneDNN's deconvolution, cuDNN's backward-data) check the sizes as a forward convolution of
+// the output, (OH - 1 - dil*(KH-1) + top + bottom) / stride + 1 == H with integer division,
+// which admits exactly the registry's OH when output_padding < stride. Other groups are left
+// to the reference kernel.
+struct DeconvGroup : AnchorEpilogue, ConvWindow {
+  std::array<int64_t, 2> output_padding = {0, 0};
+};
+std::optional<DeconvGroup> MatchDeconvGroup(const Function& f);
+
+// A deconv call's problem: data [n, c, h, w], weight [c, ocg, kh, kw], output [n, oc, oh, ow]
+// with oc = ocg * groups.
+struct DeconvShape {
+  int64_t n, c, h, w, ocg, kh, kw, oc, oh, ow;
+  std::array<int64_t, 7> Key() const { return {n, c, h, w, ocg, kh, kw}; }
+};
+// The problem, or InvalidArgument naming the function and argument when the channels or groups
+// do not fit or the padding crops more than the output;
+// OH = s*(H-1) + output_padding + dil*(KH-1) + 1 - top - bottom.
+absl::StatusOr<DeconvShape> DeconvShapeOf(const DeconvGroup& g, absl::Span<const int64_t> x,
+                                          absl::Span<const int64_t> w);
 
 // One nn.batch_matmul (NumPy matmul: [.., M, K] x [.., K, N], batch dims broadcast) of two f32
 // parameters of rank 2..max_rank (the same one twice is fine), its result returned.

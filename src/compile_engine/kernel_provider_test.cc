@@ -49,8 +49,9 @@ TEST(KernelProvidersTest, HostMemoryDevicesShareTheDocumentedOrder) {
   EXPECT_EQ(Names(DeviceKind::kCpu), expected);
   EXPECT_EQ(Names(DeviceKind::kSim), expected);
   EXPECT_EQ(Names(DeviceKind::kCuda),
-            (std::vector<std::string>{"cublaslt.dense", "cublaslt.batch_matmul", "cublaslt+nvptx.split", "nvrtc.reduce",
-                                      "nvrtc.algorithm", "nvptx.injective"}));
+            (std::vector<std::string>{"cudnn.conv2d", "cudnn.conv2d_transpose", "cublaslt.dense", "cublaslt.batch_matmul",
+                                      "cublaslt/cudnn+nvptx.split", "nvrtc.reduce", "nvrtc.algorithm",
+                                      "nvptx.injective"}));
   // Only the last is a fallback.
   for (const KernelProvider* p : KernelProviders(DeviceKind::kCpu)) {
     EXPECT_EQ(p->is_fallback(), p->name() == "reference") << p->name();
@@ -72,7 +73,8 @@ TEST(KernelCapabilitiesTest, BuiltinAnswersFromTheProviders) {
   EXPECT_TRUE(caps.CanRun(Op("add"), DeviceKind::kCuda));    // nvptx.injective
   EXPECT_TRUE(caps.CanFuse(Op("transpose"), DeviceKind::kCuda));
   EXPECT_TRUE(caps.CanRun(Op("nn.dense"), DeviceKind::kCuda));    // cublaslt.dense
-  EXPECT_FALSE(caps.CanRun(Op("nn.conv2d"), DeviceKind::kCuda));  // no convolution yet: host
+  EXPECT_TRUE(caps.CanRun(Op("nn.conv2d"), DeviceKind::kCuda));   // cudnn.conv2d
+  EXPECT_TRUE(caps.CanFuse(Op("nn.conv2d_transpose"), DeviceKind::kCuda));  // cudnn.conv2d_transpose
   EXPECT_TRUE(caps.CanRun(Op("argwhere"), DeviceKind::kCuda));     // nvrtc.algorithm
   EXPECT_FALSE(caps.CanFuse(Op("argwhere"), DeviceKind::kCuda));    // ... alone
   EXPECT_TRUE(caps.CanRun(Op("nn.batch_matmul"), DeviceKind::kCuda));  // cublaslt.batch_matmul

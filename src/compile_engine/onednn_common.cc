@@ -94,23 +94,4 @@ PlainLayoutBridge MakePlainLayoutBridge(const dnnl::engine& engine,
   return b;
 }
 
-absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
-                         absl::string_view short_name, const TensorArg& a, int rank) {
-  if (a.dtype != DType::kF32 || static_cast<int>(a.shape.size()) != rank) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: %s must be an f32 tensor of rank %d, got %s%s",
-                                                      function, name, rank, DTypeName(a.dtype),
-                                                      ShapeString(a.shape)));
-  }
-  for (int64_t d : a.shape) {
-    if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat("%s: %s has a negative dim: %s", function,
-                                                        short_name, ShapeString(a.shape)));
-    }
-  }
-  if (a.data == nullptr && a.num_elements() > 0) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: %s has no data", function, short_name));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace hetpass::onednn

@@ -24,6 +24,7 @@ namespace hetpass::onednn {
 
 // The matching helpers (group_match.h), used unqualified by the oneDNN kernels.
 using group_match::AnchorEpilogue;
+using group_match::CheckF32Arg;
 using group_match::DeclaredResultIsF32;
 using group_match::IntAttr;
 using group_match::IsCallOf;
@@ -66,12 +67,6 @@ PlainLayoutBridge MakePlainLayoutBridge(const dnnl::engine& engine,
                                         const dnnl::memory::desc& dst,
                                         const dnnl::memory::desc& dst_plain,
                                         const dnnl::memory::desc& primitive_scratchpad);
-
-// Checks a kernel argument: f32 of `rank`, no negative dim, data present when non-empty.
-// Errors are InvalidArgument "<function>: <name> must be an f32 tensor of rank R, got ..."
-// (`short_name` in the dim and data messages).
-absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
-                         absl::string_view short_name, const TensorArg& a, int rank);
 
 // Sets the calling thread's OpenMP thread count to KernelLibraryThreads() while alive.
 class ScopedLibraryThreads {

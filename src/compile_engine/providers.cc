@@ -20,17 +20,23 @@
 // whole-group providers so that a group one provider takes entirely is never split.
 //
 // cuda (docs/cuda.md):
-//    1. cublaslt.dense            nn.dense [+ bias] [+ relu]: one cuBLASLt matmul with epilogue
-//    2. cublaslt.batch_matmul     nn.batch_matmul: strided-batched cuBLASLt matmuls
-//    3. cublaslt+nvptx.split      a cuBLASLt head with an NVPTX elementwise tail, in place
-//    4. nvrtc.reduce              reductions with their steps (any axis set) and softmax: CUDA C++
+//    1. cudnn.conv2d              nn.conv2d [+ bias_add] [+ relu] with symmetric padding: cuDNN
+//                                 forward (bias + ReLU fused where cuDNN allows)
+//    2. cudnn.conv2d_transpose    nn.conv2d_transpose [+ bias_add] [+ relu], symmetric padding:
+//                                 cuDNN backward-data, then bias and ReLU in place
+//    3. cublaslt.dense            nn.dense [+ bias] [+ relu]: one cuBLASLt matmul with epilogue
+//    4. cublaslt.batch_matmul     nn.batch_matmul: strided-batched cuBLASLt matmuls
+//    5. cublaslt/cudnn+nvptx.split  a cuBLASLt dense or cuDNN conv2d head with an NVPTX
+//                                 elementwise tail, in place
+//    6. nvrtc.reduce              reductions with their steps (any axis set) and softmax: CUDA C++
 //                                 generated per group, compiled by NVRTC
-//    5. nvrtc.algorithm           count_nonzero / argwhere, non_max_suppression (+ its counter),
+//    7. nvrtc.algorithm           count_nonzero / argwhere, non_max_suppression (+ its counter),
 //                                 topk: NVRTC kernels, so counters run on the GPU
-//    6. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
+//    8. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
 //                                 the JIT's loop plan, one output element per thread
-// Every other op (convolution, roi_align, resize, pad, fills) has no CUDA kernel yet, so plan-devices keeps it on the host for target=cuda and its copies appear in the
-// ledger: there is no hidden host fallback.
+// Every other op (convolutions with asymmetric padding, roi_align, resize, pad, fills, argmax)
+// has no CUDA kernel yet, so plan-devices keeps it on the host for target=cuda and its copies
+// appear in the ledger: there is no hidden host fallback.
 //
 // A new device adds its list here (and a runtime::Device); nothing else in the engine changes.
 #include "passes/compile_engine/kernel_provider.h"
@@ -39,6 +45,7 @@
 #include "compile_engine/builtin_providers.h"
 #include "compile_engine/conv_kernel.h"
 #include "compile_engine/cuda/cublaslt_dense.h"
+#include "compile_engine/cuda/cudnn_conv.h"
 #include "compile_engine/cuda/nvptx_kernel.h"
 #include "compile_engine/cuda/nvrtc_algorithm.h"
 #include "compile_engine/cuda/nvrtc_reduce.h"
@@ -59,8 +66,9 @@ absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
       &JitInjectiveProvider(),    &ReferenceProvider(),
   };
   static const KernelProvider* const kCuda[] = {
-      &cuda::CublasLtDenseProvider(), &cuda::CublasLtBatchMatmulProvider(), &CudaSplitKernelProvider(),
-      &cuda::NvrtcReduceProvider(), &cuda::NvrtcAlgorithmProvider(), &cuda::NvptxProvider()};
+      &cuda::CudnnConvProvider(),   &cuda::CudnnDeconvProvider(),     &cuda::CublasLtDenseProvider(),
+      &cuda::CublasLtBatchMatmulProvider(), &CudaSplitKernelProvider(), &cuda::NvrtcReduceProvider(),
+      &cuda::NvrtcAlgorithmProvider(), &cuda::NvptxProvider()};
   switch (device) {
     case DeviceKind::kCpu:
     case DeviceKind::kSim:

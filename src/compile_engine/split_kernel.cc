@@ -4,7 +4,9 @@
 // the library writes the head's result into the group's output, then the JIT-compiled tail
 // updates it in place. No intermediate buffer, and no reference kernel on the hot path. The
 // mechanism is the same on every device, over that device's providers: oneDNN + the LLVM JIT
-// on the host ("onednn+llvm.split"), cuBLASLt + NVPTX on cuda ("cublaslt+nvptx.split").
+// on the host ("onednn+llvm.split"), cuBLASLt or cuDNN + NVPTX on cuda ("cublaslt/cudnn+nvptx.split":
+// a ResNet block's conv + bias + residual add + ReLU is a cuDNN convolution with its bias and an
+// NVPTX add + ReLU).
 //
 // The split: the longest prefix that the library accepts whose last result is the only value
 // the tail reads from it, with a tail the JIT accepts whose result has the head result's type
@@ -18,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "compile_engine/conv_kernel.h"
 #include "compile_engine/cuda/cublaslt_dense.h"
+#include "compile_engine/cuda/cudnn_conv.h"
 #include "compile_engine/cuda/nvptx_kernel.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/jit/kernels.h"
@@ -128,8 +131,17 @@ class SplitKernel : public CompiledKernel {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileHeadTail(
-    const Function& f, absl::Span<const KernelProvider* const> heads, const KernelProvider& tail) {
+namespace {
+
+// The split CompileHeadTail makes: the halves (functions in `module`) and their kernels.
+struct Split {
+  std::unique_ptr<Module> module;
+  Half head, tail;
+  std::unique_ptr<CompiledKernel> head_kernel, tail_kernel;
+};
+
+absl::StatusOr<Split> FindSplit(const Function& f, absl::Span<const KernelProvider* const> heads,
+                                const KernelProvider& tail) {
   const Block& body = f.body();
   std::vector<const Node*> nodes;
   for (const auto& n : body.nodes()) {
@@ -155,29 +167,53 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileHeadTail(
       for (const Value* v : n->operands()) clean &= (v == joint || !head_values.count(v));
     }
     if (!clean) continue;
-    Half h = Build(f, names, head, nullptr, "head");
-    Half t = Build(f, names, tail_nodes, joint, "tail");
-    auto module = ParseModule(absl::StrCat(h.text, "\n", t.text));
+    Split split;
+    split.head = Build(f, names, head, nullptr, "head");
+    split.tail = Build(f, names, tail_nodes, joint, "tail");
+    auto module = ParseModule(absl::StrCat(split.head.text, "\n", split.tail.text));
     if (!module.ok()) continue;
     const Function& hf = *(*module)->FindFunction("head");
     const Function& tf = *(*module)->FindFunction("tail");
     // Elementwise tails only: each element is read and written at the same index, which is what
     // makes the in-place update exact.
     if (!IsJitElementwise(tf)) continue;
-    std::unique_ptr<CompiledKernel> head_kernel;
     for (const KernelProvider* p : heads) {
       auto k = p->TryCompile(hf, KernelTarget());
       if (k.ok()) {
-        head_kernel = *std::move(k);
+        split.head_kernel = *std::move(k);
         break;
       }
     }
-    if (head_kernel == nullptr) continue;
-    ASSIGN_OR_RETURN(auto tail_kernel, tail.TryCompile(tf, KernelTarget()));
-    return std::make_unique<SplitKernel>(*std::move(module), std::move(h), std::move(t),
-                                         std::move(head_kernel), std::move(tail_kernel));
+    if (split.head_kernel == nullptr) continue;
+    ASSIGN_OR_RETURN(split.tail_kernel, tail.TryCompile(tf, KernelTarget()));
+    split.module = *std::move(module);
+    return split;
   }
   return absl::UnimplementedError("no library head with an elementwise tail");
+}
+
+// cuda's heads: cuBLASLt dense, cuDNN conv2d.
+absl::Span<const KernelProvider* const> CudaHeads() {
+  static const KernelProvider* const kHeads[] = {&cuda::CublasLtDenseProvider(), &cuda::CudnnConvProvider()};
+  return kHeads;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileHeadTail(
+    const Function& f, absl::Span<const KernelProvider* const> heads, const KernelProvider& tail) {
+  ASSIGN_OR_RETURN(Split split, FindSplit(f, heads, tail));
+  return std::make_unique<SplitKernel>(std::move(split.module), std::move(split.head), std::move(split.tail),
+                                       std::move(split.head_kernel), std::move(split.tail_kernel));
+}
+
+absl::StatusOr<SplitHead> CudaSplitHead(const Function& f) {
+  ASSIGN_OR_RETURN(Split split, FindSplit(f, CudaHeads(), cuda::NvptxProvider()));
+  SplitHead h;
+  h.head = split.module->FindFunction("head");
+  h.module = std::move(split.module);
+  h.params = std::move(split.head.params);
+  return h;
 }
 
 namespace {
@@ -227,7 +263,7 @@ const KernelProvider& SplitKernelProvider() {
 }
 
 const KernelProvider& CudaSplitKernelProvider() {
-  static const SplitProvider provider("cublaslt+nvptx.split", {&cuda::CublasLtDenseProvider()},
+  static const SplitProvider provider("cublaslt/cudnn+nvptx.split", {CudaHeads().begin(), CudaHeads().end()},
                                       cuda::NvptxProvider());
   return provider;
 }

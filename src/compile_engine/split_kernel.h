@@ -4,6 +4,7 @@
 #define HETPASS_COMPILE_ENGINE_SPLIT_KERNEL_H_
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -20,7 +21,18 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileHeadTail(
 // The host's: oneDNN dense or conv head, LLVM elementwise tail.
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileLibraryHeadJitTail(const Function& primitive);
 
-// "onednn+llvm.split" (the host's) and "cublaslt+nvptx.split" (cuda's). Each runs only
+// The head of the split cuda's provider makes of `primitive` (checks and tests: the cuDNN
+// descriptor check of a ResNet block's conv head): `head` lives in `module`; params[i] is the
+// group's parameter that head parameter i is. Unimplemented when there is no such split.
+struct SplitHead {
+  std::unique_ptr<Module> module;
+  const Function* head = nullptr;
+  std::vector<int> params;
+};
+absl::StatusOr<SplitHead> CudaSplitHead(const Function& primitive);
+
+// "onednn+llvm.split" (the host's) and "cublaslt/cudnn+nvptx.split" (cuda's: cuBLASLt dense or
+// cuDNN conv2d heads). Each runs only
 // multi-op groups and fuses what its halves' providers fuse.
 const KernelProvider& SplitKernelProvider();
 const KernelProvider& CudaSplitKernelProvider();

@@ -126,9 +126,11 @@ inline std::vector<bool> HostParams(const Function& f) {
 
 // Runs `kernel` on the GPU: inputs copied in (those `host` marks stay on the host and are
 // passed by value), the outputs poisoned (0x7f bytes) first, one launch, the results copied
-// back. Null device: FailedPrecondition with the reason.
+// back. Null device: FailedPrecondition with the reason. `instance`, when given, is an instance
+// of `kernel` made on Cuda().ctx and kept by the caller (tests of per-shape plan caches).
 inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Tensor>& inputs,
-                              const std::vector<Tensor*>& outs, const std::vector<bool>& host = {}) {
+                              const std::vector<Tensor*>& outs, const std::vector<bool>& host = {},
+                              KernelInstance* instance = nullptr) {
   CudaTestDevice& c = Cuda();
   if (c.device == nullptr) return absl::FailedPreconditionError(c.why);
   std::vector<runtime::PoolingAllocator::Block> blocks;
@@ -157,8 +159,12 @@ inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Te
       args.push_back(TensorArg{b.ptr, t.dtype(), t.shape()});
       launch.push_back(runtime::LaunchArg{b.ptr, t.nbytes(), false});
     }
-    std::vector<const Tensor*> constants(inputs.size(), nullptr);
-    ASSIGN_OR_RETURN(std::unique_ptr<KernelInstance> instance, kernel.Instantiate(c.ctx, constants));
+    std::unique_ptr<KernelInstance> own;
+    if (instance == nullptr) {
+      std::vector<const Tensor*> constants(inputs.size(), nullptr);
+      ASSIGN_OR_RETURN(own, kernel.Instantiate(c.ctx, constants));
+      instance = own.get();
+    }
     RETURN_IF_ERROR(c.device->Launch(absl::MakeSpan(launch), [&] { return instance->Run(c.ctx, args); }));
     for (size_t o = 0; o < outs.size(); ++o) {
       RETURN_IF_ERROR(
@@ -172,8 +178,8 @@ inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Te
 }
 
 inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Tensor>& inputs, Tensor& out,
-                              const std::vector<bool>& host = {}) {
-  return RunOnCuda(kernel, inputs, std::vector<Tensor*>{&out}, host);
+                              const std::vector<bool>& host = {}, KernelInstance* instance = nullptr) {
+  return RunOnCuda(kernel, inputs, std::vector<Tensor*>{&out}, host, instance);
 }
 
 }  // namespace hetpass::testing

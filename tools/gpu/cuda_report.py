@@ -42,6 +42,16 @@ def main(out):
         if os.path.exists(p):
             with open(p) as f:
                 report[name[:-4]] = f.read().strip()
+    # Which cuBLASLt / cuDNN / NVRTC files the processes loaded (dlinfo): the tests print
+    # "cuBLASLt: <path>", "cuDNN: <path>" and "NVRTC: <path>" into their logs.
+    loaded = {}
+    for path in sorted(glob.glob(os.path.join(out, "hetpass_*_tests.log"))):
+        with open(path, errors="replace") as f:
+            for line in f:
+                for lib in ("cuBLASLt", "cuDNN", "NVRTC"):
+                    if line.startswith(lib + ": ") and lib not in loaded:
+                        loaded[lib] = line[len(lib) + 2:].strip()
+    report["loaded"] = loaded
     ok = True
     for path in sorted(glob.glob(os.path.join(out, "hetpass_*_tests.json"))):
         d = load(path)
@@ -91,6 +101,7 @@ def main(out):
 
     md = ["# hetpass on a GPU (tools/gpu/run_cuda.sh)", "", f"GPU: {report['gpu']}", "",
           "```", report["environment"], "```", "",
+          "Libraries loaded: " + (", ".join(f"{k} `{v}`" for k, v in sorted(loaded.items())) or "none reported"), "",
           "## Tests (HETPASS_REQUIRE_CUDA=1)", "", "| binary | tests | failed | skipped |", "|---|---|---|---|"]
     for n, t in report["tests"].items():
         md.append(f"| {n} | {t['tests']} | {t['failed']} | {t['skipped']} |")

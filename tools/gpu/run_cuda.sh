@@ -60,6 +60,14 @@ find_lib() {
 find_lib HETPASS_CUBLASLT libcublasLt.so.13 nvidia/cu13/lib nvidia/cublas/lib
 find_lib HETPASS_NVRTC libnvrtc.so.13 nvidia/cu13/lib nvidia/cuda_nvrtc/lib
 find_lib HETPASS_CUDNN libcudnn.so.9 nvidia/cudnn/lib nvidia/cu13/lib
+# A wheel's cudnn package outside site-packages' usual names: ask Python where nvidia.cudnn is.
+if [ -z "${HETPASS_CUDNN:-}" ] && ! ldconfig -p 2>/dev/null | grep -q "libcudnn.so.9 "; then
+  d=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)
+  [ -n "$d" ] && [ -f "$d/libcudnn.so.9" ] && export HETPASS_CUDNN=$d/libcudnn.so.9
+fi
+# cuDNN 9's libcudnn.so.9 opens its parts (libcudnn_cnn.so.9, ...) by name: keep its folder on
+# the loader's path.
+[ -n "${HETPASS_CUDNN:-}" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$HETPASS_CUDNN")
 cublaslt=${HETPASS_CUBLASLT:-"libcublasLt.so.13 (on the loader path)"}
 nvrtc=${HETPASS_NVRTC:-"libnvrtc.so.13 (on the loader path)"}
 cudnn=${HETPASS_CUDNN:-"libcudnn.so.9 (on the loader path)"}

@@ -177,6 +177,9 @@ def @f(%a: f32[n, 4]) -> i64[n] attributes {primitive = true} {
 #ifdef HETPASS_HAS_CUDA
 // Tests that equal groups compile once: the second compile of the same source is a cache hit.
 TEST(NvrtcReduce, SourceCacheCompilesOnce) {
+  absl::StatusOr<std::string> lib = runtime::cuda_api::NvrtcLibrary();
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  std::printf("NVRTC: %s\n", lib->c_str());  // the GPU report names the file loaded
   auto m = testing::Parse(kCases[1].text);
   ASSERT_NE(m, nullptr);
   ASSERT_TRUE(cuda::CompileNvrtcReduce(*m->functions().front()).ok());

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "passes/support/status_macros.h"
 #include "runtime/cuda/shared_library.h"
 
