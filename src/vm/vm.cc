@@ -77,6 +77,12 @@ struct VirtualMachine::Impl {
   // storage (constants, instances' scratch).
   std::unique_ptr<Device> devices[kNumDevices];
   std::unique_ptr<PoolingAllocator> pools[kNumDevices];
+  // Kernels' workspace (KernelContext::workspace), apart from the tensors' pool: a library's
+  // scratch request (cuDNN, cuBLASLt, NMS lists; taken and released within one launch) would
+  // otherwise borrow a larger cached tensor block, and the tensor that needed it would allocate
+  // afresh in the second run. Apart, each pool's request sequence repeats exactly from run to
+  // run, so the steady state (from the second run) allocates nothing.
+  std::unique_ptr<PoolingAllocator> scratch_pools[kNumDevices];
   KernelContext contexts[kNumDevices];  // what kernels on each device run with
   std::vector<Object> constants;
   std::vector<std::shared_ptr<const CompiledKernel>> kernels;
@@ -112,7 +118,8 @@ struct VirtualMachine::Impl {
       ASSIGN_OR_RETURN(devices[i], runtime::MakeDevice(k));
     }
     pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
-    contexts[i] = KernelContext{devices[i].get(), devices[i]->native_queue(), pools[i].get()};
+    scratch_pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
+    contexts[i] = KernelContext{devices[i].get(), devices[i]->native_queue(), scratch_pools[i].get()};
     return absl::OkStatus();
   }
   Device* dev(DeviceKind k) const { return devices[static_cast<int>(k)].get(); }
