@@ -8,6 +8,8 @@
 // a caller bug (InvalidArgument).
 #include "passes/runtime/device.h"
 
+#include <cstring>
+
 #ifdef HETPASS_HAS_CUDA
 #include "runtime/cuda/cuda_device.h"
 #endif
@@ -61,6 +63,11 @@ std::string DescribeCuda() {
 }
 
 std::string Device::name() const { return std::string(DeviceName(kind())); }
+
+absl::Status Device::KernelCopy(void* dst, const void* src, size_t bytes) {
+  if (bytes != 0) std::memcpy(dst, src, bytes);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<Device>> MakeDevice(DeviceKind kind) {
   switch (kind) {

@@ -129,5 +129,79 @@ TEST(VmCuda, SeedMlpRunsItsGemmsOnTheGpu) {
   }
 }
 
+// A loop whose body runs on the accelerator (its dense is a device op) and stacks a scan output
+// there: the VM stacks the
+// iterations' parts with a kernel on the parts' device (Device::KernelCopy: a memcpy on sim, an
+// asynchronous device-to-device copy on cuda's stream), not a transfer.
+constexpr char kLoopOnDevice[] = R"(
+def @main(%m: i64[], %c: bool[], %x: f32[n, 8] @DEV, %w: f32[8, 8] @DEV) {
+  %r, %s = loop(%m, %c, %x) (%i: i64[], %ci: bool[], %acc: f32[n, 8]) {
+    %e = nn.dense(%acc, %w)
+    %t = nn.relu(%e)
+    yield %ci, %e, %t
+  }
+  return %r, %s
+}
+)";
+
+struct LoopRun {
+  std::vector<Tensor> out;
+  runtime::DeviceCounters counters;
+};
+
+absl::StatusOr<LoopRun> RunLoop(DeviceKind target) {
+  std::string text = kLoopOnDevice;
+  for (size_t at; (at = text.find("@DEV")) != std::string::npos;) text.replace(at, 4, absl::StrCat("@", DeviceName(target)));
+  ASSIGN_OR_RETURN(auto p, CompileForVm(text, DefaultPipeline(target)));
+  ASSIGN_OR_RETURN(auto vm, VirtualMachine::Load(p.executable));
+  const Tensor m = Tensor::FromInt64s(DType::kI64, {}, {4});
+  const Tensor c = Tensor::FromInt64s(DType::kBool, {}, {1});
+  const Tensor x = RandomTensor(DType::kF32, {3, 8}, 11);
+  Tensor w = Tensor::Zeros(DType::kF32, {8, 8});
+  for (int i = 0; i < 8; ++i) w.mutable_data_as<float>()[i * 9] = 2.0f;  // dense(acc, w) = 2 acc
+  ASSIGN_OR_RETURN(std::vector<Tensor> out, vm->RunWithHostTensors("main", {m, c, x, w}));
+  // The reference interpreter has no loops: iteration i doubles the carried value, so r = 16 x
+  // and scan part i = relu(2^(i+1) x), exactly (powers of two).
+  if (out.size() != 2 || out[0].shape() != x.shape() || out[1].shape() != std::vector<int64_t>{4, 3, 8}) {
+    return absl::InternalError("the loop's results have the wrong shapes");
+  }
+  for (int64_t j = 0; j < x.num_elements(); ++j) {
+    const float v = x.data_as<float>()[j];
+    if (out[0].data_as<float>()[j] != 16 * v) return absl::InternalError("the carried value is wrong");
+    for (int64_t i = 0; i < 4; ++i) {
+      const float want = std::max(0.0f, static_cast<float>(2 << i) * v);
+      if (out[1].data_as<float>()[i * 24 + j] != want) return absl::InternalError("the scan output is wrong");
+    }
+  }
+  return LoopRun{std::move(out), vm->LastRunCounters()};
+}
+
+// Tests the loop on sim: results equal the reference, the scan output stacked on the device.
+TEST(VmCuda, LoopScanOutputStacksOnSim) {
+  absl::StatusOr<LoopRun> sim = RunLoop(DeviceKind::kSim);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  // Per iteration one dense launch and one relu launch, then the stacking kernel; the carried
+  // result and the stacked scan output are read back.
+  EXPECT_EQ(sim->counters.launches, 4 * 2 + 1) << sim->counters.ToString();
+  EXPECT_EQ(sim->counters.d2h_calls, 2) << sim->counters.ToString();
+}
+
+// Tests the loop on a GPU: the same results and exactly sim's copies, syncs and launches.
+TEST(VmCuda, LoopScanOutputStacksOnTheGpu) {
+  HETPASS_SKIP_WITHOUT_GPU();
+  absl::StatusOr<LoopRun> sim = RunLoop(DeviceKind::kSim);
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  absl::StatusOr<LoopRun> gpu = RunLoop(DeviceKind::kCuda);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  const runtime::DeviceCounters& a = sim->counters;
+  const runtime::DeviceCounters& b = gpu->counters;
+  EXPECT_EQ(b.h2d_calls, a.h2d_calls);
+  EXPECT_EQ(b.d2h_calls, a.d2h_calls);
+  EXPECT_EQ(b.d2d_calls, a.d2d_calls);
+  EXPECT_EQ(b.syncs, a.syncs);
+  EXPECT_EQ(b.launches, a.launches);
+  EXPECT_TRUE(TensorsNear(gpu->out[1], sim->out[1]));
+}
+
 }  // namespace
 }  // namespace hetpass::vm

@@ -627,10 +627,11 @@ absl::Status VirtualMachine::Impl::Loop(const VmFunction& f, const Instruction& 
       }
     }
     ASSIGN_OR_RETURN(NDArray stacked, runtime::AllocateTensor(pool(where), dtype, std::move(shape)));
-    RETURN_IF_ERROR(dev(where)->Launch([&]() {
+    Device* d = dev(where);
+    RETURN_IF_ERROR(d->Launch([&]() -> absl::Status {
       size_t off = 0;
       for (const NDArray& p : parts) {
-        std::memcpy(static_cast<char*>(stacked.data()) + off, p.data(), p.nbytes());
+        RETURN_IF_ERROR(d->KernelCopy(static_cast<char*>(stacked.data()) + off, p.data(), p.nbytes()));
         off += p.nbytes();
       }
       return absl::OkStatus();

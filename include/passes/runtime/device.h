@@ -103,6 +103,12 @@ class Device {
   // of loop scan outputs).
   absl::Status Launch(absl::FunctionRef<absl::Status()> kernel) { return Launch({}, kernel); }
 
+  // Inside a launch's kernel: copies `bytes` between two buffers of this device's memory as
+  // part of that kernel (ordered on its queue; not a transfer, so counted as nothing beyond the
+  // launch). Host-memory devices (cpu, and sim while its kernel runs): memcpy; cuda: an
+  // asynchronous device-to-device copy on its stream. The VM stacks loop scan outputs with it.
+  virtual absl::Status KernelCopy(void* dst, const void* src, size_t bytes);
+
   // True when `ptr` points into this device's memory (sim: inside the arena).
   virtual bool Owns(const void* ptr) const = 0;
 

@@ -105,6 +105,11 @@ class CudaDevice final : public Device {
 
   DeviceKind kind() const override { return DeviceKind::kCuda; }
   void* native_queue() const override { return stream_; }
+  absl::Status KernelCopy(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return absl::OkStatus();
+    return CudaCall(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
+                    "cudaMemcpyAsync (device to device, inside a kernel)");
+  }
   uint32_t* error_word() const { return error_device_; }
   int multiprocessors() const { return multiprocessors_; }
 
