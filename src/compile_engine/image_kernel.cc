@@ -2,13 +2,12 @@
 // taken and the semantics kept.
 //
 // Phases:
-//   match   MatchGroup: one call node, every operand a parameter, its result returned; the op
-//           one of kOps; dtypes, ranks and attributes (with the registry's defaults, via
-//           CheckAttrs) in the supported set. Op identity is this file's business, as
-//           reduce_kernel.cc binds reductions to loops.
-//   run     argument count, dtypes and ranks checked; run-time values (sizes, pads, shapes,
-//           fill values) read from the arguments; the result's shape checked against what
-//           the inputs and values give; then the op's loop.
+//   match   image_match::MatchImageGroup (shared with the cuda device's nvrtc.image, so both
+//           take the same groups): one call node, every operand a parameter, its result
+//           returned; dtypes, ranks and attributes in the supported set.
+//   run     image_match's checks (argument count, dtypes, ranks, run-time values read from the
+//           arguments, the result's shape against what the inputs and values give); the fill
+//           value read; then the op's loop.
 //
 // Known gaps: f16 / f64 data, resize's cubic method, pad's edge / reflect modes, fills of
 // non-f32 dtypes (all fall back to the reference kernel); a single thread.
@@ -24,286 +23,18 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "compile_engine/group_provider.h"
-#include "passes/shape_funcs/op_ids.h"
-#include "passes/shape_funcs/op_registry.h"
+#include "compile_engine/image_match.h"
 #include "passes/support/status_macros.h"
 #include "shape_funcs/image_sampling.h"
 
 namespace hetpass {
 namespace {
 
-// ---- ops this file binds --------------------------------------------------------------------
-
-enum class OpKind { kRoiAlign, kResize, kDynResize, kPad, kDynPad, kZeros, kOnes, kFull };
-
-struct OpEntry {
-  OpId id;
-  OpKind kind;
-  int arity;
-};
-constexpr OpEntry kOps[] = {
-    {OpId::kImageRoiAlign, OpKind::kRoiAlign, 3},
-    {OpId::kImageResize2d, OpKind::kResize, 1},
-    {OpId::kDynImageResize2d, OpKind::kDynResize, 2},
-    {OpId::kNnPad, OpKind::kPad, 1},
-    {OpId::kDynNnPad, OpKind::kDynPad, 3},
-    {OpId::kDynZeros, OpKind::kZeros, 1},
-    {OpId::kDynOnes, OpKind::kOnes, 1},
-    {OpId::kDynFull, OpKind::kFull, 2},
-};
-
-// ---- match ----------------------------------------------------------------------------------
-
-struct Group {
-  std::string function;  // "@name"
-  int num_params = 0;
-  OpKind kind = OpKind::kZeros;
-  std::vector<int> param;                  // per operand: its parameter index
-  std::vector<std::string> operand_names;  // per operand: "role (%param)"
-  Attrs attrs;                             // with the registry's defaults
-  int rank = 0;                            // data rank (pad), result rank (fills)
-  std::string describe;
-};
-
-bool IsF32(const Type& t) { return t.is_tensor() && t.dtype() == DType::kF32; }
-bool IsIntTensor(const Type& t) { return t.is_tensor() && IsInteger(t.dtype()); }
-// A dtype whose scalar ScalarAt reads.
-bool IsReadableScalar(const Type& t) {
-  return t.is_tensor() && t.rank() == 0 &&
-         (IsInteger(t.dtype()) || t.dtype() == DType::kF32 || t.dtype() == DType::kF64);
-}
-
-bool AttrsSupported(const Group& g) {
-  const Attrs& a = g.attrs;
-  switch (g.kind) {
-    case OpKind::kRoiAlign: {
-      const std::string& mode = a.GetString("mode");
-      const std::string& ctm = a.GetString("coordinate_transformation_mode");
-      return (mode == "avg" || mode == "max") &&
-             (ctm == "half_pixel" || ctm == "output_half_pixel") && a.GetInt("output_height") > 0 &&
-             a.GetInt("output_width") > 0 && a.GetInt("sampling_ratio") >= 0;
-    }
-    case OpKind::kResize:
-    case OpKind::kDynResize: {
-      const std::string& layout = a.GetString("layout");
-      const std::string& method = a.GetString("method");
-      const std::string& ctm = a.GetString("coordinate_transformation_mode");
-      const std::string& r = a.GetString("rounding_method");
-      return (layout == "NCHW" || layout == "NHWC") &&
-             (method == "linear" || method == "nearest_neighbor") &&
-             (ctm == "half_pixel" || ctm == "align_corners" || ctm == "asymmetric" ||
-              ctm == "pytorch_half_pixel" || ctm == "tf_half_pixel_for_nn") &&
-             (r.empty() || r == "round" || r == "floor" || r == "ceil" ||
-              r == "round_prefer_floor" || r == "round_prefer_ceil") &&
-             (g.kind == OpKind::kDynResize || a.GetIntList("size").size() == 2);
-    }
-    case OpKind::kPad:
-      return a.GetString("pad_mode") == "constant" &&
-             static_cast<int>(a.GetIntList("pad_width").size()) == 2 * g.rank;
-    case OpKind::kDynPad:
-      return a.GetString("pad_mode") == "constant";
-    case OpKind::kZeros:
-    case OpKind::kOnes:
-    case OpKind::kFull:
-      return a.GetDType("dtype") == DType::kF32;
-  }
-  return false;
-}
-
-// Operand roles for messages and the types each op takes.
-bool OperandsSupported(Group& g, const Node& n) {
-  auto type = [&](int i) -> const Type& { return n.operand(i)->type(); };
-  std::vector<std::string> roles;
-  bool ok = false;
-  switch (g.kind) {
-    case OpKind::kRoiAlign:
-      roles = {"data", "rois", "batch_indices"};
-      ok = IsF32(type(0)) && type(0).rank() == 4 && IsF32(type(1)) && type(1).rank() == 2 &&
-           IsIntTensor(type(2)) && type(2).rank() == 1;
-      break;
-    case OpKind::kResize:
-      roles = {"data"};
-      ok = IsF32(type(0)) && type(0).rank() == 4;
-      break;
-    case OpKind::kDynResize:
-      roles = {"data", "size"};
-      ok = IsF32(type(0)) && type(0).rank() == 4 && IsIntTensor(type(1)) && type(1).rank() == 1;
-      break;
-    case OpKind::kPad:
-      roles = {"data"};
-      ok = IsF32(type(0));
-      g.rank = ok ? type(0).rank() : 0;
-      break;
-    case OpKind::kDynPad:
-      roles = {"data", "pad_width", "pad_value"};
-      ok = IsF32(type(0)) && IsIntTensor(type(1)) && type(1).rank() == 1 &&
-           IsReadableScalar(type(2));
-      g.rank = ok ? type(0).rank() : 0;
-      break;
-    case OpKind::kZeros:
-    case OpKind::kOnes:
-      roles = {"shape"};
-      ok = IsIntTensor(type(0)) && type(0).rank() == 1;
-      break;
-    case OpKind::kFull:
-      roles = {"fill_value", "shape"};
-      ok = IsReadableScalar(type(0)) && IsIntTensor(type(1)) && type(1).rank() == 1;
-      break;
-  }
-  for (size_t i = 0; i < roles.size(); ++i) {
-    g.operand_names.push_back(absl::StrFormat(
-        "%s (%%%s)", roles[i], n.operand(i)->param_block()->param(g.param[i])->name()));
-  }
-  return ok;
-}
-
-std::optional<Group> MatchGroup(const Function& f) {
-  if (!IsPrimitive(f)) return std::nullopt;
-  const Block& body = f.body();
-  if (body.nodes().size() != 1 || body.results().size() != 1) return std::nullopt;
-  const Node& n = *body.nodes()[0];
-  if (n.kind() != NodeKind::kCall || n.num_results() != 1 || n.op() == nullptr ||
-      body.results()[0] != n.result()) {
-    return std::nullopt;
-  }
-  const OpDef* op = n.op();
-  const auto* e = std::find_if(std::begin(kOps), std::end(kOps),
-                               [&](const OpEntry& o) { return o.id == OpIdOf(*op); });
-  if (e == std::end(kOps) || n.num_operands() != e->arity) return std::nullopt;
-  Group g;
-  g.function = "@" + f.name();
-  g.num_params = body.num_params();
-  g.kind = e->kind;
-  for (const Value* v : n.operands()) {
-    if (!v->is_param() || v->param_block() != &body) return std::nullopt;
-    g.param.push_back(v->index());
-  }
-  // The result's dtype is the data's (fills: the dtype attribute), checked below; the
-  // result type itself may not be inferred yet.
-  if (!OperandsSupported(g, n)) return std::nullopt;
-  absl::StatusOr<Attrs> attrs = op->CheckAttrs(n.attrs());
-  if (!attrs.ok()) return std::nullopt;
-  g.attrs = *std::move(attrs);
-  if (!AttrsSupported(g)) return std::nullopt;
-  switch (g.kind) {
-    case OpKind::kRoiAlign:
-      g.describe = "native roi_align";
-      break;
-    case OpKind::kResize:
-    case OpKind::kDynResize:
-      g.describe = absl::StrFormat("native resize2d[%s]", g.attrs.GetString("method"));
-      break;
-    case OpKind::kPad:
-    case OpKind::kDynPad:
-      g.describe = "native pad";
-      break;
-    default:
-      g.describe = "native fill";
-  }
-  return g;
-}
-
-// ---- argument checks and run-time values ----------------------------------------------------
-
-std::string ShapeStr(absl::Span<const int64_t> shape) {
-  return absl::StrFormat("[%s]", absl::StrJoin(shape, ", "));
-}
-
-absl::Status Invalid(const Group& g, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrFormat("%s: %s", g.function, what));
-}
-
-absl::Status CheckCount(const Group& g, absl::Span<const TensorArg> args) {
-  if (static_cast<int>(args.size()) == g.num_params + 1) return absl::OkStatus();
-  return Invalid(g, absl::StrFormat("expected %d arguments (%d parameters, 1 result), got %d",
-                                    g.num_params + 1, g.num_params, args.size()));
-}
-
-absl::Status CheckData(const Group& g, const TensorArg& t, const std::string& name) {
-  for (int64_t d : t.shape) {
-    if (d < 0)
-      return Invalid(g, absl::StrFormat("%s has a negative dim: %s", name, ShapeStr(t.shape)));
-  }
-  if (t.data == nullptr && t.num_elements() > 0) {
-    return Invalid(g, absl::StrFormat("%s has no data", name));
-  }
-  return absl::OkStatus();
-}
-
-// An f32 tensor of `rank` (rank < 0: any rank) with data.
-absl::Status CheckF32(const Group& g, const TensorArg& t, const std::string& name, int rank) {
-  if (t.dtype != DType::kF32 || (rank >= 0 && static_cast<int>(t.shape.size()) != rank)) {
-    return Invalid(g, absl::StrFormat("%s must be an f32 tensor of rank %d, got %s%s", name, rank,
-                                      DTypeName(t.dtype), ShapeStr(t.shape)));
-  }
-  return CheckData(g, t, name);
-}
-
-// A 1-D integer tensor of `len` values (len < 0: any).
-absl::Status CheckInts(const Group& g, const TensorArg& t, const std::string& name, int64_t len) {
-  if (!IsInteger(t.dtype) || t.shape.size() != 1 || (len >= 0 && t.shape[0] != len)) {
-    const std::string want =
-        len >= 0 ? absl::StrFormat("%d integers", len) : std::string("a 1-D integer tensor");
-    return Invalid(g, absl::StrFormat("%s must be %s, got %s%s", name, want, DTypeName(t.dtype),
-                                      ShapeStr(t.shape)));
-  }
-  return CheckData(g, t, name);
-}
-
-absl::Status CheckScalar(const Group& g, const TensorArg& t, const std::string& name) {
-  if (!t.shape.empty() || t.data == nullptr ||
-      !(IsInteger(t.dtype) || t.dtype == DType::kF32 || t.dtype == DType::kF64)) {
-    return Invalid(g, absl::StrFormat("%s must be a scalar, got %s%s", name, DTypeName(t.dtype),
-                                      ShapeStr(t.shape)));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckResult(const Group& g, const TensorArg& out, absl::Span<const int64_t> want) {
-  if (out.dtype == DType::kF32 &&
-      std::equal(want.begin(), want.end(), out.shape.begin(), out.shape.end()) &&
-      (out.data != nullptr || out.num_elements() == 0)) {
-    return absl::OkStatus();
-  }
-  return Invalid(g, absl::StrFormat("result must be f32%s, got %s%s", ShapeStr(want),
-                                    DTypeName(out.dtype), ShapeStr(out.shape)));
-}
-
-// Element i of an integer tensor (dtype checked by the caller).
-int64_t IntAt(const TensorArg& t, int64_t i) {
-  switch (t.dtype) {
-    case DType::kI8:
-      return t.as<const int8_t>()[i];
-    case DType::kI32:
-      return t.as<const int32_t>()[i];
-    case DType::kI64:
-      return t.as<const int64_t>()[i];
-    case DType::kU8:
-      return t.as<const uint8_t>()[i];
-    default:
-      return 0;
-  }
-}
-
-std::vector<int64_t> Ints(const TensorArg& t) {
-  std::vector<int64_t> v(t.num_elements());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = IntAt(t, static_cast<int64_t>(i));
-  return v;
-}
-
-// A scalar read as double, as Tensor::GetDouble (dtype checked by CheckScalar).
-double ScalarAt(const TensorArg& t) {
-  switch (t.dtype) {
-    case DType::kF32:
-      return *t.as<const float>();
-    case DType::kF64:
-      return *t.as<const double>();
-    default:
-      return static_cast<double>(IntAt(t, 0));
-  }
-}
+using image_match::ImageGroup;
+using image_match::IntAt;
+using image_match::Invalid;
+using image_match::OpKind;
 
 // ---- image.roi_align ------------------------------------------------------------------------
 
@@ -430,25 +161,14 @@ HETPASS_IMAGE_CLONES void RoiAvgHwc(const float* hwc, int64_t channels, const Ro
   }
 }
 
-absl::Status RunRoiAlign(const Group& g, absl::Span<const TensorArg> args) {
+absl::Status RunRoiAlign(const ImageGroup& g, absl::Span<const TensorArg> args) {
+  ASSIGN_OR_RETURN(const image_match::RoiAlignShape shape, image_match::CheckRoiAlign(g, args));
   const TensorArg& data = args[g.param[0]];
   const TensorArg& rois = args[g.param[1]];
   const TensorArg& batch = args[g.param[2]];
   const TensorArg& out = args[g.num_params];
-  RETURN_IF_ERROR(CheckF32(g, data, g.operand_names[0], 4));
-  RETURN_IF_ERROR(CheckF32(g, rois, g.operand_names[1], 2));
-  if (rois.shape[1] != 4) {
-    return Invalid(
-        g, absl::StrFormat("%s must be [R, 4], got %s", g.operand_names[1], ShapeStr(rois.shape)));
-  }
-  const int64_t num_rois = rois.shape[0];
-  RETURN_IF_ERROR(CheckInts(g, batch, g.operand_names[2], num_rois));
-  const Attrs& a = g.attrs;
-  const int64_t out_h = a.GetInt("output_height"), out_w = a.GetInt("output_width");
-  const int64_t n = data.shape[0], channels = data.shape[1];
-  const int64_t height = data.shape[2], width = data.shape[3];
-  const int64_t want[4] = {num_rois, channels, out_h, out_w};
-  RETURN_IF_ERROR(CheckResult(g, out, want));
+  const int64_t num_rois = shape.num_rois, out_h = shape.out_h, out_w = shape.out_w;
+  const int64_t n = shape.n, channels = shape.channels, height = shape.height, width = shape.width;
   if (out.num_elements() == 0) return absl::OkStatus();
   float* y = out.as<float>();
   const int64_t plane = height * width;
@@ -456,7 +176,7 @@ absl::Status RunRoiAlign(const Group& g, absl::Span<const TensorArg> args) {
     std::fill(y, y + out.num_elements(), 0.0f);
     return absl::OkStatus();
   }
-  const RoiAlignParams params = RoiAlignParamsOf(a);
+  const RoiAlignParams params = RoiAlignParamsOf(g.attrs);
   const bool max_mode = params.max_mode;
   const float* x = data.as<const float>();
   const float* r4 = rois.as<const float>();
@@ -532,34 +252,14 @@ inline float Blend(float a, float b, float c, float d, const ResizeTap& y, const
   return static_cast<float>(ResizeBlend(a, b, c, d, y, x));
 }
 
-absl::Status RunResize(const Group& g, absl::Span<const TensorArg> args) {
+absl::Status RunResize(const ImageGroup& g, absl::Span<const TensorArg> args) {
+  ASSIGN_OR_RETURN(const image_match::ResizeShape shape, image_match::CheckResize(g, args));
   const TensorArg& data = args[g.param[0]];
   const TensorArg& out = args[g.num_params];
-  RETURN_IF_ERROR(CheckF32(g, data, g.operand_names[0], 4));
-  int64_t size[2];
-  if (g.kind == OpKind::kDynResize) {
-    const TensorArg& s = args[g.param[1]];
-    RETURN_IF_ERROR(CheckInts(g, s, g.operand_names[1], 2));
-    size[0] = IntAt(s, 0), size[1] = IntAt(s, 1);
-  } else {
-    size[0] = g.attrs.GetIntList("size")[0], size[1] = g.attrs.GetIntList("size")[1];
-  }
-  if (size[0] <= 0 || size[1] <= 0) {
-    return Invalid(g, absl::StrFormat("size must be positive, got [%d, %d]", size[0], size[1]));
-  }
-  const bool nchw = g.attrs.GetString("layout") == "NCHW";
-  const auto& xs = data.shape;
-  const int64_t n = xs[0], channels = nchw ? xs[1] : xs[3];
-  const int64_t in_h = nchw ? xs[2] : xs[1], in_w = nchw ? xs[3] : xs[2];
-  const int64_t oh = size[0], ow = size[1];
-  const std::vector<int64_t> want =
-      nchw ? std::vector<int64_t>{n, channels, oh, ow} : std::vector<int64_t>{n, oh, ow, channels};
-  RETURN_IF_ERROR(CheckResult(g, out, want));
   if (out.num_elements() == 0) return absl::OkStatus();
-  if (in_h == 0 || in_w == 0) {
-    return Invalid(
-        g, absl::StrFormat("%s has an empty image %s to resize", g.operand_names[0], ShapeStr(xs)));
-  }
+  const bool nchw = shape.nchw;
+  const int64_t n = shape.n, channels = shape.channels, in_h = shape.in_h, in_w = shape.in_w;
+  const int64_t oh = shape.out_h, ow = shape.out_w;
   const std::vector<ResizeTap> ty = ResizeAxisTaps(in_h, oh, g.attrs);
   const std::vector<ResizeTap> tx = ResizeAxisTaps(in_w, ow, g.attrs);
   const float* x = data.as<const float>();
@@ -631,29 +331,14 @@ void PadAxis(const float* src, float* dst, int axis, absl::Span<const int64_t> i
   std::fill(dst + hi * os, dst + len * os, fill);
 }
 
-absl::Status RunPad(const Group& g, absl::Span<const TensorArg> args) {
+absl::Status RunPad(const ImageGroup& g, absl::Span<const TensorArg> args) {
+  ASSIGN_OR_RETURN(const image_match::PadShape shape, image_match::CheckPad(g, args));
   const TensorArg& data = args[g.param[0]];
   const TensorArg& out = args[g.num_params];
-  RETURN_IF_ERROR(CheckF32(g, data, g.operand_names[0], g.rank));
-  std::vector<int64_t> pads;
-  double fill;
-  if (g.kind == OpKind::kDynPad) {
-    RETURN_IF_ERROR(CheckInts(g, args[g.param[1]], g.operand_names[1], 2 * g.rank));
-    RETURN_IF_ERROR(CheckScalar(g, args[g.param[2]], g.operand_names[2]));
-    pads = Ints(args[g.param[1]]);
-    fill = ScalarAt(args[g.param[2]]);
-  } else {
-    pads = g.attrs.GetIntList("pad_width");
-    fill = g.attrs.GetFloat("pad_value");
-  }
-  std::vector<int64_t> want;
-  for (int a = 0; a < g.rank; ++a) {
-    want.push_back(data.shape[a] + pads[2 * a] + pads[2 * a + 1]);
-    if (want.back() < 0) {
-      return Invalid(g, absl::StrFormat("axis %d would have negative size %d", a, want.back()));
-    }
-  }
-  RETURN_IF_ERROR(CheckResult(g, out, want));
+  const std::vector<int64_t>& pads = shape.pads;
+  const std::vector<int64_t>& want = shape.out_shape;
+  const double fill = g.kind == OpKind::kDynPad ? image_match::ScalarAt(args[g.param[2]])
+                                                : g.attrs.GetFloat("pad_value");
   if (out.num_elements() == 0) return absl::OkStatus();
   float* y = out.as<float>();
   if (g.rank == 0) {
@@ -672,21 +357,11 @@ absl::Status RunPad(const Group& g, absl::Span<const TensorArg> args) {
 
 // ---- dyn.zeros / dyn.ones / dyn.full --------------------------------------------------------
 
-absl::Status RunFill(const Group& g, absl::Span<const TensorArg> args) {
-  const int shape_operand = g.kind == OpKind::kFull ? 1 : 0;
-  const TensorArg& s = args[g.param[shape_operand]];
+absl::Status RunFill(const ImageGroup& g, absl::Span<const TensorArg> args) {
+  RETURN_IF_ERROR(image_match::CheckFill(g, args).status());
   const TensorArg& out = args[g.num_params];
-  RETURN_IF_ERROR(CheckInts(g, s, g.operand_names[shape_operand], -1));
   double value = g.kind == OpKind::kOnes ? 1.0 : 0.0;
-  if (g.kind == OpKind::kFull) {
-    RETURN_IF_ERROR(CheckScalar(g, args[g.param[0]], g.operand_names[0]));
-    value = ScalarAt(args[g.param[0]]);
-  }
-  const std::vector<int64_t> want = Ints(s);
-  for (int64_t d : want) {
-    if (d < 0) return Invalid(g, absl::StrFormat("shape value %d is negative", d));
-  }
-  RETURN_IF_ERROR(CheckResult(g, out, want));
+  if (g.kind == OpKind::kFull) value = image_match::ScalarAt(args[g.param[0]]);
   float* y = out.as<float>();
   std::fill(y, y + out.num_elements(), static_cast<float>(value));
   return absl::OkStatus();
@@ -696,11 +371,11 @@ absl::Status RunFill(const Group& g, absl::Span<const TensorArg> args) {
 
 class ImageInstance final : public KernelInstance {
  public:
-  explicit ImageInstance(const Group& group) : group_(group) {}
+  explicit ImageInstance(const ImageGroup& group) : group_(group) {}
 
   absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override {
-    const Group& g = group_;
-    RETURN_IF_ERROR(CheckCount(g, args));
+    const ImageGroup& g = group_;
+    RETURN_IF_ERROR(image_match::CheckCount(g, args));
     switch (g.kind) {
       case OpKind::kRoiAlign:
         return RunRoiAlign(g, args);
@@ -719,28 +394,30 @@ class ImageInstance final : public KernelInstance {
   }
 
  private:
-  const Group& group_;
+  const ImageGroup& group_;
 };
 
 class ImageKernel final : public CompiledKernel {
  public:
-  explicit ImageKernel(Group group) : group_(std::move(group)) {}
+  explicit ImageKernel(ImageGroup group) : group_(std::move(group)) {}
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(
       const KernelContext& ctx, absl::Span<const Tensor* const>) const override {
     return std::unique_ptr<KernelInstance>(std::make_unique<ImageInstance>(group_));
   }
-  std::string Describe() const override { return group_.describe; }
+  std::string Describe() const override { return "native " + image_match::OpLabel(group_); }
 
  private:
-  const Group group_;
+  const ImageGroup group_;
 };
 
 }  // namespace
 
-bool IsImageOrFillGroup(const Function& primitive) { return MatchGroup(primitive).has_value(); }
+bool IsImageOrFillGroup(const Function& primitive) {
+  return image_match::MatchImageGroup(primitive).has_value();
+}
 
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileImageOrFillGroup(const Function& primitive) {
-  if (std::optional<Group> g = MatchGroup(primitive)) {
+  if (std::optional<ImageGroup> g = image_match::MatchImageGroup(primitive)) {
     return std::unique_ptr<CompiledKernel>(std::make_unique<ImageKernel>(*std::move(g)));
   }
   return absl::UnimplementedError(absl::StrFormat(
@@ -749,16 +426,9 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileImageOrFillGroup(const Fu
 }
 
 
-namespace {
-bool ImageRuns(const OpDef& op) {
-  return std::any_of(std::begin(kOps), std::end(kOps),
-                     [&](const OpEntry& e) { return e.id == OpIdOf(op); });
-}
-}  // namespace
-
 const KernelProvider& ImageKernelProvider() {
   static const GroupProvider provider({"native.image", kNeedsKernelLibrary, nullptr,
-                                       &CompileImageOrFillGroup, &ImageRuns, nullptr});
+                                       &CompileImageOrFillGroup, &image_match::ImageRuns, nullptr});
   return provider;
 }
 

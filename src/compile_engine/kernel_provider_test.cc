@@ -51,7 +51,7 @@ TEST(KernelProvidersTest, HostMemoryDevicesShareTheDocumentedOrder) {
   EXPECT_EQ(Names(DeviceKind::kCuda),
             (std::vector<std::string>{"cudnn.conv2d", "cudnn.conv2d_transpose", "cublaslt.dense", "cublaslt.batch_matmul",
                                       "cublaslt/cudnn+nvptx.split", "nvrtc.reduce", "nvrtc.algorithm",
-                                      "nvptx.injective"}));
+                                      "nvrtc.image", "nvptx.injective"}));
   // Only the last is a fallback.
   for (const KernelProvider* p : KernelProviders(DeviceKind::kCpu)) {
     EXPECT_EQ(p->is_fallback(), p->name() == "reference") << p->name();
@@ -79,6 +79,8 @@ TEST(KernelCapabilitiesTest, BuiltinAnswersFromTheProviders) {
   EXPECT_FALSE(caps.CanFuse(Op("argwhere"), DeviceKind::kCuda));    // ... alone
   EXPECT_TRUE(caps.CanRun(Op("nn.batch_matmul"), DeviceKind::kCuda));  // cublaslt.batch_matmul
   EXPECT_TRUE(caps.CanFuse(Op("mean"), DeviceKind::kCuda));        // nvrtc.reduce with steps
+  EXPECT_TRUE(caps.CanRun(Op("image.roi_align"), DeviceKind::kCuda));  // nvrtc.image
+  EXPECT_FALSE(caps.CanFuse(Op("nn.pad"), DeviceKind::kCuda));          // ... alone
   EXPECT_FALSE(caps.CanRun(Op("argmax"), DeviceKind::kCuda));      // no kernel: host
 }
 

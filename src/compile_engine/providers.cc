@@ -32,10 +32,12 @@
 //                                 generated per group, compiled by NVRTC
 //    7. nvrtc.algorithm           count_nonzero / argwhere, non_max_suppression (+ its counter),
 //                                 topk: NVRTC kernels, so counters run on the GPU
-//    8. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
+//    8. nvrtc.image               roi_align, resize2d, constant pad, fills (single ops, the groups
+//                                 native.image takes): NVRTC kernels, one thread per element
+//    9. nvptx.injective           elementwise / broadcast / layout bodies: one NVPTX kernel from
 //                                 the JIT's loop plan, one output element per thread
-// Every other op (convolutions with asymmetric padding, roi_align, resize, pad, fills, argmax)
-// has no CUDA kernel yet, so plan-devices keeps it on the host for target=cuda and its copies
+// Every other op (convolutions with asymmetric padding, argmax, resize's cubic method, pad's
+// edge / reflect modes) has no CUDA kernel yet, so plan-devices keeps it on the host for target=cuda and its copies
 // appear in the ledger: there is no hidden host fallback.
 //
 // A new device adds its list here (and a runtime::Device); nothing else in the engine changes.
@@ -48,6 +50,7 @@
 #include "compile_engine/cuda/cudnn_conv.h"
 #include "compile_engine/cuda/nvptx_kernel.h"
 #include "compile_engine/cuda/nvrtc_algorithm.h"
+#include "compile_engine/cuda/nvrtc_image.h"
 #include "compile_engine/cuda/nvrtc_reduce.h"
 #include "compile_engine/deconv_kernel.h"
 #include "compile_engine/dense_kernel.h"
@@ -68,7 +71,7 @@ absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
   static const KernelProvider* const kCuda[] = {
       &cuda::CudnnConvProvider(),   &cuda::CudnnDeconvProvider(),     &cuda::CublasLtDenseProvider(),
       &cuda::CublasLtBatchMatmulProvider(), &CudaSplitKernelProvider(), &cuda::NvrtcReduceProvider(),
-      &cuda::NvrtcAlgorithmProvider(), &cuda::NvptxProvider()};
+      &cuda::NvrtcAlgorithmProvider(), &cuda::NvrtcImageProvider(),  &cuda::NvptxProvider()};
   switch (device) {
     case DeviceKind::kCpu:
     case DeviceKind::kSim:

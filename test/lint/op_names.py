@@ -21,12 +21,13 @@ ALLOWED = {
     ("include/passes/vm/executable.h", "device_copy"): "VM opcode name",
     ("include/passes/vm/executable.h", "shape_of"): "VM opcode name",
     ("src/compile_engine/jit/llvm_emitter.cc", "tanh"): "the libm symbol the JIT calls",
-    ("src/compile_engine/image_kernel.cc", "floor"): "a nearest-rounding mode (attribute value)",
-    ("src/compile_engine/image_kernel.cc", "ceil"): "a nearest-rounding mode (attribute value)",
+    ("src/compile_engine/image_match.cc", "floor"): "a nearest-rounding mode (attribute value)",
+    ("src/compile_engine/image_match.cc", "ceil"): "a nearest-rounding mode (attribute value)",
+    ("src/compile_engine/cuda/nvrtc_image.cc", "ceil"): "a nearest-rounding mode (attribute value)",
     ("src/analysis/baseline_masks.cc", "*"): "Relay's op names (another system's), cited in the "
                                             "baseline table's relay_op column",
     ("tools/viz/picture.cc", "device_copy"): "legend text of the copy colour",
-    ("src/compile_engine/image_kernel.cc", "max"): "roi_align's pooling mode (attribute value)",
+    ("src/compile_engine/image_match.cc", "max"): "roi_align's pooling mode (attribute value)",
     ("src/ir/parser.cc", "min"): "the dim-expression function min(a, b) of the text IR",
     ("src/ir/parser.cc", "max"): "the dim-expression function max(a, b) of the text IR",
 }

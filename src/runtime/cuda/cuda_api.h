@@ -56,6 +56,9 @@ inline constexpr uint32_t kErrorIndexOutOfRange = 2;
 // Set by the NVRTC algorithm kernels (compile_engine/cuda/nvrtc_algorithm.cc).
 inline constexpr uint32_t kErrorNmsIouThreshold = 4;
 inline constexpr uint32_t kErrorCountChanged = 8;
+// Set by the NVRTC image kernels (compile_engine/cuda/nvrtc_image.cc): a roi's batch index is
+// data the kernel reads on the GPU, so only the GPU can tell it is outside the batch.
+inline constexpr uint32_t kErrorRoiBatchIndex = 16;
 
 }  // namespace hetpass::runtime::cuda_api
 

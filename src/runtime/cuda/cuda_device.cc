@@ -260,6 +260,7 @@ class CudaDevice final : public Device {
         {cuda_api::kErrorCountChanged,
          "argwhere / non_max_suppression: the rows differ from the shape counter's count (the input changed "
          "between the two launches)"},
+        {cuda_api::kErrorRoiBatchIndex, "roi_align: a batch index is outside the batch of the data"},
     };
     std::vector<std::string> what;
     uint32_t known = 0;
