@@ -12,6 +12,7 @@
 
 #ifdef HETPASS_HAS_CUDA
 #include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cupti.h"
 #endif
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +60,22 @@ std::string DescribeCuda() {
   return CudaDescription();
 #else
   return "no cuda device in this build (HETPASS_CUDA=OFF or no CUDA toolkit)";
+#endif
+}
+
+absl::Status StartCuptiMemcpyTrace() {
+#ifdef HETPASS_HAS_CUDA
+  return cuda_api::StartMemcpyTrace();
+#else
+  return absl::UnimplementedError("no cuda device in this build, so no CUPTI trace");
+#endif
+}
+
+absl::StatusOr<CuptiMemcpyCounts> StopCuptiMemcpyTrace() {
+#ifdef HETPASS_HAS_CUDA
+  return cuda_api::StopMemcpyTrace();
+#else
+  return absl::UnimplementedError("no cuda device in this build, so no CUPTI trace");
 #endif
 }
 

@@ -80,6 +80,9 @@ def main(out):
             "max_abs_err": max((s.get("max_abs_err") or 0) for s in sets) if sets else None,
             "messages": [s.get("message") for s in sets if s.get("message")][:3],
             "median_us": median(r.get("times_us")),
+            "cold_us": (r.get("times_us") or {}).get("cold"),
+            "cupti": r.get("cupti"),
+            "cupti_error": r.get("cupti_error"),
             "compile_ms": r.get("compile_ms"),
             "steady_state_device_allocs": r.get("steady_state_device_allocs"),
             "counters": r.get("counters"),
@@ -88,8 +91,15 @@ def main(out):
             "error": t.get("error") or r.get("error"),
             "stderr": (t.get("stderr") or r.get("stderr") or "")[-600:],
         }
+        # CUPTI's memcpy records of the last run against the device's counters of that run:
+        # host<->device directions must agree exactly (device-to-device records also include the
+        # VM's loop stacking, a copy inside a kernel that the counters count as a launch).
+        cupti, c = r.get("cupti"), r.get("counters") or {}
+        entry["cupti_agrees"] = None if cupti is None else (
+            cupti.get("h2d") == c.get("h2d_calls") and cupti.get("d2h") == c.get("d2h_calls"))
         report["models"].setdefault(model, {})[dev] = entry
         ok &= bool(t.get("total")) and t.get("passed") == t.get("total")
+        ok &= entry["cupti_agrees"] is not False
     for path in sorted(glob.glob(os.path.join(out, "run_maskrcnn_tiny_cuda_*.json"))):
         b = os.path.basename(path)[len("run_maskrcnn_tiny_cuda_"):-5]
         r = load(path)
@@ -109,14 +119,22 @@ def main(out):
         for f in t["failures"]:
             md.append(f"- {n}: {f.splitlines()[0] if f else ''}")
     md += ["", "## Models", "",
-           "| model | device | sets passed | ledger = counters | median µs | compile+load ms | steady allocs | d2h | h2d | syncs | launches |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| model | device | sets passed | ledger = counters | CUPTI h2d/d2h/d2d | CUPTI = counters | median µs | "
+           "first run µs | compile+load ms | steady allocs | d2h | h2d | syncs | launches |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for m, devs in report["models"].items():
         for dev, e in devs.items():
             c = e.get("counters") or {}
-            md.append(f"| {m} | {dev} | {e['passed']}/{e['total']} | {e['ledger_agrees']} | {e['median_us']} | "
+            cu = e.get("cupti")
+            cupti_text = f"{cu['h2d']}/{cu['d2h']}/{cu['d2d']}" if cu else ("n/a" if dev != "cuda" else "error")
+            md.append(f"| {m} | {dev} | {e['passed']}/{e['total']} | {e['ledger_agrees']} | {cupti_text} | "
+                      f"{'' if e['cupti_agrees'] is None else e['cupti_agrees']} | {e['median_us']} | {e['cold_us']} | "
                       f"{e['compile_ms']} | {e['steady_state_device_allocs']} | {c.get('d2h_calls')} | "
                       f"{c.get('h2d_calls')} | {c.get('syncs')} | {c.get('launches')} |")
+    for m, devs in report["models"].items():
+        for dev, e in devs.items():
+            if e.get("cupti_error"):
+                md.append(f"- {m} on {dev}: CUPTI unavailable: {e['cupti_error']}")
     md += ["", "## maskrcnn_tiny on cuda: our masks vs baselines", "", "| masks | median µs | d2h | syncs |", "|---|---|---|---|"]
     ours = report["models"].get("maskrcnn_tiny", {}).get("cuda", {})
     rows = [("ours", ours.get("median_us"), ours.get("counters") or {})]

@@ -9,8 +9,9 @@
 #   2. runs the CUDA test binaries with HETPASS_REQUIRE_CUDA=1 (a skip is a failure);
 #   3. runs every bundled model with `hetpass test-onnx` on cuda, sim and cpu (outputs against
 #      the references, the ledger against the device counters) and `hetpass run --repeat`
-#      for latency, steady-state allocations and compile/load time; maskrcnn_tiny also with
-#      the relay and single-flag baseline masks on cuda;
+#      for latency (first run and median), steady-state allocations and compile/load time, on
+#      cuda with CUPTI's count of the last run's memcpys next to the device counters;
+#      maskrcnn_tiny also with the relay and single-flag baseline masks on cuda;
 #   4. writes OUT_DIR/cuda_report.json and OUT_DIR/cuda_report.md (cuda_report.py).
 # Exit status: 0 when every test and model check passed, 1 otherwise, 2 when it refused.
 set -uo pipefail
@@ -47,7 +48,8 @@ find_lib() {
   shift 2
   [ -n "${!var:-}" ] && return 0
   ldconfig -p 2>/dev/null | grep -q "$so " && return 0
-  for c in /usr/local/cuda/lib64/$so /usr/local/cuda*/lib*/$so /usr/local/cuda*/targets/*/lib/$so; do
+  for c in /usr/local/cuda/lib64/$so /usr/local/cuda*/lib*/$so /usr/local/cuda*/targets/*/lib/$so \
+    /usr/local/cuda*/extras/CUPTI/lib64/$so; do
     [ -f "$c" ] && { export "$var=$c"; return 0; }
   done
   for s in $sites; do
@@ -60,6 +62,7 @@ find_lib() {
 find_lib HETPASS_CUBLASLT libcublasLt.so.13 nvidia/cu13/lib nvidia/cublas/lib
 find_lib HETPASS_NVRTC libnvrtc.so.13 nvidia/cu13/lib nvidia/cuda_nvrtc/lib
 find_lib HETPASS_CUDNN libcudnn.so.9 nvidia/cudnn/lib nvidia/cu13/lib
+find_lib HETPASS_CUPTI libcupti.so.13 nvidia/cuda_cupti/lib nvidia/cu13/lib
 # A wheel's cudnn package outside site-packages' usual names: ask Python where nvidia.cudnn is.
 if [ -z "${HETPASS_CUDNN:-}" ] && ! ldconfig -p 2>/dev/null | grep -q "libcudnn.so.9 "; then
   d=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)
@@ -71,12 +74,14 @@ fi
 cublaslt=${HETPASS_CUBLASLT:-"libcublasLt.so.13 (on the loader path)"}
 nvrtc=${HETPASS_NVRTC:-"libnvrtc.so.13 (on the loader path)"}
 cudnn=${HETPASS_CUDNN:-"libcudnn.so.9 (on the loader path)"}
+cupti_lib=${HETPASS_CUPTI:-"libcupti.so.13 (on the loader path)"}
 {
   echo "driver=$driver"
   echo "ptxas=$HETPASS_PTXAS"
   echo "cublaslt=$cublaslt"
   echo "nvrtc=$nvrtc"
   echo "cudnn=$cudnn"
+  echo "cupti=$cupti_lib"
   ldd "$here/bin/hetpass" | grep -E "libstdc|libgcc_s" || true
 } > "$out/environment.txt"
 
@@ -102,7 +107,9 @@ for m in "$here"/models/*/; do
     rc=$?
     echo "test-onnx $name $dev exit $rc" | tee -a "$out/models.txt"
     [ "$rc" -eq 0 ] || status=1
-    timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device="$dev" "${inputs[@]}" --repeat "$repeat" --json \
+    cupti=()
+    [ "$dev" = cuda ] && cupti=(--cupti)
+    timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device="$dev" "${inputs[@]}" --repeat "$repeat" --json "${cupti[@]}" \
       > "$out/run_${name}_${dev}.json" 2> "$out/run_${name}_${dev}.err"
     echo "run $name $dev exit $?" | tee -a "$out/models.txt"
   done

@@ -43,6 +43,9 @@ ABSL_FLAG(std::string, device, "sim", "device to run on: cpu, sim or cuda (cuda 
 ABSL_FLAG(std::string, passes, "", "pass pipeline (default: the standard one for --device)");
 ABSL_FLAG(std::string, function, "main", "function to run");
 ABSL_FLAG(int, repeat, 1, "number of runs (the first is reported as cold)");
+ABSL_FLAG(bool, cupti, false,
+          "run: count the last run's CUDA memcpys with CUPTI (the driver's view, next to the "
+          "device counters; GPU only)");
 ABSL_FLAG(bool, profile, false, "print a per-instruction time table");
 ABSL_FLAG(bool, flush_cache, false, "evict CPU caches before every repetition");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of text");
@@ -396,11 +399,17 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   std::vector<double> times_us;
   std::vector<Tensor> outputs;
   std::vector<runtime::DeviceCounters> counters;
+  // CUPTI traces the last run only: the one whose counters are reported.
+  const bool cupti = absl::GetFlag(FLAGS_cupti);
+  absl::StatusOr<runtime::CuptiMemcpyCounts> cupti_counts = absl::UnknownError("not traced");
   for (int r = 0; r < repeat; ++r) {
     if (absl::GetFlag(FLAGS_flush_cache)) FlushCaches();
+    const bool traced = cupti && r == repeat - 1;
+    const absl::Status started = traced ? runtime::StartCuptiMemcpyTrace() : absl::OkStatus();
     const auto a = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(outputs, Stage("run", machine->RunWithHostTensors(function, args)));
     const auto b = std::chrono::steady_clock::now();
+    if (traced) cupti_counts = started.ok() ? runtime::StopCuptiMemcpyTrace() : started;
     times_us.push_back(std::chrono::duration<double, std::micro>(b - a).count());
     counters.push_back(machine->LastRunCounters());
   }
@@ -442,6 +451,12 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
                     steady_allocs, ", \"times_us\": {\"cold\": ", absl::StrFormat("%.3f", times_us[0]),
                     ", \"median\": ", absl::StrFormat("%.3f", median), ", \"min\": ",
                     absl::StrFormat("%.3f", warm.front()), ", \"runs\": ", repeat, "}");
+    if (cupti && cupti_counts.ok()) {
+      absl::StrAppend(&out, ", \"cupti\": {\"h2d\": ", cupti_counts->h2d, ", \"d2h\": ", cupti_counts->d2h,
+                      ", \"d2d\": ", cupti_counts->d2d, ", \"other\": ", cupti_counts->other, "}");
+    } else if (cupti) {
+      absl::StrAppend(&out, ", \"cupti_error\": ", JsonString(cupti_counts.status().ToString()));
+    }
     if (have_ledger) {
       absl::StrAppend(&out, ", \"ledger\": ", ledger.ToJson(), ", \"ledger_agrees\": ",
                       agree.ok() ? "true" : "false", ", \"ledger_exact\": ",
@@ -486,6 +501,12 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
     std::cout << comparison.Table() << "  " << comparison.Summary() << "\n";
   } else {
     std::cout << "  " << last.ToString() << "\n";
+  }
+  if (cupti && cupti_counts.ok()) {
+    std::cout << absl::StrFormat("CUPTI memcpy records of the last run: h2d %d, d2h %d, d2d %d, other %d\n",
+                                 cupti_counts->h2d, cupti_counts->d2h, cupti_counts->d2d, cupti_counts->other);
+  } else if (cupti) {
+    std::cout << "CUPTI: " << cupti_counts.status().message() << "\n";
   }
   std::cout << absl::StrFormat("device allocations: first run %d, later runs %d; kernel launches %d\n",
                                counters[0].allocs, steady_allocs, last.launches);

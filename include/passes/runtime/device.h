@@ -137,6 +137,17 @@ absl::StatusOr<std::unique_ptr<Device>> MakeSimDevice(SimDeviceOptions options =
 absl::StatusOr<std::unique_ptr<Device>> MakeDevice(DeviceKind kind);
 // Whether this build has the cuda device (cmake/cuda.cmake).
 bool BuiltWithCuda();
+
+// CUPTI's count of the CUDA memcpys between Start and Stop, by direction (the driver's view of
+// a GPU run, independent of the devices' counters; tools/gpu/run_cuda.sh reports both). One
+// trace at a time per process. Errors: Unimplemented without the cuda device in the build;
+// FailedPrecondition without CUPTI (named with every place tried) or without a GPU.
+struct CuptiMemcpyCounts {
+  int64_t h2d = 0, d2h = 0, d2d = 0, other = 0;
+};
+absl::Status StartCuptiMemcpyTrace();
+// Call after the traced work has completed (a synchronisation).
+absl::StatusOr<CuptiMemcpyCounts> StopCuptiMemcpyTrace();
 // One line about the GPU for reports: "NVIDIA H200, sm_90, 132 SMs, 143771 MiB, driver 13000,
 // runtime 13000", or why there is none.
 std::string DescribeCuda();

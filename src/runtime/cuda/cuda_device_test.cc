@@ -129,5 +129,45 @@ TEST(CudaDevice, PoolSteadyStateAllocatesNothing) {
   }
 }
 
+// Tests that CUPTI, the driver's own view, sees exactly the copies the device counted: two
+// host-to-device copies, one device-to-device and two device-to-host reads (one staged, one
+// direct), as memcpy records by direction.
+TEST(CuptiTrace, SeesTheCopiesTheDeviceCounts) {
+  CUDA_OR_SKIP(dev);
+  const size_t n = size_t{1} << 20;
+  std::vector<uint8_t> in(n, 7), out(n, 0);
+  auto a = dev.Allocate(n);
+  auto b = dev.Allocate(n);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(dev.Synchronize().ok());
+  const absl::Status started = StartCuptiMemcpyTrace();
+  ASSERT_TRUE(started.ok()) << started;
+  dev.ResetCounters();
+  ASSERT_TRUE(dev.CopyHostToDevice(*a, in.data(), n).ok());
+  ASSERT_TRUE(dev.CopyHostToDevice(*a, in.data(), 64).ok());
+  ASSERT_TRUE(dev.CopyDeviceToDevice(*b, *a, n).ok());
+  ASSERT_TRUE(dev.CopyDeviceToHost(out.data(), *b, 16).ok());  // staged
+  ASSERT_TRUE(dev.CopyDeviceToHost(out.data(), *b, n).ok());   // direct
+  absl::StatusOr<CuptiMemcpyCounts> seen = StopCuptiMemcpyTrace();
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  const DeviceCounters& c = dev.counters();
+  EXPECT_EQ(seen->h2d, c.h2d_calls);
+  EXPECT_EQ(seen->d2h, c.d2h_calls);
+  EXPECT_EQ(seen->d2d, c.d2d_calls);
+  EXPECT_EQ(seen->h2d, 2);
+  EXPECT_EQ(seen->d2h, 2);
+  EXPECT_EQ(seen->d2d, 1);
+  dev.Free(*a);
+  dev.Free(*b);
+}
+
+// Tests that without a GPU a trace cannot start, with the reason (never a crash).
+TEST(CuptiTrace, WithoutAGpuIsAnError) {
+  if (MakeDevice(DeviceKind::kCuda).ok()) GTEST_SKIP() << "a GPU is usable here";
+  const absl::Status s = StartCuptiMemcpyTrace();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), ::testing::AnyOf(HasSubstr("CUPTI"), HasSubstr("no cuda device")));
+}
+
 }  // namespace
 }  // namespace hetpass::runtime
