@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 
-FORBIDDEN = re.compile(r"lib(cuda|cublas|cublasLt|cudnn[a-z_]*|nvJitLink|nvrtc)\.so")
+FORBIDDEN = re.compile(r"lib(cuda|cublas|cublasLt|cudnn[a-z_]*|nvJitLink|nvrtc|cupti)\.so")
 
 
 def main():
