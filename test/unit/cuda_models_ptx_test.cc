@@ -9,6 +9,7 @@
 // sets on the host with each kernel call observed), becomes the cuDNN problem the cuda kernel
 // would enqueue, and cuDNN's descriptors accept it and size its output as we do. What needs a
 // GPU (cudnnCreate, algorithm choice, workspace sizes, the calls) is left to the GPU runner.
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -89,9 +90,12 @@ TEST(CudaModelsPtx, EveryTakenGroupOfEverySharedModelAssembles) {
 // For target=cuda, every group plan-devices and fuse-ops put on cuda is taken by one of cuda's
 // providers (compiled here without a GPU), so loading the model on a GPU cannot fail with "no
 // kernel provider of cuda takes it" (the first GPU run of the transformer did, before the
-// cuBLASLt + NVPTX split existed).
+// cuBLASLt + NVPTX split existed). The PTX of every NVRTC kernel among them (reductions,
+// softmax, argwhere / NMS / topk, image ops) is assembled for sm_80 and sm_90 as well.
 TEST(CudaModelsPtx, EveryGroupPlacedOnCudaHasAKernel) {
   int on_cuda_total = 0;
+  constexpr const char* kPtxMarker = "\n// PTX\n";
+  std::set<std::string> nvrtc_ptx;
   ForEachSharedModel(vm::DefaultPipeline(DeviceKind::kCuda), [&](const std::string& name, const Module& m) {
     CompileEngine engine;  // per module: an engine's cache points into the functions it compiled
     int on_cuda = 0, groups = 0;
@@ -103,11 +107,25 @@ TEST(CudaModelsPtx, EveryGroupPlacedOnCudaHasAKernel) {
       ++on_cuda;
       auto k = engine.Lower(*f, DeviceKind::kCuda);
       EXPECT_TRUE(k.ok()) << k.status();
+      if (!k.ok()) continue;
+      // NVRTC kernels list their source then their PTX: assemble each distinct PTX (the NVPTX
+      // groups' PTX is assembled by the test above).
+      const std::string listing = (*k)->Listing();
+      const size_t at = listing.find(kPtxMarker);
+      if (at != std::string::npos) nvrtc_ptx.insert(listing.substr(at + std::strlen(kPtxMarker)));
     }
     on_cuda_total += on_cuda;
     std::printf("%s: %d of %d groups on cuda\n", name.c_str(), on_cuda, groups);
   });
   EXPECT_GT(on_cuda_total, 0);
+#ifdef HETPASS_HAS_CUDA
+  EXPECT_GT(nvrtc_ptx.size(), 0u);
+#endif
+  for (const std::string& ptx : nvrtc_ptx) {
+    const absl::Status ok = testing::PtxasAccepts(ptx, "an NVRTC kernel of a shared model");
+    EXPECT_TRUE(ok.ok()) << ok;
+  }
+  std::printf("%zu distinct NVRTC kernels of the shared models assemble for sm_80 and sm_90\n", nvrtc_ptx.size());
 }
 
 #ifdef HETPASS_HAS_CUDA
