@@ -210,6 +210,39 @@ HETPASS_CLONES void ApplyStep(const BoundStep& s, const float* src, float* dst, 
         }
       }
       return;
+    // The extended steps are the device kernels' (MatchReduce(f, /*extended=*/false) never
+    // yields them here); computed as the reference does all the same, in double, rounded once.
+    case StepKind::kRelu:
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] > 0 ? src[i] : 0.0f;
+      return;
+    case StepKind::kExp:
+    case StepKind::kSigmoid:
+    case StepKind::kTanh:
+    case StepKind::kSqrt:
+    case StepKind::kLog:
+    case StepKind::kFloor:
+    case StepKind::kCeil:
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = src[i];
+        double y = x;
+        switch (s.kind) {
+          case StepKind::kExp: y = std::exp(x); break;
+          case StepKind::kSigmoid: y = 1.0 / (1.0 + std::exp(-x)); break;
+          case StepKind::kTanh: y = std::tanh(x); break;
+          case StepKind::kSqrt: y = std::sqrt(x); break;
+          case StepKind::kLog: y = std::log(x); break;
+          case StepKind::kFloor: y = std::floor(x); break;
+          default: y = std::ceil(x); break;
+        }
+        dst[i] = static_cast<float>(y);
+      }
+      return;
+    case StepKind::kMaximum:  // std::max / std::min with the scalar on the step's side
+      for (int64_t i = 0; i < n; ++i) dst[i] = s.scalar_left ? std::max(c, src[i]) : std::max(src[i], c);
+      return;
+    case StepKind::kMinimum:
+      for (int64_t i = 0; i < n; ++i) dst[i] = s.scalar_left ? std::min(c, src[i]) : std::min(src[i], c);
+      return;
   }
 }
 

@@ -518,7 +518,6 @@ absl::Status Parser::ParseBinding(Block& block) {
   std::unique_ptr<Node> node;
   int num_results = num_names;
   bool is_constant = false;
-  Token region_end;  // last region's closing brace, for region errors
   if (head.text == "constant") {
     is_constant = true;
     node = std::make_unique<Node>(NodeKind::kConstant);

@@ -78,7 +78,9 @@ void RunAndCount(DeviceKind target) {
     EXPECT_EQ(c.d2h_bytes, n * 64 * 4);
     EXPECT_EQ(c.syncs, 1);
     EXPECT_EQ(c.launches, 1);
-    if (n == 3) EXPECT_EQ(c.allocs, 0);  // smaller than an earlier run: served by the pool
+    if (n == 3) {
+      EXPECT_EQ(c.allocs, 0);  // smaller than an earlier run: served by the pool
+    }
   }
 }
 
@@ -124,7 +126,9 @@ TEST(VmCuda, SeedMlpRunsItsGemmsOnTheGpu) {
     EXPECT_EQ(c.launches, 3);
     const absl::Status agree = CompareWithLedger(p->ledger, c, {{"n", n}});
     EXPECT_TRUE(agree.ok()) << agree;
-    if (n <= largest) EXPECT_EQ(c.allocs, 0);  // every buffer fits one cached by a larger run
+    if (n <= largest) {
+      EXPECT_EQ(c.allocs, 0);  // every buffer fits one cached by a larger run
+    }
     largest = std::max(largest, n);
   }
 }

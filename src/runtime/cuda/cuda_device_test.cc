@@ -125,7 +125,9 @@ TEST(CudaDevice, PoolSteadyStateAllocatesNothing) {
       blocks.push_back(*b);
     }
     for (auto& b : blocks) pool.Release(b);
-    if (round > 0) EXPECT_EQ(dev.counters().allocs, before) << "round " << round;
+    if (round > 0) {
+      EXPECT_EQ(dev.counters().allocs, before) << "round " << round;
+    }
   }
 }
 
