@@ -199,6 +199,18 @@ class BuiltinCapabilities final : public KernelCapabilities {
  public:
   bool CanRun(const OpDef& op, DeviceKind device) const override { return Get(op, device).run; }
   bool CanFuse(const OpDef& op, DeviceKind device) const override { return Get(op, device).fuse; }
+  bool TakesGroup(const Function& primitive, DeviceKind device) const override {
+    const absl::Span<const KernelProvider* const> providers = KernelProviders(device);
+    // A fallback runs every group: no need to ask (the others may compile to answer).
+    for (const KernelProvider* p : providers) {
+      if (p->is_fallback()) return true;
+    }
+    const KernelTarget target{device};
+    for (const KernelProvider* p : providers) {
+      if (p->Takes(primitive, target)) return true;
+    }
+    return false;
+  }
 
  private:
   struct Answers {

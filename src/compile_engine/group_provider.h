@@ -36,6 +36,10 @@ class GroupProvider final : public KernelProvider {
     }
     return spec_.compile(primitive);
   }
+  bool Takes(const Function& primitive, const KernelTarget& target) const override {
+    if (spec_.matches != nullptr) return spec_.matches(primitive);
+    return KernelProvider::Takes(primitive, target);
+  }
   bool Runs(const OpDef& op) const override { return spec_.runs(op); }
   bool Fuses(const OpDef& op) const override {
     return spec_.fuses != nullptr && spec_.fuses(op);

@@ -53,6 +53,13 @@
 //               image resize, a constant pad) thus stays alone instead of taking its
 //               neighbours onto the reference interpreter.
 //          Deterministic: only program order and operand order decide.
+// Phase 1b Rule i, per group rather than per op: a group of several ops on a device is copied
+//          into a scratch primitive function (as Phase 2 would outline it) and the device is
+//          asked whether it runs it whole (KernelCapabilities::TakesGroup: a provider's matcher
+//          takes it, or the device has a fallback provider). A group it refuses is split into
+//          single-op groups. CanFuse is per op, so without this a device with no fallback
+//          (cuda) could be handed a group of individually fusable ops that no kernel takes (a
+//          reduction whose prologue reads a second tensor, `sum((x - y)^2)`).
 // Phase 2  Rewrite each block. Walking it in order, region blocks are rewritten (recursively)
 //          when their node is reached, and each group is named when its first member is
 //          reached: `fused_<op names joined by _>_<k>` ('.' becomes '_'; names past 64
@@ -284,9 +291,93 @@ class FuseOpsPass : public Pass {
     return fn;
   }
 
+  // ---- Phase 1b -----------------------------------------------------------------------------
+  // The values of group `g` used outside it (for a dead group: the last member's results), as
+  // Outline will return them.
+  std::vector<Value*> GroupOutputs(const Group& g, const absl::flat_hash_set<const Node*>& members) const {
+    std::vector<Value*> outputs;
+    for (const Node* n : g.members) {
+      for (const auto& r : n->results()) {
+        auto u = users_.find(r.get());
+        if (u == users_.end()) continue;
+        for (const Node* user : u->second) {
+          if (user == nullptr || !members.contains(user)) {
+            outputs.push_back(r.get());
+            break;
+          }
+        }
+      }
+    }
+    if (outputs.empty()) {
+      for (const auto& r : g.members.back()->results()) outputs.push_back(r.get());
+    }
+    return outputs;
+  }
+
+  // Rule i: whether the device runs group `g` whole. The group is copied into a scratch
+  // primitive function shaped as Outline would make it (parameters in first-use order, the
+  // members' ops, attributes and types, the outputs) and the capabilities are asked about it.
+  bool DeviceTakes(const Group& g) const {
+    const KernelCapabilities& caps =
+        options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
+    const absl::flat_hash_set<const Node*> members(g.members.begin(), g.members.end());
+    Module scratch;
+    Function* fn = scratch.AddFunction("candidate");
+    fn->mutable_attrs().Set(kPrimitiveAttr, AttrValue(true));
+    Block& body = fn->body();
+    absl::flat_hash_map<const Value*, Value*> copy;
+    for (const Node* n : g.members) {
+      auto c = std::make_unique<Node>(NodeKind::kCall);
+      c->set_op(n->op());
+      c->set_attrs(n->attrs());
+      c->set_device(n->device());
+      for (Value* v : n->operands()) {
+        auto it = copy.find(v);
+        if (it == copy.end()) {
+          Value* p = body.AddParam(v->type(), v->name());
+          p->set_param_device(v->device());
+          it = copy.emplace(v, p).first;
+        }
+        c->AddOperand(it->second);
+      }
+      for (const auto& r : n->results()) copy[r.get()] = c->AddResult(r->type(), r->name());
+      body.Append(std::move(c));
+    }
+    std::vector<Value*> outputs;
+    std::vector<Type> types;
+    for (Value* v : GroupOutputs(g, members)) {
+      outputs.push_back(copy.at(v));
+      types.push_back(v->type());
+    }
+    body.set_results(outputs);
+    fn->set_result_types(std::move(types));
+    return caps.TakesGroup(*fn, g.device);
+  }
+
+  // Splits every multi-op group its device does not run whole into single-op groups (rule i).
+  void SplitRefusedGroups(std::vector<Group>& groups, absl::flat_hash_map<const Node*, int>& group_of) const {
+    const size_t formed = groups.size();
+    for (size_t i = 0; i < formed; ++i) {
+      if (groups[i].members.size() < 2 || groups[i].device == DeviceKind::kUnset || DeviceTakes(groups[i])) continue;
+      std::vector<Node*> members = std::move(groups[i].members);
+      groups[i].members = {members.front()};
+      groups[i].pattern = members.front()->op()->pattern();
+      for (size_t k = 1; k < members.size(); ++k) {
+        Group single;
+        single.members = {members[k]};
+        single.pattern = members[k]->op()->pattern();
+        single.device = groups[i].device;
+        single.closed = members[k]->op()->data_dependent_output_shape();
+        groups.push_back(std::move(single));
+        group_of[members[k]] = static_cast<int>(groups.size()) - 1;
+      }
+    }
+  }
+
   bool FuseBlock(Block& block) {
     absl::flat_hash_map<const Node*, int> group_of;
     std::vector<Group> groups = FormGroups(block, group_of);
+    SplitRefusedGroups(groups, group_of);
     bool changed = !groups.empty();
     // Names in program order, regions when their node is reached.
     for (const auto& n : block.nodes()) {
@@ -337,22 +428,7 @@ class FuseOpsPass : public Pass {
         invoke->AddOperand(v);
       }
     }
-    std::vector<Value*> outputs;
-    for (const Node* n : g.members) {
-      for (const auto& r : n->results()) {
-        auto u = users_.find(r.get());
-        if (u == users_.end()) continue;
-        for (const Node* user : u->second) {
-          if (user == nullptr || !members.contains(user)) {
-            outputs.push_back(r.get());
-            break;
-          }
-        }
-      }
-    }
-    if (outputs.empty()) {
-      for (const auto& r : g.members.back()->results()) outputs.push_back(r.get());
-    }
+    const std::vector<Value*> outputs = GroupOutputs(g, members);
 
     for (auto& n : nodes) body.Append(std::move(n));
     ReplaceUses(body, to_param);

@@ -496,5 +496,41 @@ def @main(%x: f32[n]) {
   EXPECT_EQ(f->body().nodes()[1]->loc().line, 4);
 }
 
+// Tests rule i: on cuda, which has no fallback provider, a group of individually fusable ops
+// that no cuda kernel takes (a reduction whose prologue reads a second tensor: nvrtc.reduce
+// takes steps with scalar operands only) is split into single ops, each of which a cuda
+// kernel takes; a group a provider does take (a square then a sum) stays whole; and on sim,
+// whose reference interpreter runs anything, the first group stays whole too.
+TEST(FuseOps, GroupsTheDeviceCannotRunWholeAreSplit) {
+  const std::string two_tensors = R"(
+def @main(%x: f32[n, 16] @DEV, %y: f32[n, 16] @DEV) {
+  %d = subtract(%x, %y) @DEV
+  %s = multiply(%d, %d) @DEV
+  %r = sum(%s) {axis = [1]} @DEV
+  return %r
+}
+)";
+  auto on = [&](const std::string& dev) {
+    std::string text = two_tensors;
+    for (size_t at; (at = text.find("@DEV")) != std::string::npos;) text.replace(at, 4, "@" + dev);
+    return text;
+  };
+  auto cuda = Fuse(on("cuda"));
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_THAT(Groups(*cuda), ElementsAre("subtract", "multiply", "sum"));
+  auto sim = Fuse(on("sim"));
+  ASSERT_NE(sim, nullptr);
+  EXPECT_THAT(Groups(*sim), ElementsAre("subtract+multiply+sum"));
+  auto taken = Fuse(R"(
+def @main(%x: f32[n, 16] @cuda) {
+  %s = multiply(%x, %x) @cuda
+  %r = sum(%s) {axis = [1]} @cuda
+  return %r
+}
+)");
+  ASSERT_NE(taken, nullptr);
+  EXPECT_THAT(Groups(*taken), ElementsAre("multiply+sum"));
+}
+
 }  // namespace
 }  // namespace hetpass

@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "passes/analysis/copy_ledger.h"
+#include "passes/compile_engine/compile_engine.h"
 #include "passes/vm/vm.h"
 #include "support/cuda_test_util.h"
 #include "support/runtime_test_util.h"
@@ -205,6 +206,44 @@ TEST(VmCuda, LoopScanOutputStacksOnTheGpu) {
   EXPECT_EQ(b.syncs, a.syncs);
   EXPECT_EQ(b.launches, a.launches);
   EXPECT_TRUE(TensorsNear(gpu->out[1], sim->out[1]));
+}
+
+// A reduction whose prologue reads two tensors: fuse-ops splits the group no cuda kernel takes
+// (rule i), so every group placed on cuda compiles (here, without a GPU) and, on a GPU, the
+// run equals the reference.
+constexpr char kSquaredDistance[] = R"(
+def @main(%x: f32[n, 16] @cuda, %y: f32[n, 16] @cuda) {
+  %d = subtract(%x, %y)
+  %s = multiply(%d, %d)
+  %r = sum(%s) {axis = [1]}
+  return %r
+}
+)";
+
+TEST(VmCuda, GroupsNoKernelTakesAreSplitAndRun) {
+  auto p = CompileForVm(kSquaredDistance, DefaultPipeline(DeviceKind::kCuda));
+  ASSERT_TRUE(p.ok()) << p.status();
+  CompileEngine engine;
+  int on_cuda = 0;
+  for (const auto& f : p->compiled->functions()) {
+    if (!IsPrimitive(*f) || f->body().nodes().empty() || f->body().nodes().front()->device() != DeviceKind::kCuda) {
+      continue;
+    }
+    ++on_cuda;
+    auto k = engine.Lower(*f, DeviceKind::kCuda);
+    EXPECT_TRUE(k.ok()) << k.status();
+  }
+  EXPECT_EQ(on_cuda, 3);
+  HETPASS_SKIP_WITHOUT_GPU();
+  auto vm = VirtualMachine::Load(p->executable);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  const Tensor x = RandomTensor(DType::kF32, {5, 16}, 1);
+  const Tensor y = RandomTensor(DType::kF32, {5, 16}, 2);
+  auto out = (*vm)->RunWithHostTensors("main", {x, y});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto ref = ReferenceRun(*p->source, {x, y});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_TRUE(TensorsNear((*out)[0], (*ref)[0]));
 }
 
 }  // namespace

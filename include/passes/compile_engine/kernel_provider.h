@@ -66,6 +66,12 @@ class KernelProvider {
   // True for a provider that takes every group it can run at all, however slowly (the
   // reference interpreter): it does not count as a reason to fuse.
   virtual bool is_fallback() const { return false; }
+
+  // Whether TryCompile would take `primitive`, answered by the provider's matcher where it has
+  // one (no code generated); by compiling otherwise.
+  virtual bool Takes(const Function& primitive, const KernelTarget& target) const {
+    return TryCompile(primitive, target).ok();
+  }
 };
 
 // The ordered providers of a device kind, first tried first; empty for a device kind with no
@@ -83,6 +89,12 @@ class KernelCapabilities {
   // other than the fallback compiles it inside such groups, or none but the fallback runs it at
   // all (then its group runs there either way).
   virtual bool CanFuse(const OpDef& op, DeviceKind device) const = 0;
+  // Whether `device` runs the candidate group `primitive` whole: some provider takes it, or the
+  // device has a fallback provider (which runs every group). CanFuse answers per op, so a
+  // group of fusable ops may still be one no provider takes (a reduction whose prologue reads a
+  // second tensor, on cuda); fuse-ops asks this of every multi-op group on a device and splits
+  // a group it refuses into single ops. The default (descriptions of devices in tests) says yes.
+  virtual bool TakesGroup(const Function& primitive, DeviceKind device) const { return true; }
 };
 
 // The capabilities of KernelProviders. An unplaced value (kUnset) is asked about the cpu.
