@@ -265,6 +265,43 @@ const KernelCapabilities& BuiltinKernelCapabilities() {
   return capabilities;
 }
 
+bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* const> members,
+                     absl::Span<Value* const> outputs, DeviceKind device) {
+  Module scratch;
+  Function* fn = scratch.AddFunction("candidate");
+  fn->mutable_attrs().Set(kPrimitiveAttr, AttrValue(true));
+  Block& body = fn->body();
+  absl::flat_hash_map<const Value*, Value*> copy;
+  for (const Node* n : members) {
+    auto c = std::make_unique<Node>(NodeKind::kCall);
+    c->set_op(n->op());
+    c->set_attrs(n->attrs());
+    c->set_device(n->device());
+    for (Value* v : n->operands()) {
+      auto it = copy.find(v);
+      if (it == copy.end()) {
+        Value* p = body.AddParam(v->type(), v->name());
+        p->set_param_device(v->device());
+        it = copy.emplace(v, p).first;
+      }
+      c->AddOperand(it->second);
+    }
+    for (const auto& r : n->results()) copy[r.get()] = c->AddResult(r->type(), r->name());
+    body.Append(std::move(c));
+  }
+  std::vector<Value*> results;
+  std::vector<Type> types;
+  for (Value* v : outputs) {
+    auto it = copy.find(v);
+    if (it == copy.end()) return false;  // not a value of the members
+    results.push_back(it->second);
+    types.push_back(v->type());
+  }
+  body.set_results(results);
+  fn->set_result_types(std::move(types));
+  return caps.TakesGroup(*fn, device);
+}
+
 const KernelContext& KernelContext::Host() {
   // One cpu device and pool for the process, never destroyed (kernels may run at exit).
   static const KernelContext* host = [] {

@@ -21,7 +21,8 @@
 //      nodes at their dst; `anywhere` ops (elementwise, broadcast, injective) and if/loop are
 //      free.
 //      Then the device's kernels: an op that no kernel provider of the target runs
-//      (KernelCapabilities::CanRun) is fixed to HOST, as ONNX Runtime falls back to its CPU
+//      (KernelCapabilities::CanRun), or a call no provider takes as a group of its own with its
+//      dtypes and attributes (DeviceRunsGroup), is fixed to HOST, as ONNX Runtime falls back to its CPU
 //      provider; an annotation putting it on the accelerator is an error.
 //   3. Parameters: annotated, else inputs=host|target.
 //   4. Shape subgraph: a free binding all of whose uses are on HOST (value inputs of shape
@@ -215,12 +216,18 @@ class Planner {
   }
 
   // Whether the target's kernel providers run `n` (true for everything but compute op calls:
-  // device copies, shape queries and the memory ops are not kernels).
+  // device copies, shape queries and the memory ops are not kernels): some provider runs the op
+  // (CanRun, from the op alone), and one takes this call as a group of its own, with its dtypes
+  // and attributes (DeviceRunsGroup: an f16 sum is a reduction cuda runs only for other dtypes).
   bool AcceleratorRuns(const Node& n) const {
     if (n.kind() != NodeKind::kCall || n.op()->role() != OpRole::kCompute) return true;
     const KernelCapabilities& caps =
         options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
-    return caps.CanRun(*n.op(), options_.target);
+    if (!caps.CanRun(*n.op(), options_.target)) return false;
+    std::vector<Value*> results;
+    for (const auto& r : n.results()) results.push_back(r.get());
+    const Node* self = &n;
+    return DeviceRunsGroup(caps, absl::MakeConstSpan(&self, 1), results, options_.target);
   }
 
   absl::Status FixNodes() {

@@ -275,6 +275,24 @@ def @main(%x: f32[n, 2]) {
   ExpectCopies(*ledger, {.h2d = 1, .d2h = 1});
 }
 
+// Tests that for target=cuda a call is placed on the accelerator only where a cuda kernel takes
+// it with its dtypes: an f32 sum runs there (nvrtc.reduce), an f16 sum of the same shape, which
+// no cuda kernel takes though cuda runs sums, stays on the host.
+TEST(PlanDevices, CudaTakesCallsItHasAKernelFor) {
+  auto m = testing::Parse(R"(
+def @main(%x: f32[n, 8] @cuda, %h: f16[n, 8] @cuda) {
+  %a = sum(%x) {axis = [1]}
+  %b = sum(%h) {axis = [1]}
+  return %a, %b
+}
+)");
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(RunPipeline(*m, "infer-types,plan-devices{target=cuda}").ok());
+  const std::string out = PrintModule(*m);
+  EXPECT_THAT(out, HasSubstr("%a = sum(%x) {axis = [1]} : f32[n] @cuda"));
+  EXPECT_THAT(out, HasSubstr(": f16[n] @cpu"));
+}
+
 // Tests that target=cpu puts everything on the host with no copies.
 TEST(PlanDevices, CpuTargetHasNoCopies) {
   auto m = ParseElided(SeedMlp("n"));

@@ -314,44 +314,14 @@ class FuseOpsPass : public Pass {
     return outputs;
   }
 
-  // Rule i: whether the device runs group `g` whole. The group is copied into a scratch
-  // primitive function shaped as Outline would make it (parameters in first-use order, the
-  // members' ops, attributes and types, the outputs) and the capabilities are asked about it.
+  // Rule i: whether the device runs group `g` whole (the group as Outline would make it).
   bool DeviceTakes(const Group& g) const {
     const KernelCapabilities& caps =
         options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
     const absl::flat_hash_set<const Node*> members(g.members.begin(), g.members.end());
-    Module scratch;
-    Function* fn = scratch.AddFunction("candidate");
-    fn->mutable_attrs().Set(kPrimitiveAttr, AttrValue(true));
-    Block& body = fn->body();
-    absl::flat_hash_map<const Value*, Value*> copy;
-    for (const Node* n : g.members) {
-      auto c = std::make_unique<Node>(NodeKind::kCall);
-      c->set_op(n->op());
-      c->set_attrs(n->attrs());
-      c->set_device(n->device());
-      for (Value* v : n->operands()) {
-        auto it = copy.find(v);
-        if (it == copy.end()) {
-          Value* p = body.AddParam(v->type(), v->name());
-          p->set_param_device(v->device());
-          it = copy.emplace(v, p).first;
-        }
-        c->AddOperand(it->second);
-      }
-      for (const auto& r : n->results()) copy[r.get()] = c->AddResult(r->type(), r->name());
-      body.Append(std::move(c));
-    }
-    std::vector<Value*> outputs;
-    std::vector<Type> types;
-    for (Value* v : GroupOutputs(g, members)) {
-      outputs.push_back(copy.at(v));
-      types.push_back(v->type());
-    }
-    body.set_results(outputs);
-    fn->set_result_types(std::move(types));
-    return caps.TakesGroup(*fn, g.device);
+    const std::vector<const Node*> nodes(g.members.begin(), g.members.end());
+    const std::vector<Value*> outputs = GroupOutputs(g, members);
+    return DeviceRunsGroup(caps, nodes, outputs, g.device);
   }
 
   // Splits every multi-op group its device does not run whole into single-op groups (rule i).

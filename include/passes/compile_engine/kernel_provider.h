@@ -100,6 +100,14 @@ class KernelCapabilities {
 // The capabilities of KernelProviders. An unplaced value (kUnset) is asked about the cpu.
 const KernelCapabilities& BuiltinKernelCapabilities();
 
+// Whether `device` runs the group of `members` (calls of one block, in program order) whole: the
+// group copied into a scratch primitive function as fuse-ops outlines it (parameters: the values
+// the members use but do not define, in first-use order; results: `outputs`, values of the
+// members), then caps.TakesGroup. fuse-ops asks it of each multi-op group, plan-devices of each
+// op it would place on an accelerator.
+bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* const> members,
+                     absl::Span<Value* const> outputs, DeviceKind device);
+
 }  // namespace hetpass
 
 #endif  // HETPASS_COMPILE_ENGINE_KERNEL_PROVIDER_H_
