@@ -199,14 +199,17 @@ class BuiltinCapabilities final : public KernelCapabilities {
  public:
   bool CanRun(const OpDef& op, DeviceKind device) const override { return Get(op, device).run; }
   bool CanFuse(const OpDef& op, DeviceKind device) const override { return Get(op, device).fuse; }
-  bool TakesGroup(const Function& primitive, DeviceKind device) const override {
-    const absl::Span<const KernelProvider* const> providers = KernelProviders(device);
-    // A fallback runs every group: no need to ask (the others may compile to answer).
-    for (const KernelProvider* p : providers) {
+  bool TakesEveryGroup(DeviceKind device) const override {
+    for (const KernelProvider* p : KernelProviders(device)) {
       if (p->is_fallback()) return true;
     }
+    return false;
+  }
+  bool TakesGroup(const Function& primitive, DeviceKind device) const override {
+    // A fallback runs every group: no need to ask (the others may compile to answer).
+    if (TakesEveryGroup(device)) return true;
     const KernelTarget target{device};
-    for (const KernelProvider* p : providers) {
+    for (const KernelProvider* p : KernelProviders(device)) {
       if (p->Takes(primitive, target)) return true;
     }
     return false;
@@ -267,6 +270,8 @@ const KernelCapabilities& BuiltinKernelCapabilities() {
 
 bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* const> members,
                      absl::Span<Value* const> outputs, DeviceKind device) {
+  // plan-devices asks for every call: build the candidate only where the answer depends on it.
+  if (caps.TakesEveryGroup(device)) return true;
   Module scratch;
   Function* fn = scratch.AddFunction("candidate");
   fn->mutable_attrs().Set(kPrimitiveAttr, AttrValue(true));

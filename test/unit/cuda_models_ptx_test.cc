@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compile_engine/cuda/nvrtc_listing.h"
 #include "gtest/gtest.h"
 #include "compile_engine/cuda/cudnn_conv.h"
 #include "compile_engine/group_match.h"
@@ -94,7 +95,6 @@ TEST(CudaModelsPtx, EveryTakenGroupOfEverySharedModelAssembles) {
 // softmax, argwhere / NMS / topk, image ops) is assembled for sm_80 and sm_90 as well.
 TEST(CudaModelsPtx, EveryGroupPlacedOnCudaHasAKernel) {
   int on_cuda_total = 0;
-  constexpr const char* kPtxMarker = "\n// PTX\n";
   std::set<std::string> nvrtc_ptx;
   ForEachSharedModel(vm::DefaultPipeline(DeviceKind::kCuda), [&](const std::string& name, const Module& m) {
     CompileEngine engine;  // per module: an engine's cache points into the functions it compiled
@@ -111,8 +111,8 @@ TEST(CudaModelsPtx, EveryGroupPlacedOnCudaHasAKernel) {
       // NVRTC kernels list their source then their PTX: assemble each distinct PTX (the NVPTX
       // groups' PTX is assembled by the test above).
       const std::string listing = (*k)->Listing();
-      const size_t at = listing.find(kPtxMarker);
-      if (at != std::string::npos) nvrtc_ptx.insert(listing.substr(at + std::strlen(kPtxMarker)));
+      const size_t at = listing.find(cuda::kNvrtcPtxMarker);
+      if (at != std::string::npos) nvrtc_ptx.insert(listing.substr(at + std::strlen(cuda::kNvrtcPtxMarker)));
     }
     on_cuda_total += on_cuda;
     std::printf("%s: %d of %d groups on cuda\n", name.c_str(), on_cuda, groups);

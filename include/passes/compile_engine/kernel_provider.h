@@ -95,6 +95,9 @@ class KernelCapabilities {
   // second tensor, on cuda); fuse-ops asks this of every multi-op group on a device and splits
   // a group it refuses into single ops. The default (descriptions of devices in tests) says yes.
   virtual bool TakesGroup(const Function& primitive, DeviceKind device) const { return true; }
+  // True when TakesGroup answers yes for every group of `device` (it has a fallback provider),
+  // so callers need not build the candidate function at all.
+  virtual bool TakesEveryGroup(DeviceKind device) const { return true; }
 };
 
 // The capabilities of KernelProviders. An unplaced value (kUnset) is asked about the cpu.

@@ -211,10 +211,7 @@ template <typename Instance, typename Group>
 absl::StatusOr<std::unique_ptr<KernelInstance>> CublasLtInstance(const KernelContext& ctx, const Group& g,
                                                                  absl::string_view provider) {
 #ifdef HETPASS_HAS_CUDA
-  if (runtime::cuda_api::ErrorWord(ctx.device) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(g.function, ": ", provider, " runs on the cuda device, not on ",
-                                                   ctx.device == nullptr ? std::string("no device") : ctx.device->name()));
-  }
+  RETURN_IF_ERROR(runtime::cuda_api::RequireCudaDevice(ctx.device, absl::StrCat(g.function, ": ", provider)).status());
   ASSIGN_OR_RETURN(std::unique_ptr<runtime::cuda_api::Gemms> gemms, runtime::cuda_api::Gemms::Create());
   return std::make_unique<Instance>(g, std::move(gemms));
 #else

@@ -161,11 +161,9 @@ class Kernel final : public CompiledKernel {
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(const KernelContext& ctx,
                                                               absl::Span<const Tensor* const>) const override {
 #ifdef HETPASS_HAS_CUDA
-    if (runtime::cuda_api::ErrorWord(ctx.device) == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(g_.function, ": ", Kind<Group>::kProvider,
-                                                     " runs on the cuda device, not on ",
-                                                     ctx.device == nullptr ? std::string("no device") : ctx.device->name()));
-    }
+    RETURN_IF_ERROR(
+        runtime::cuda_api::RequireCudaDevice(ctx.device, absl::StrCat(g_.function, ": ", Kind<Group>::kProvider))
+            .status());
     absl::StatusOr<std::unique_ptr<runtime::cuda_api::Convolutions>> convs = runtime::cuda_api::Convolutions::Create();
     if (!convs.ok()) return Named(g_.function, convs.status());
     return std::make_unique<Instance<Group>>(g_, *std::move(convs));

@@ -157,12 +157,8 @@ class NvptxInstance final : public KernelInstance {
 absl::StatusOr<std::unique_ptr<KernelInstance>> NvptxKernel::Instantiate(
     const KernelContext& ctx, absl::Span<const Tensor* const>) const {
 #ifdef HETPASS_HAS_CUDA
-  uint32_t* error_word = runtime::cuda_api::ErrorWord(ctx.device);
-  if (error_word == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "@", program_->plan.fn, ": an NVPTX kernel runs on the cuda device, not on ",
-        ctx.device == nullptr ? std::string("no device") : ctx.device->name()));
-  }
+  ASSIGN_OR_RETURN(uint32_t* error_word, runtime::cuda_api::RequireCudaDevice(
+                                           ctx.device, absl::StrCat("@", program_->plan.fn, ": an NVPTX kernel")));
   // One loaded module per call site: the driver caches the compiled PTX itself.
   ASSIGN_OR_RETURN(std::unique_ptr<runtime::cuda_api::PtxModule> module,
                    runtime::cuda_api::PtxModule::Load(program_->ptx, absl::StrCat("@", program_->plan.fn)));

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compile_engine/cuda/nvrtc_listing.h"
 #include "compile_engine/group_provider.h"
 #include "passes/shape_funcs/op_ids.h"
 #include "passes/support/status_macros.h"
@@ -617,11 +618,8 @@ class AlgorithmKernel final : public CompiledKernel {
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(const KernelContext& ctx,
                                                               absl::Span<const Tensor* const>) const override {
 #ifdef HETPASS_HAS_CUDA
-    uint32_t* err = runtime::cuda_api::ErrorWord(ctx.device);
-    if (err == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(g_->function, ": nvrtc.algorithm runs on the cuda device, not on ",
-                                                     ctx.device == nullptr ? std::string("no device") : ctx.device->name()));
-    }
+    ASSIGN_OR_RETURN(uint32_t* err,
+                     runtime::cuda_api::RequireCudaDevice(ctx.device, absl::StrCat(g_->function, ": nvrtc.algorithm")));
     ASSIGN_OR_RETURN(std::unique_ptr<runtime::cuda_api::PtxModule> module,
                      runtime::cuda_api::PtxModule::Load(g_->ptx, g_->function));
     // The entry points this op launches (the others stay unresolved).
@@ -658,7 +656,7 @@ class AlgorithmKernel final : public CompiledKernel {
   }
   std::string Describe() const override { return absl::StrCat("nvrtc ", g_->op); }
   std::string Listing() const override {
-    return absl::StrCat("// CUDA source (NVRTC)\n", g_->source, "\n// PTX\n", g_->ptx);
+    return NvrtcListing(g_->source, g_->ptx);
   }
 
  private:

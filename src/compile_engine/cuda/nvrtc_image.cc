@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compile_engine/cuda/nvrtc_listing.h"
 #include "compile_engine/group_provider.h"
 #include "compile_engine/image_match.h"
 #include "passes/support/status_macros.h"
@@ -606,11 +607,8 @@ class ImageKernel final : public CompiledKernel {
   absl::StatusOr<std::unique_ptr<KernelInstance>> Instantiate(const KernelContext& ctx,
                                                               absl::Span<const Tensor* const>) const override {
 #ifdef HETPASS_HAS_CUDA
-    uint32_t* err = runtime::cuda_api::ErrorWord(ctx.device);
-    if (err == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(g_->g.function, ": nvrtc.image runs on the cuda device, not on ",
-                                                     ctx.device == nullptr ? std::string("no device") : ctx.device->name()));
-    }
+    ASSIGN_OR_RETURN(uint32_t* err,
+                     runtime::cuda_api::RequireCudaDevice(ctx.device, absl::StrCat(g_->g.function, ": nvrtc.image")));
     ASSIGN_OR_RETURN(std::unique_ptr<runtime::cuda_api::PtxModule> module,
                      runtime::cuda_api::PtxModule::Load(g_->ptx, g_->g.function));
     ASSIGN_OR_RETURN(const void* kernel, module->Kernel(g_->entry));
@@ -623,7 +621,7 @@ class ImageKernel final : public CompiledKernel {
   }
   std::string Describe() const override { return absl::StrCat("nvrtc ", image_match::OpLabel(g_->g)); }
   std::string Listing() const override {
-    return absl::StrCat("// CUDA source (NVRTC)\n", g_->source, "\n// PTX\n", g_->ptx);
+    return NvrtcListing(g_->source, g_->ptx);
   }
 
  private:

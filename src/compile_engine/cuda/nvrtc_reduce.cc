@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compile_engine/cuda/nvrtc_listing.h"
 #include "compile_engine/group_provider.h"
 #include "compile_engine/reduce_match.h"
 #include "passes/support/status_macros.h"
@@ -403,10 +404,7 @@ class NvrtcReduceKernel final : public CompiledKernel {
                                                               absl::Span<const Tensor* const>) const override {
 #ifdef HETPASS_HAS_CUDA
     const std::string& fn = program_->sig().function;
-    if (runtime::cuda_api::ErrorWord(ctx.device) == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(fn, ": nvrtc.reduce runs on the cuda device, not on ",
-                                                     ctx.device == nullptr ? std::string("no device") : ctx.device->name()));
-    }
+    RETURN_IF_ERROR(runtime::cuda_api::RequireCudaDevice(ctx.device, absl::StrCat(fn, ": nvrtc.reduce")).status());
     ASSIGN_OR_RETURN(std::unique_ptr<runtime::cuda_api::PtxModule> module,
                      runtime::cuda_api::PtxModule::Load(program_->ptx, fn));
     const bool softmax = program_->softmax.has_value();
@@ -421,7 +419,7 @@ class NvrtcReduceKernel final : public CompiledKernel {
   }
   std::string Describe() const override { return program_->description; }
   std::string Listing() const override {
-    return absl::StrCat("// CUDA source (NVRTC)\n", program_->source, "\n// PTX\n", program_->ptx);
+    return NvrtcListing(program_->source, program_->ptx);
   }
 
  private:

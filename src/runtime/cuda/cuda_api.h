@@ -44,6 +44,10 @@ absl::Status Launch(const void* kernel, void* stream, uint32_t grid, uint32_t bl
 // Enqueues zeroing `bytes` at `ptr` (device memory) on `stream`.
 absl::Status ZeroAsync(void* ptr, size_t bytes, void* stream);
 
+// The error word of `device`, or InvalidArgument "<who> runs on the cuda device, not on <device>"
+// when it is not the cuda device: what every CUDA kernel's Instantiate checks first.
+absl::StatusOr<uint32_t*> RequireCudaDevice(Device* device, absl::string_view who);
+
 // The cuda device's error word (a device address the kernels OR their error flags into; the
 // device checks it at each counted synchronisation), or nullptr when `device` is not cuda.
 uint32_t* ErrorWord(Device* device);

@@ -364,6 +364,13 @@ absl::Status ZeroAsync(void* ptr, size_t bytes, void* stream) {
   return CudaCall(cudaMemsetAsync(ptr, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
 }
 
+absl::StatusOr<uint32_t*> RequireCudaDevice(Device* device, absl::string_view who) {
+  uint32_t* word = ErrorWord(device);
+  if (word != nullptr) return word;
+  return absl::InvalidArgumentError(absl::StrCat(who, " runs on the cuda device, not on ",
+                                                 device == nullptr ? std::string("no device") : device->name()));
+}
+
 uint32_t* ErrorWord(Device* device) {
   auto* d = dynamic_cast<CudaDevice*>(device);
   return d == nullptr ? nullptr : d->error_word();
