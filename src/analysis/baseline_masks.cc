@@ -18,8 +18,12 @@
 // engine then see the baseline's masks, so the baseline's copies are those of the same program.
 #include "passes/analysis/baseline_masks.h"
 
+#include <functional>
+#include <optional>
+#include <set>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -127,6 +131,57 @@ std::string MaskText(const OpDef& def) {
   return absl::StrJoin(parts, ", ");
 }
 
+// Relay types have no data-dependent symbols: a dim a data-dependent op produced is `Any`, and
+// every op downstream of it runs a shape function. infer-types names such dims (`dynN`, bound
+// at run time); the baselines forget those names again, so their shape functions, and the
+// copies those cause, are Relay's. The symbols kept are those of the parameters of the
+// functions that are not primitives (what the caller binds).
+bool ForgetDataSymbols(Module& module) {
+  std::set<std::string> keep;
+  for (const auto& f : module.functions()) {
+    if (IsPrimitive(*f)) continue;
+    for (const auto& p : f->body().params()) {
+      if (p->type().is_tensor()) {
+        for (const DimExpr& d : p->type().shape()) d.CollectSymbols(&keep);
+      }
+    }
+  }
+  bool changed = false;
+  auto forget = [&](const Type& t) -> std::optional<Type> {
+    if (!t.is_tensor()) return std::nullopt;
+    std::set<std::string> syms;
+    for (const DimExpr& d : t.shape()) d.CollectSymbols(&syms);
+    absl::flat_hash_map<std::string, DimExpr> unknown;
+    for (const std::string& s : syms) {
+      if (!keep.contains(s)) unknown[s] = DimExpr::Unknown();
+    }
+    if (unknown.empty()) return std::nullopt;
+    std::vector<DimExpr> dims;
+    for (const DimExpr& d : t.shape()) dims.push_back(d.Substitute(unknown));
+    changed = true;
+    return Type::Tensor(t.dtype(), std::move(dims));
+  };
+  auto value = [&](Value* v) {
+    if (auto t = forget(v->type())) v->set_type(*t);
+  };
+  std::function<void(Block&)> block = [&](Block& b) {
+    for (const auto& p : b.params()) value(p.get());
+    for (const auto& n : b.nodes()) {
+      for (const auto& r : n->results()) value(r.get());
+      for (int i = 0; i < n->num_regions(); ++i) block(*n->region(i));
+    }
+  };
+  for (const auto& f : module.functions()) {
+    block(f->body());
+    std::vector<Type> results = f->result_types();
+    for (Type& t : results) {
+      if (auto u = forget(t)) t = *u;
+    }
+    f->set_result_types(std::move(results));
+  }
+  return changed;
+}
+
 class BaselineMasksPass final : public Pass {
  public:
   explicit BaselineMasksPass(BaselineMasksPassOptions o) : options_(o) {}
@@ -151,6 +206,7 @@ class BaselineMasksPass final : public Pass {
       });
     }
     if (!status.ok()) return status;
+    changed |= ForgetDataSymbols(module);
     return changed;
   }
 

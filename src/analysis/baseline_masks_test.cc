@@ -1,5 +1,7 @@
 #include "passes/analysis/baseline_masks.h"
 
+#include <regex>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/analysis/copy_ledger.h"
@@ -126,8 +128,12 @@ def @main(%x: f32[n, 64], %b: i64[2], %e: i64[2], %s: i64[2]) {
     d2h[k] = ledger->Sites(CopyDirection::kDeviceToHost);
     printed[k++] = PrintModule(*m);
   }
-  EXPECT_EQ(printed[0], printed[1]);  // same IR: the pass changes masks, not the program
-  EXPECT_EQ(printed[0], printed[2]);
+  // Same IR: the pass changes masks, not the program; it only forgets the data-dependent
+  // symbols infer-types named (Relay types have none): dynN prints as `?` again.
+  const std::string unnamed = std::regex_replace(printed[0], std::regex("dyn[0-9]+"), "?");
+  EXPECT_NE(unnamed, printed[0]);
+  EXPECT_EQ(unnamed, printed[1]);
+  EXPECT_EQ(unnamed, printed[2]);
   EXPECT_EQ(d2h[0], d2h[1]);          // relay: a strided slice's data passes its shape only
   EXPECT_EQ(d2h[2], d2h[0] + 1);      // single flag: the sliced tensor crosses (implied copy)
 }

@@ -172,8 +172,9 @@ Outs Transpose(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
 
 // ONNX Expand broadcasts both ways: out = broadcast(x.shape, shape), so a target dim of 1
 // keeps the input's dim. broadcast_to is one-way; the two agree when no target 1 meets an
-// input dim that may be larger. Otherwise the target is computed on the host as
-// maximum(shape, shape_of(x)), both left-padded with ones to the output rank.
+// input dim that may be larger. Otherwise dyn.broadcast_to, which broadcasts both ways, gets
+// the target as it is (left-padded with ones to the input's rank): no host arithmetic on the
+// target, so a symbolic target keeps its symbols and a 0 dim broadcasts as ONNX says.
 Outs Expand(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(Value * s, Need(ctx, in, 1));
@@ -192,19 +193,12 @@ Outs Expand(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
   if (!tx.is_tensor() || !ts.is_tensor() || ts.rank() != 1 || !ts.shape()[0].is_constant()) {
     return ctx.Unimplemented("needs the input's rank and the length of shape");
   }
-  const int64_t k = ts.shape()[0].constant(), r = tx.rank(), out_rank = std::max(k, r);
-  const DType it = ctx.DTypeOf(s);
-  auto pad = [&](Value* v, int64_t len) -> absl::StatusOr<Value*> {
-    if (len == out_rank) return v;
-    Value* ones = ctx.Const(Tensor::FromInt64s(it, {out_rank - len},
-                                               std::vector<int64_t>(out_rank - len, 1)));
-    return ctx.Op("concatenate", {ones, v}, {{"axis", int64_t{0}}});
-  };
-  ASSIGN_OR_RETURN(Value * sx, ctx.Op("shape_of", {x}, {{"dtype", it}}));
-  ASSIGN_OR_RETURN(sx, pad(sx, r));
-  ASSIGN_OR_RETURN(Value * sp, pad(s, k));
-  ASSIGN_OR_RETURN(Value * target, ctx.Op("maximum", {sp, sx}));
-  return One(ctx.Op("dyn.broadcast_to", {x, target}));
+  const int64_t k = ts.shape()[0].constant(), r = tx.rank();
+  if (k < r) {
+    Value* ones = ctx.Const(Tensor::FromInt64s(ctx.DTypeOf(s), {r - k}, std::vector<int64_t>(r - k, 1)));
+    ASSIGN_OR_RETURN(s, ctx.Op("concatenate", {ones, s}, {{"axis", int64_t{0}}}));
+  }
+  return One(ctx.Op("dyn.broadcast_to", {x, s}));
 }
 
 Outs Tile(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {

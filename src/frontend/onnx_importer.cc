@@ -374,7 +374,10 @@ class GraphImporter {
     ASSIGN_OR_RETURN(std::vector<Value*> results, GraphResults(g, "graph"));
     f->body().set_results(std::move(results));
     if (options_.infer_types) {
-      auto changed = CreateInferTypesPass()->Run(*module);
+      // Data-dependent dims stay `?` in an import: naming them is the pipeline's choice.
+      InferTypesOptions infer;
+      infer.name_data_dims = false;
+      auto changed = CreateInferTypesPass(infer)->Run(*module);
       if (!changed.ok()) return WithSource(changed.status(), "");
     }
     return module;

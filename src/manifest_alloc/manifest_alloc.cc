@@ -7,7 +7,11 @@
 //   Bound symbols: the symbols of the function's parameter types. The runtime binds them once
 //   per call from the arguments' shapes; after that every static or symbolic size is a host
 //   expression and needs no shape function. A result type is *known* when all its dims are
-//   constants or expressions of bound symbols.
+//   constants or expressions of bound symbols. A data-dependent symbol (infer-types names an
+//   unknown dim `dynN`) becomes bound at the first alloc_tensor_dyn that has it as a plain
+//   dim: the VM binds it there from the computed shape, so every later type over it is known.
+//   Such bindings hold for the rest of their block and the regions nested after them (the VM
+//   runs a region on its parent's symbol slots); what a region binds is not bound after it.
 //
 // Per invoke of a primitive @P on device D, results r_i of type T_i:
 //   1. Known T_i:   %st = memory.alloc_storage() : storage[bytes(T_i)] @D
@@ -35,6 +39,7 @@
 #include "passes/manifest_alloc/manifest_alloc.h"
 
 #include <set>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -74,6 +79,13 @@ class Manifester {
   }
 
   bool Known(const Type& t) const { return ShapeKnown(t, bound_); }
+
+  // alloc_tensor_dyn binds the unbound symbols that are whole dims of its type (the VM's rule).
+  void BindPlainSymbols(const Type& t) {
+    for (const DimExpr& d : t.shape()) {
+      if (d.is_symbol()) bound_.insert(d.symbol_name());
+    }
+  }
 
   void Remap(Value*& v) {
     auto it = replace_.find(v);
@@ -237,6 +249,7 @@ class Manifester {
         }
         outs.push_back(AllocDyn(r->type(), shapes[i], d, loc, name));
       }
+      if (!Known(r->type())) BindPlainSymbols(r->type());
       replace_[r] = outs.back();
     }
     EmitKernel(n->callee(), args, outs, d, loc);
@@ -275,7 +288,14 @@ class Manifester {
     out_ = &out;
     for (auto& n : old) {
       for (Value*& v : n->mutable_operands()) Remap(v);
-      for (int r = 0; r < n->num_regions(); ++r) RETURN_IF_ERROR(RewriteBlock(*n->region(r)));
+      for (int r = 0; r < n->num_regions(); ++r) {
+        // The VM runs a region on its parent's symbol slots: what is bound before it is bound
+        // in it; what it binds may not be bound after it (a branch or a body may not run).
+        std::set<std::string> outer = bound_;
+        absl::Status st = RewriteBlock(*n->region(r));
+        bound_ = std::move(outer);
+        RETURN_IF_ERROR(st);
+      }
       if (n->kind() == NodeKind::kCall && n->op()->role() == OpRole::kCompute) {
         return Error(*n, "manifest-alloc expects every computation inside a primitive function: "
                          "run fuse-ops first");

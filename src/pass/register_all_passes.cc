@@ -18,12 +18,14 @@ void RegisterAllPasses(PassRegistry& r) {
   r.Register(PassInfo{
       std::string(InferTypesOptions::kName),
       "infer every value's type with symbolic shapes from the op registry's shape rules",
-      {"max-loop-rounds: extra rounds allowed for loop-carried types (8)"},
+      {"max-loop-rounds: extra rounds allowed for loop-carried types (8)",
+       "name-data-dims: give each unknown result dim a fresh symbol bound at run time (true)"},
       [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
-        RETURN_IF_ERROR(o.CheckKnown({"max-loop-rounds"}));
+        RETURN_IF_ERROR(o.CheckKnown({"max-loop-rounds", "name-data-dims"}));
         InferTypesOptions opts;
         ASSIGN_OR_RETURN(int64_t rounds, o.GetInt("max-loop-rounds", opts.max_loop_rounds));
         opts.max_loop_rounds = static_cast<int>(rounds);
+        ASSIGN_OR_RETURN(opts.name_data_dims, o.GetBool("name-data-dims", opts.name_data_dims));
         return CreateInferTypesPass(opts);
       }});
   r.Register(PassInfo{

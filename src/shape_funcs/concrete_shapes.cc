@@ -195,20 +195,22 @@ absl::Status StridedSliceShape(absl::Span<const int64_t> in, const SliceArgs& ar
 }
 
 absl::Status BroadcastToShape(absl::Span<const int64_t> in, absl::Span<const int64_t> target,
-                              ShapeVector& out) {
+                              ShapeVector& out, bool both_ways) {
   if (in.size() > target.size()) {
     return Invalid(
         absl::StrFormat("cannot broadcast rank %d to the lower rank %d", in.size(), target.size()));
   }
   const size_t offset = target.size() - in.size();
+  out.assign(target.begin(), target.end());
   for (size_t j = 0; j < target.size(); ++j) {
     if (target[j] < 0) return Invalid(absl::StrFormat("target dim %d is negative", target[j]));
-    if (j >= offset && in[j - offset] != 1 && in[j - offset] != target[j]) {
-      return Invalid(
-          absl::StrFormat("cannot broadcast %s to %s", ShapeText(in), ShapeText(target)));
+    if (j < offset || in[j - offset] == 1 || in[j - offset] == target[j]) continue;
+    if (both_ways && target[j] == 1) {
+      out[j] = in[j - offset];
+      continue;
     }
+    return Invalid(absl::StrFormat("cannot broadcast %s to %s", ShapeText(in), ShapeText(target)));
   }
-  out.assign(target.begin(), target.end());
   return absl::OkStatus();
 }
 

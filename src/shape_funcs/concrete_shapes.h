@@ -52,10 +52,11 @@ struct SliceArgs {
 absl::Status StridedSliceShape(absl::Span<const int64_t> in, const SliceArgs& args,
                                ShapeVector& out, int64_t* start_stride = nullptr);
 
-// broadcast_to / dyn.broadcast_to: `in` broadcast to `target` (right-aligned, no target dim
-// negative, every input dim 1 or equal to the target's). `out` gets the target.
+// broadcast_to: `in` broadcast to `target` (right-aligned, no target dim negative, every input
+// dim 1 or equal to the target's); `out` gets the target. both_ways (dyn.broadcast_to, ONNX
+// Expand): a target dim of 1 also takes the input's dim, so `out` is broadcast(in, target).
 absl::Status BroadcastToShape(absl::Span<const int64_t> in, absl::Span<const int64_t> target,
-                              ShapeVector& out);
+                              ShapeVector& out, bool both_ways = false);
 
 // The reduced-axis mask of a reduction over rank `rank` (reduce.cc's rule): `axes` (possibly
 // negative) are reduced, none listed means every axis, `exclude` flips the mask. nullopt for an

@@ -297,9 +297,12 @@ TEST(ConcreteShapesTest, BroadcastToMatchesTheRule) {
     const absl::Status helper = BroadcastToShape(in, target, out);
     Compare("broadcast_to", Infer("broadcast_to", {{"shape", target}}, {In(F32(Dims(in)))}), helper,
             out, /*same_message=*/true, seen);
+    // dyn.broadcast_to broadcasts both ways (ONNX Expand): a target 1 keeps the input's dim.
+    ShapeVector both_out;
+    const absl::Status both = BroadcastToShape(in, target, both_out, /*both_ways=*/true);
     const Tensor values = I64s(target);
     Compare("dyn.broadcast_to", Infer("dyn.broadcast_to", {}, {In(F32(Dims(in))), InV(values)}),
-            helper, out, /*same_message=*/true, seen);
+            both, both_out, /*same_message=*/true, seen);
   });
   EXPECT_GT(outcomes.ok, 1500);
   EXPECT_GT(outcomes.errors, 500);

@@ -117,6 +117,48 @@ SymbolicValueRule BinarySymbolic(std::function<std::optional<DimExpr>(DimExpr, D
 }
 
 // where(cond, x, y): the three shapes broadcast together; x and y share the dtype.
+// Symbolic values of where on 0-d/1-d shape values: each element picks x or y by a condition
+// element known to be 0 or 1; an unknown condition still gives x where x and y agree
+// (`where(equal(d, 1), 1, d)` is not decidable, `where(c, d, d)` is).
+std::optional<std::vector<std::vector<DimExpr>>> WhereSymbolic(ShapeContext& ctx) {
+  if (!IsInteger(ctx.dtype(1)) || ctx.rank(0) > 1 || ctx.rank(1) > 1 || ctx.rank(2) > 1) {
+    return std::nullopt;
+  }
+  auto c = ctx.IntValues(0);
+  auto x = ctx.IntValues(1);
+  auto y = ctx.IntValues(2);
+  if (!x.ok() || !y.ok() || !x->has_value() || !y->has_value() || !c.ok()) return std::nullopt;
+  const std::vector<DimExpr>& xv = **x;
+  const std::vector<DimExpr>& yv = **y;
+  std::vector<DimExpr> cv;
+  if (c->has_value()) {
+    cv = **c;
+  } else {
+    auto n = ctx.NumValues(0);
+    if (!n.ok() || !n->is_constant()) return std::nullopt;
+    cv.assign(n->constant(), DimExpr::Unknown());
+  }
+  size_t n = 1;
+  for (size_t len : {cv.size(), xv.size(), yv.size()}) {
+    if (len == 0) return std::nullopt;  // empty shape values: nothing to learn
+    if (len != 1 && n != 1 && len != n) return std::nullopt;
+    if (len != 1) n = len;
+  }
+  auto at = [](const std::vector<DimExpr>& v, size_t i) { return v[v.size() == 1 ? 0 : i]; };
+  std::vector<DimExpr> out;
+  for (size_t i = 0; i < n; ++i) {
+    const DimExpr ci = at(cv, i), xi = at(xv, i), yi = at(yv, i);
+    if (ci.is_constant()) {
+      out.push_back(ci.constant() != 0 ? xi : yi);
+    } else if (xi == yi && !xi.is_unknown()) {
+      out.push_back(xi);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::vector<std::vector<DimExpr>>{std::move(out)};
+}
+
 absl::StatusOr<std::vector<Type>> WhereRule(ShapeContext& ctx) {
   if (ctx.dtype(1) != ctx.dtype(2)) {
     return ctx.Error(absl::StrFormat("x and y dtypes differ: %s vs %s", DTypeName(ctx.dtype(1)),
@@ -191,6 +233,18 @@ IntBinaryFn IntSemantics(OpId id) {
   }
 }
 
+// x < y (swap: y < x) where the symbols' facts decide it: 1 when x + 1 <= y is provable, 0 when
+// y <= x is.
+std::function<std::optional<DimExpr>(DimExpr, DimExpr)> SymbolicLess(bool swap) {
+  return [swap](DimExpr x, DimExpr y) -> std::optional<DimExpr> {
+    if (swap) std::swap(x, y);
+    if (x.is_unknown() || y.is_unknown()) return std::nullopt;
+    if (shape_rules::ProvablyLessOrEqual(x + 1, y)) return DimExpr(1);
+    if (shape_rules::ProvablyLessOrEqual(y, x)) return DimExpr(0);
+    return std::nullopt;
+  };
+}
+
 // The symbolic-value semantics of a binary op on shape values (nullptr: none).
 std::function<std::optional<DimExpr>(DimExpr, DimExpr)> SymbolicSemantics(OpId id) {
   switch (id) {
@@ -210,6 +264,20 @@ std::function<std::optional<DimExpr>(DimExpr, DimExpr)> SymbolicSemantics(OpId i
       };
     case OpId::kMaximum: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Max(x, y); };
     case OpId::kMinimum: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Min(x, y); };
+    // Comparisons decide only what holds for every binding of the symbols: symbols are dims,
+    // so >= 0 (`equal(batch, -1)` is false, `greater(n + 1, n)` is true); anything else (is
+    // `batch` 1?) stays unknown and the op runs.
+    case OpId::kEqual:
+      return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> {
+        if (x.is_unknown() || y.is_unknown()) return std::nullopt;
+        if (x == y) return DimExpr(1);
+        if (shape_rules::ProvablyLessOrEqual(x + 1, y) || shape_rules::ProvablyLessOrEqual(y + 1, x)) {
+          return DimExpr(0);
+        }
+        return std::nullopt;
+      };
+    case OpId::kGreater: return SymbolicLess(/*swap=*/true);
+    case OpId::kLess: return SymbolicLess(/*swap=*/false);
     default: return nullptr;
   }
 }
@@ -225,7 +293,7 @@ void RegisterElementwiseOps(OpRegistry::Builder& b) {
                  SymbolicSemantics(OpId::id), false, doc);
 #define HETPASS_COMPARE(id, name, expr, doc)                                                  \
   RegisterBinary(b, name, [](double x, double y) { return (expr) ? 1.0 : 0.0; },            \
-                 IntSemantics(OpId::id), nullptr, true, doc);
+                 IntSemantics(OpId::id), SymbolicSemantics(OpId::id), true, doc);
 #include "passes/shape_funcs/elementwise_ops.def"
 
   b.Register("where")
@@ -235,6 +303,7 @@ void RegisterElementwiseOps(OpRegistry::Builder& b) {
       .Pattern(FusionPattern::kBroadcast)
       .Doc("condition ? x : y with broadcasting of all three")
       .Rule(WhereRule)
+      .SymbolicValues(WhereSymbolic)
       .Reference(WhereKernel);
 
   b.Register("cast")

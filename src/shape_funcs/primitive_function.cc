@@ -272,8 +272,7 @@ class Composer {
   const Tensor* DataOf(const Value* v) {
     const Known& k = env_.at(v);
     if (k.value != nullptr) return k.value;
-    if (k.sym_value == nullptr || !k.type.is_tensor() || !k.type.is_static() ||
-        !IsInteger(k.type.dtype())) {
+    if (k.sym_value == nullptr || !CarriesSymbolicValues(k.type) || !k.type.is_static()) {
       return nullptr;
     }
     std::vector<int64_t> ints;
@@ -326,7 +325,7 @@ class Composer {
     for (int i = 0; i < n.num_results(); ++i) {
       const Type& t = types[i];
       std::vector<DimExpr>& vals = (*values)[i];
-      if (!t.is_tensor() || !IsInteger(t.dtype()) || t.rank() > 1) continue;
+      if (!CarriesSymbolicValues(t)) continue;
       if (static_cast<int64_t>(vals.size()) > kMaxSymbolicElements) continue;
       const DimExpr count = t.NumElements();
       if (count.is_constant() && count.constant() != static_cast<int64_t>(vals.size())) continue;

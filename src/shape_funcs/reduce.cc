@@ -11,6 +11,7 @@
 #include "shape_funcs/reduce.h"
 
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
@@ -135,6 +136,31 @@ KernelResult ReduceKernel(ReduceKind kind, absl::Span<const Tensor> in, const At
   return std::vector<Tensor>{std::move(out)};
 }
 
+// Symbolic values of sum/prod/max/min over a 0-D/1-D integer shape value (ReduceMin of
+// Concat(limit, Shape(x)[k]) is how exporters write min(limit, dim)): folded with DimExpr
+// arithmetic; an axis set that reduces nothing forwards the values.
+std::optional<std::vector<std::vector<DimExpr>>> ReduceSymbolic(ReduceKind kind, ShapeContext& ctx) {
+  if (!IsInteger(ctx.dtype(0)) || ctx.rank(0) > 1) return std::nullopt;
+  auto v = ctx.IntValues(0);
+  if (!v.ok() || !v->has_value()) return std::nullopt;
+  const std::vector<DimExpr>& in = **v;
+  const auto mask = ReducedAxisMask(ctx.attrs().GetIntList("axis"),
+                                    ctx.attrs().GetBool("exclude"), ctx.rank(0));
+  if (!mask) return std::nullopt;
+  if (ctx.rank(0) == 0 || !(*mask)[0]) return std::vector<std::vector<DimExpr>>{in};
+  if (in.empty()) return std::nullopt;  // sum/prod of nothing is fine, but keep it simple
+  DimExpr acc = in[0];
+  for (size_t i = 1; i < in.size(); ++i) {
+    switch (kind) {
+      case ReduceKind::kSum: acc = acc + in[i]; break;
+      case ReduceKind::kProd: acc = acc * in[i]; break;
+      case ReduceKind::kMax: acc = DimExpr::Max(acc, in[i]); break;
+      default: acc = DimExpr::Min(acc, in[i]); break;
+    }
+  }
+  return std::vector<std::vector<DimExpr>>{{acc}};
+}
+
 void RegisterReduce(OpRegistry::Builder& b, std::string name, ReduceKind kind, std::string doc) {
   OpDefBuilder op = b.Register(std::move(name));
   op.Input("data", InputDep::kShape)
@@ -148,6 +174,10 @@ void RegisterReduce(OpRegistry::Builder& b, std::string name, ReduceKind kind, s
           [kind](absl::Span<const Tensor> in, const Attrs& attrs, absl::Span<const Type> out_t) {
             return ReduceKernel(kind, in, attrs, out_t);
           });
+  if (kind == ReduceKind::kSum || kind == ReduceKind::kProd || kind == ReduceKind::kMax ||
+      kind == ReduceKind::kMin) {
+    op.SymbolicValues([kind](ShapeContext& ctx) { return ReduceSymbolic(kind, ctx); });
+  }
   if (IsArg(kind)) {
     op.Attr("select_last_index", AttrType::kBool, false)
         .Attr("dtype", AttrType::kDType, DType::kI32);

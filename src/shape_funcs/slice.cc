@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
@@ -169,6 +170,25 @@ Result DynStridedSliceRule(ShapeContext& ctx) {
   return One(SlicedType(ctx, axes));
 }
 
+// Symbolic values of a slice of a 1-D shape value (`Shape(x)[1:]`): the length is static, so
+// the bounds are resolved with the rule's own arithmetic and the picked elements forwarded.
+std::optional<std::vector<std::vector<DimExpr>>> SliceSymbolic(ShapeContext& ctx,
+                                                                const SliceSpec& spec) {
+  if (!IsInteger(ctx.dtype(0)) || ctx.rank(0) != 1) return std::nullopt;
+  auto v = ctx.IntValues(0);
+  if (!v.ok() || !v->has_value()) return std::nullopt;
+  const std::vector<DimExpr>& in = **v;
+  const std::vector<DimExpr> shape = {DimExpr(static_cast<int64_t>(in.size()))};
+  auto axes = SliceAll(ctx, shape, spec);
+  if (!axes.ok() || !(*axes)[0].start.is_constant() || !(*axes)[0].len.is_constant()) {
+    return std::nullopt;
+  }
+  const AxisSlice& a = (*axes)[0];
+  std::vector<DimExpr> out;
+  for (int64_t k = 0; k < a.len.constant(); ++k) out.push_back(in[a.start.constant() + k * a.stride]);
+  return std::vector<std::vector<DimExpr>>{std::move(out)};
+}
+
 // Re-derives the per-axis slices with constant dims (the kernel shares the rule's arithmetic).
 KernelResult SliceKernelImpl(const Tensor& x, const Attrs& attrs, const SliceSpec& spec,
                              const Type& out_type, const OpDef& op) {
@@ -295,6 +315,12 @@ void RegisterSliceOps(OpRegistry::Builder& b) {
       .Pattern(FusionPattern::kInjective)
       .Doc("NumPy slicing with static begin/end/strides (optionally on given axes)")
       .Rule(StridedSliceRule)
+      .SymbolicValues([](ShapeContext& ctx) {
+        return SliceSymbolic(ctx, SliceSpec{shape_rules::ToDims(ctx.attrs().GetIntList("begin")),
+                                            shape_rules::ToDims(ctx.attrs().GetIntList("end")),
+                                            shape_rules::ToDims(ctx.attrs().GetIntList("strides")),
+                                            ctx.attrs().GetIntList("axes")});
+      })
       .Reference(StridedSliceKernel);
   b.Register("dyn.strided_slice")
       .Input("data", InputDep::kShape)
@@ -305,6 +331,19 @@ void RegisterSliceOps(OpRegistry::Builder& b) {
       .Pattern(FusionPattern::kInjective)
       .Doc("strided_slice with run-time begin/end/strides; the data is never copied for it")
       .Rule(DynStridedSliceRule)
+      .SymbolicValues([](ShapeContext& ctx) -> std::optional<std::vector<std::vector<DimExpr>>> {
+        // Bounds known as constants only: a symbolic bound on a shape value is rare.
+        std::vector<DimExpr> bes[3];
+        for (int i = 0; i < 3; ++i) {
+          auto v = ctx.IntValues(i + 1);
+          if (!v.ok() || !v->has_value()) return std::nullopt;
+          for (const DimExpr& d : **v) {
+            if (!d.is_constant()) return std::nullopt;
+          }
+          bes[i] = **v;
+        }
+        return SliceSymbolic(ctx, SliceSpec{bes[0], bes[1], bes[2], {}});
+      })
       .Reference(DynStridedSliceKernel);
   b.Register("take")
       .Input("data", InputDep::kShape)

@@ -32,7 +32,7 @@ void SymbolicValues::Propagate(const Node& node) {
   for (int i = 0; i < node.num_results(); ++i) {
     const Type& t = node.result(i)->type();
     std::vector<DimExpr>& vals = (*values)[i];
-    if (!t.is_tensor() || !IsInteger(t.dtype()) || t.rank() > 1) continue;
+    if (!CarriesSymbolicValues(t)) continue;
     if (static_cast<int64_t>(vals.size()) > kMaxSymbolicElements) continue;
     // The contents must agree with the static element count.
     const DimExpr n = t.NumElements();

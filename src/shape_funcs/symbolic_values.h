@@ -14,6 +14,12 @@ namespace hetpass {
 // Tensors above this many elements never carry symbolic values (they are data, not shapes).
 inline constexpr int64_t kMaxSymbolicElements = 64;
 
+// Whether a value of type `t` may carry symbolic contents: 0-d/1-d integer tensors (shape
+// values) and booleans (comparisons of shape values, carried as 0/1 for where to read).
+inline bool CarriesSymbolicValues(const Type& t) {
+  return t.is_tensor() && (IsInteger(t.dtype()) || t.dtype() == DType::kBool) && t.rank() <= 1;
+}
+
 // The data of a value defined by a constant binding, else nullptr.
 const Tensor* ConstantData(const Value* v);
 

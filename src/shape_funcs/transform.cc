@@ -417,20 +417,52 @@ Result BroadcastToRule(ShapeContext& ctx) {
   return One(Type::Tensor(ctx.dtype(0), target));
 }
 
+// dyn.broadcast_to broadcasts both ways (ONNX Expand): out = broadcast(shape(data), shape), so
+// a target dim of 1 keeps the data's dim. Where it is valid, one-way broadcast_to gives the same
+// result; the two-way form lets the importer pass Expand's target as it is, with no host
+// arithmetic in between (which would lose the symbols: is `batch` 1?).
 Result DynBroadcastToRule(ShapeContext& ctx) {
   ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
   if (ctx.rank(1) != 1) return ctx.Error("shape must be 1-D");
   ASSIGN_OR_RETURN(auto target, shape_rules::IntInput(ctx, 1, "shape"));
   if (!target) {
     ASSIGN_OR_RETURN(int64_t len, shape_rules::StaticLength(ctx, 1, "shape"));
-    if (len < static_cast<int64_t>(in.size())) {
-      return ctx.Error(
-          absl::StrFormat("cannot broadcast rank %d to the lower rank %d", in.size(), len));
-    }
-    return One(Type::Tensor(ctx.dtype(0), shape_rules::UnknownDims(len)));
+    target = shape_rules::UnknownDims(len);
   }
-  RETURN_IF_ERROR(CheckBroadcastTo(ctx, in, *target));
-  return One(Type::Tensor(ctx.dtype(0), *target));
+  if (target->size() < in.size()) {
+    return ctx.Error(absl::StrFormat("cannot broadcast rank %d to the lower rank %d", in.size(),
+                                     target->size()));
+  }
+  // The concrete helper's rule and words (BroadcastToShape with both_ways), over symbols.
+  const size_t off = target->size() - in.size();
+  std::vector<DimExpr> out;
+  for (size_t j = 0; j < target->size(); ++j) {
+    const DimExpr& t = (*target)[j];
+    if (t.is_constant() && t.constant() < 0) {
+      return ctx.Error(absl::StrFormat("target dim %d is negative", t.constant()));
+    }
+    if (j < off) {
+      out.push_back(t);
+      continue;
+    }
+    const DimExpr& d = in[j - off];
+    auto is_one = [](const DimExpr& e) { return e.is_constant() && e.constant() == 1; };
+    if (d == t || is_one(d)) {
+      out.push_back(t);
+    } else if (is_one(t)) {
+      out.push_back(d);
+    } else if (d.is_constant() && t.is_constant()) {
+      return ctx.Error(absl::StrFormat("cannot broadcast %s to %s", ShapeToString(ToVec(in)),
+                                       ShapeToString(*target)));
+    } else if (shape_rules::ProvablyDifferent(t, 1) && !t.is_unknown()) {
+      out.push_back(t);  // d must be 1 or t at run time
+    } else if (d.is_constant() && !t.is_constant()) {
+      out.push_back(d);  // a non-1 constant input dim: t must be 1 or d
+    } else {
+      out.push_back(DimExpr::Unknown());
+    }
+  }
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
 }
 
 KernelResult BroadcastToKernel(absl::Span<const Tensor> in, const Attrs&,
@@ -583,7 +615,8 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .Input("data", InputDep::kShape)
       .Input("shape", InputDep::kValue)
       .Pattern(FusionPattern::kBroadcast)
-      .Doc("NumPy broadcast to a run-time 1-D shape")
+      .Doc("broadcast both ways with a run-time 1-D shape (ONNX Expand): a target 1 keeps the "
+           "data's dim")
       .Rule(DynBroadcastToRule)
       .Reference(BroadcastToKernel);
   b.Register("tile")

@@ -26,10 +26,21 @@
 //          refined by the other side, anything else is an error naming both types.
 //          Function result types are set (or checked) the same way.
 //
+// Phase 3  (name_data_dims) every `?` dim of an op call's result gets a fresh symbol `dynN`
+//          (unique in the module, one per value and dim, stable across fixpoint rounds and
+//          re-runs since a declared symbol refines an inferred `?`). Consumers are then inferred
+//          over that symbol, so one data-dependent op leaves one unknown, not a chain of them.
+//          A symbol named inside a loop body does not leave it: a scan output's per-iteration
+//          type has it replaced by `?` (each iteration binds it anew); an invoke's results
+//          keep only the callee's parameter symbols.
+//
 // Output: every value typed; the verifier's require_types holds. Re-running changes nothing.
 // Known gaps: no symbolic relations are derived from runtime checks (two different symbols
 //   broadcast against each other give `?`, not a fresh symbol).
 #include "passes/transforms/infer_types.h"
+
+#include <functional>
+#include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -51,12 +62,89 @@ class InferTypesPass : public Pass {
     module_ = &module;
     changed_ = false;
     sym_.Clear();
+    CollectModuleSymbols(module);
     ASSIGN_OR_RETURN(std::vector<Function*> order, CallOrder(module));
     for (Function* f : order) RETURN_IF_ERROR(InferFunction(*f));
     return changed_;
   }
 
  private:
+  // ---- Phase 3 helpers: fresh symbols for data-dependent dims ------------------------------
+  void CollectModuleSymbols(const Module& module) {
+    used_symbols_.clear();
+    dim_names_.clear();
+    next_symbol_ = 1;
+    auto add = [&](const Type& t) {
+      if (!t.is_tensor()) return;
+      for (const DimExpr& d : t.shape()) d.CollectSymbols(&used_symbols_);
+    };
+    for (const auto& f : module.functions()) {
+      for (const Type& t : f->result_types()) add(t);
+      for (const auto& p : f->body().params()) add(p->type());
+      WalkNodes(f->body(), [&](const Node& n) {
+        for (const auto& r : n.results()) add(r->type());
+        for (int i = 0; i < n.num_regions(); ++i) {
+          for (const auto& p : n.region(i)->params()) add(p->type());
+        }
+      });
+    }
+  }
+
+  // The type with each `?` dim of `v` replaced by its fresh symbol.
+  Type NameUnknownDims(const Value* v, const Type& t) {
+    if (!options_.name_data_dims || !t.is_tensor()) return t;
+    std::vector<DimExpr> dims = t.shape();
+    bool any = false;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (!dims[d].is_unknown()) continue;
+      auto [it, inserted] = dim_names_.try_emplace(std::make_pair(v, static_cast<int>(d)));
+      if (inserted) {
+        std::string name;
+        do {
+          name = absl::StrCat("dyn", next_symbol_++);
+        } while (used_symbols_.contains(name));
+        used_symbols_.insert(name);
+        it->second = DimExpr::Symbol(name);
+      }
+      dims[d] = it->second;
+      any = true;
+    }
+    return any ? Type::Tensor(t.dtype(), std::move(dims)) : t;
+  }
+
+  // `t` with the symbols local to `body` replaced by `?`: those in the types of values defined
+  // in it (any depth) and nowhere else in the function (a symbol an earlier run named there
+  // counts too, so a re-run scrubs the same way).
+  Type ScrubBodySymbols(const Block& body, const Type& t) {
+    if (!t.is_tensor() || current_function_ == nullptr) return t;
+    std::set<std::string> in_type;
+    for (const DimExpr& d : t.shape()) d.CollectSymbols(&in_type);
+    if (in_type.empty()) return t;
+    std::set<std::string> inside, outside;
+    auto add = [](const Type& ty, std::set<std::string>& out) {
+      if (!ty.is_tensor()) return;
+      for (const DimExpr& d : ty.shape()) d.CollectSymbols(&out);
+    };
+    std::function<void(const Block&, bool)> walk = [&](const Block& b, bool in_body) {
+      for (const auto& p : b.params()) add(p->type(), in_body ? inside : outside);
+      for (const auto& n : b.nodes()) {
+        for (const auto& r : n->results()) add(r->type(), in_body ? inside : outside);
+        for (int i = 0; i < n->num_regions(); ++i) {
+          walk(*n->region(i), in_body || n->region(i) == &body);
+        }
+      }
+    };
+    walk(current_function_->body(), false);
+    absl::flat_hash_map<std::string, DimExpr> scrub;
+    for (const std::string& sym : in_type) {
+      if (inside.contains(sym) && !outside.contains(sym)) scrub[sym] = DimExpr::Unknown();
+    }
+    if (scrub.empty()) return t;
+    std::vector<DimExpr> dims;
+    for (const DimExpr& d : t.shape()) dims.push_back(d.Substitute(scrub));
+    return Type::Tensor(t.dtype(), std::move(dims));
+  }
+
   // ---- Phase 0 ------------------------------------------------------------------------------
   absl::StatusOr<std::vector<Function*>> CallOrder(Module& module) {
     std::vector<Function*> order;
@@ -100,6 +188,7 @@ class InferTypesPass : public Pass {
             f.name()));
       }
     }
+    current_function_ = &f;
     RETURN_IF_ERROR(InferBlock(f.body()));
     const std::vector<Value*>& results = f.body().results();
     std::vector<Type> declared = f.result_types();
@@ -230,7 +319,14 @@ class InferTypesPass : public Pass {
     }
     absl::StatusOr<std::vector<Type>> types = op.InferTypes(n.attrs(), sym_.InputsOf(n));
     if (!types.ok()) return NodeError(n, types.status().message());
-    for (int i = 0; i < n.num_results(); ++i) RETURN_IF_ERROR(SetType(n, n.result(i), (*types)[i]));
+    for (int i = 0; i < n.num_results(); ++i) {
+      RETURN_IF_ERROR(SetType(n, n.result(i), (*types)[i]));
+      const Type named = NameUnknownDims(n.result(i), n.result(i)->type());
+      if (named != n.result(i)->type()) {
+        changed_ = true;
+        n.result(i)->set_type(named);
+      }
+    }
     sym_.Propagate(n);
     return absl::OkStatus();
   }
@@ -284,6 +380,13 @@ class InferTypesPass : public Pass {
         }
       }
     }
+    // A callee symbol that no parameter binds (one its body named for data) means nothing here.
+    std::set<std::string> callee_symbols;
+    for (const auto& r : callee->result_types()) {
+      if (!r.is_tensor()) continue;
+      for (const DimExpr& d : r.shape()) d.CollectSymbols(&callee_symbols);
+    }
+    for (const std::string& sym : callee_symbols) subst.try_emplace(sym, DimExpr::Unknown());
     for (int i = 0; i < n.num_results(); ++i) {
       const Type& r = callee->result_types()[i];
       Type t = r;
@@ -421,7 +524,8 @@ class InferTypesPass : public Pass {
       const Type& y = body.results()[1 + carried + s]->type();
       if (!y.is_tensor()) return NodeError(n, "scan outputs must be tensors");
       std::vector<DimExpr> dims = {DimExpr::Unknown()};
-      dims.insert(dims.end(), y.shape().begin(), y.shape().end());
+      const Type per_iteration = ScrubBodySymbols(body, y);
+      dims.insert(dims.end(), per_iteration.shape().begin(), per_iteration.shape().end());
       RETURN_IF_ERROR(SetType(n, n.result(carried + s), Type::Tensor(y.dtype(), std::move(dims))));
     }
     return absl::OkStatus();
@@ -441,6 +545,10 @@ class InferTypesPass : public Pass {
   Module* module_ = nullptr;
   bool changed_ = false;
   SymbolicValues sym_;
+  std::set<std::string> used_symbols_;
+  absl::flat_hash_map<std::pair<const Value*, int>, DimExpr> dim_names_;
+  int next_symbol_ = 1;
+  const Function* current_function_ = nullptr;
 };
 
 }  // namespace

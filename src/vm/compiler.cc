@@ -3,7 +3,12 @@
 // One pass over each entry function in program order: every value gets a register, every
 // binding one instruction. Sizes and dims become postfix programs over symbol slots; a symbol is
 // bound by the first `arg` whose declared dim is exactly that symbol, and every later occurrence
-// (or a dim that is an expression) is checked against it at run time. Regions of if/loop become
+// (or a dim that is an expression) is checked against it at run time. A symbol no parameter
+// binds (a data-dependent dim infer-types named) is bound by the first alloc_tensor_dyn, in
+// program order, whose type has it as a whole dim; a dim over a symbol still unbound there is
+// taken from the computed shape unchecked. Regions share their parent's symbol slots (the VM
+// passes them down), so a region starts with what is bound before it, and what it binds is not
+// counted as bound after it (a branch may not run). Regions of if/loop become
 // VM functions of their own: their parameters are the block parameters followed by the outer
 // values the region captures (free-variable analysis), so the interpreter needs no nested
 // scopes. Kernel call sites record which parameters are constants, so the VM can hand those to
@@ -34,7 +39,35 @@ class ModuleCompiler {
     int32_t index;
     absl::flat_hash_map<const Value*, int32_t> regs;
     absl::flat_hash_map<const Value*, int32_t> constant_index;
+    std::set<std::string> bound;  // symbols bound at this point of the code
   };
+
+  // The first symbol of `e` not bound in `s`, or "".
+  static std::string UnboundSymbol(const Scope& s, const DimExpr& e) {
+    std::set<std::string> syms;
+    e.CollectSymbols(&syms);
+    for (const std::string& sym : syms) {
+      if (!s.bound.contains(sym)) return sym;
+    }
+    return "";
+  }
+
+  // Errors unless every symbol of `t` is bound (storage sizes, static allocations).
+  absl::Status CheckBound(const Scope& s, const Type& t, const std::string& where) {
+    std::vector<DimExpr> dims;
+    if (t.is_storage()) dims.push_back(t.storage_bytes());
+    if (t.is_tensor()) dims = t.shape();
+    for (const DimExpr& d : dims) {
+      const std::string sym = UnboundSymbol(s, d);
+      if (!sym.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, "symbol ", sym, " of ", t.ToString(),
+                                                       " is not bound here (no parameter dim or "
+                                                       "earlier alloc_tensor_dyn binds it)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
 
   std::string Where(const Node& n) { return NodeContext(&module_, n); }
 
@@ -111,7 +144,10 @@ class ModuleCompiler {
     return idx;
   }
 
-  absl::StatusOr<int32_t> TypeIndex(const Type& t) {
+  // The TypeSpec of `t`. With `binds` (an alloc_tensor_dyn in that scope): a whole-dim symbol
+  // still unbound is bound there (encoded as -2 - slot) and a dim over unbound symbols is
+  // unknown (-1); every other dim is checked.
+  absl::StatusOr<int32_t> TypeIndex(const Type& t, Scope* binds = nullptr) {
     if (!t.is_tensor()) {
       return absl::InvalidArgumentError(absl::StrCat("expected a tensor type, got ", t.ToString()));
     }
@@ -119,6 +155,11 @@ class ModuleCompiler {
     spec.dtype = t.dtype();
     for (const DimExpr& d : t.shape()) {
       if (d.has_unknown()) {
+        spec.dims.push_back(-1);
+      } else if (binds != nullptr && d.is_symbol() && !binds->bound.contains(d.symbol_name())) {
+        binds->bound.insert(d.symbol_name());
+        spec.dims.push_back(-2 - Symbol(d.symbol_name()));
+      } else if (binds != nullptr && !UnboundSymbol(*binds, d).empty()) {
         spec.dims.push_back(-1);
       } else {
         ASSIGN_OR_RETURN(int32_t idx, Dim(d));
@@ -168,7 +209,7 @@ class ModuleCompiler {
     const Block& body = f.body();
     s.fn->num_params = body.num_params();
     for (int i = 0; i < body.num_params(); ++i) NewReg(s, body.param(i));
-    absl::flat_hash_map<std::string, bool> bound;
+    std::set<std::string>& bound = s.bound;
     for (int i = 0; i < body.num_params(); ++i) {
       const Value* p = body.param(i);
       if (!p->type().is_tensor()) {
@@ -187,8 +228,8 @@ class ModuleCompiler {
           ad = {ArgDim::kStatic, d.constant()};
         } else if (d.is_unknown()) {
           ad = {ArgDim::kAny, 0};
-        } else if (d.is_symbol() && !bound[d.symbol_name()]) {
-          bound[d.symbol_name()] = true;
+        } else if (d.is_symbol() && !bound.contains(d.symbol_name())) {
+          bound.insert(d.symbol_name());
           ad = {ArgDim::kBind, Symbol(d.symbol_name())};
         } else {
           ad.kind = ArgDim::kCheck;
@@ -196,7 +237,7 @@ class ModuleCompiler {
           std::set<std::string> syms;
           d.CollectSymbols(&syms);
           for (const std::string& sym : syms) {
-            if (!bound[sym]) {
+            if (!bound.contains(sym)) {
               return absl::UnimplementedError(absl::StrCat(
                   "@", f.name(), ": dim ", d.ToString(), " of parameter %", p->name(),
                   " uses symbol ", sym, " before any parameter dim binds it"));
@@ -258,13 +299,14 @@ class ModuleCompiler {
 
   // A region as its own VM function; `captures` receives the outer values passed after the
   // block parameters.
-  absl::StatusOr<int32_t> CompileRegion(const Block& region, const std::string& name,
+  absl::StatusOr<int32_t> CompileRegion(const Scope& parent, const Block& region,
+                                        const std::string& name,
                                         std::vector<const Value*>* captures) {
     FreeValues(region, captures);
     building_.emplace_back();
     const int32_t index = static_cast<int32_t>(building_.size() - 1);
     building_[index].name = name;
-    Scope s{&building_[index], index, {}, {}};
+    Scope s{&building_[index], index, {}, {}, parent.bound};
     for (int i = 0; i < region.num_params(); ++i) NewReg(s, region.param(i));
     for (const Value* v : *captures) NewReg(s, v);
     s.fn->num_params = s.fn->num_registers;
@@ -321,8 +363,8 @@ class ModuleCompiler {
       }
       case NodeKind::kIf: {
         std::vector<const Value*> then_caps, else_caps;
-        ASSIGN_OR_RETURN(int32_t then_fn, CompileRegion(*n.region(0), region_names_.at(n.region(0)), &then_caps));
-        ASSIGN_OR_RETURN(int32_t else_fn, CompileRegion(*n.region(1), region_names_.at(n.region(1)), &else_caps));
+        ASSIGN_OR_RETURN(int32_t then_fn, CompileRegion(s, *n.region(0), region_names_.at(n.region(0)), &then_caps));
+        ASSIGN_OR_RETURN(int32_t else_fn, CompileRegion(s, *n.region(1), region_names_.at(n.region(1)), &else_caps));
         // Both branches receive the union of captures; each uses its own prefix list.
         ASSIGN_OR_RETURN(int32_t cond, Reg(s, n.operand(0), n));
         Instruction in{.op = Opcode::kIf, .dst = -1, .a = then_fn, .b = else_fn, .c = cond};
@@ -340,7 +382,7 @@ class ModuleCompiler {
       }
       case NodeKind::kLoop: {
         std::vector<const Value*> caps;
-        ASSIGN_OR_RETURN(int32_t body_fn, CompileRegion(*n.region(0), region_names_.at(n.region(0)), &caps));
+        ASSIGN_OR_RETURN(int32_t body_fn, CompileRegion(s, *n.region(0), region_names_.at(n.region(0)), &caps));
         Instruction in{.op = Opcode::kLoop, .a = body_fn,
                        .b = n.num_operands() - 2 /* carried */};
         in.list = static_cast<int32_t>(s.fn->operands.size());
@@ -365,7 +407,7 @@ class ModuleCompiler {
     switch (op.role()) {
       case OpRole::kAllocTensorDyn: {
         ASSIGN_OR_RETURN(int32_t dims, Reg(s, n.operand(0), n));
-        auto t = TypeIndex(n.result()->type());
+        auto t = TypeIndex(n.result()->type(), &s);
         if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(where, t.status().message()));
         const int32_t r = NewReg(s, n.result());
         Push(s, Instruction{.op = Opcode::kAllocTensorDyn, .device = dev, .dst = r, .a = dims, .b = *t},
@@ -378,6 +420,7 @@ class ModuleCompiler {
           return absl::InvalidArgumentError(absl::StrCat(
               where, "storage size must be an expression of the symbols, got ", t.ToString()));
         }
+        RETURN_IF_ERROR(CheckBound(s, t, where));
         ASSIGN_OR_RETURN(int32_t size, Dim(t.storage_bytes()));
         const int64_t align = n.attrs().Has("alignment") ? n.attrs().GetInt("alignment") : 64;
         const int32_t r = NewReg(s, n.result());
@@ -388,6 +431,7 @@ class ModuleCompiler {
       }
       case OpRole::kAllocTensor: {
         ASSIGN_OR_RETURN(int32_t st, Reg(s, n.operand(0), n));
+        RETURN_IF_ERROR(CheckBound(s, n.result()->type(), where));
         auto t = TypeIndex(n.result()->type());
         if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(where, t.status().message()));
         for (int32_t d : exe_.types[*t].dims) {

@@ -20,7 +20,7 @@ namespace hetpass::vm {
 namespace {
 
 constexpr char kMagic[8] = {'H', 'P', 'V', 'M', 'E', 'X', 'E', '1'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2: alloc_tensor_dyn dims may bind symbols
 
 uint64_t Fnv1a(absl::string_view bytes) {
   uint64_t h = 1469598103934665603ull;
@@ -173,7 +173,10 @@ std::string DimText(const Executable& exe, int32_t idx) {
 std::string TypeText(const Executable& exe, int32_t idx) {
   const TypeSpec& t = exe.types[idx];
   std::vector<std::string> dims;
-  for (int32_t d : t.dims) dims.push_back(DimText(exe, d));
+  for (int32_t d : t.dims) {
+    // A dim that binds a symbol prints as `=name`: it is taken from the computed shape.
+    dims.push_back(d <= -2 ? absl::StrCat("=", exe.symbols[-2 - d]) : DimText(exe, d));
+  }
   return absl::StrCat(DTypeName(t.dtype), "[", absl::StrJoin(dims, ", "), "]");
 }
 
@@ -317,7 +320,10 @@ absl::Status Executable::Verify() const {
   }
   for (size_t i = 0; i < types.size(); ++i) {
     for (int32_t d : types[i].dims) {
-      if (d < -1 || d >= static_cast<int32_t>(dims.size())) return Corrupt(absl::StrCat("type ", i));
+      // d <= -2 binds symbol slot -2 - d (alloc_tensor_dyn only; kAllocTensor wants d >= 0).
+      if (d < -1 - static_cast<int32_t>(symbols.size()) || d >= static_cast<int32_t>(dims.size())) {
+        return Corrupt(absl::StrCat("type ", i));
+      }
     }
   }
   for (size_t i = 0; i < kernels.size(); ++i) {

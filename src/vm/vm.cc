@@ -404,32 +404,30 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       int unknown = 0;
       for (int32_t d : t.dims) unknown += d < 0;
       runtime::Shape shape;
-      if (n == static_cast<int64_t>(t.dims.size())) {
-        for (int64_t i = 0; i < n; ++i) {
-          ASSIGN_OR_RETURN(int64_t v, ReadInt(dims, i));
-          if (t.dims[i] >= 0) {
-            ASSIGN_OR_RETURN(int64_t want, EvalDim(exe.dims[t.dims[i]], {syms, exe.symbols.size()}));
+      // `dims` holds every dim, or only the unknown ones (a counter's count).
+      if (n != static_cast<int64_t>(t.dims.size()) && n != unknown) {
+        return absl::InvalidArgumentError(absl::StrCat("dims holds ", n, " values; the type has rank ",
+                                                       t.dims.size(), " with ", unknown, " unknown dims"));
+      }
+      const bool all = n == static_cast<int64_t>(t.dims.size());
+      int64_t k = 0;
+      for (size_t i = 0; i < t.dims.size(); ++i) {
+        const int32_t d = t.dims[i];
+        if (d >= 0) {
+          ASSIGN_OR_RETURN(int64_t want, EvalDim(exe.dims[d], {syms, exe.symbols.size()}));
+          if (all) {
+            ASSIGN_OR_RETURN(int64_t v, ReadInt(dims, k++));
             if (v != want) {
               return absl::InvalidArgumentError(absl::StrCat("dim ", i, " computed at run time is ", v,
                                                              " but the type says ", want));
             }
           }
-          shape.push_back(v);
+          shape.push_back(want);
+          continue;
         }
-      } else if (n == unknown) {
-        int64_t k = 0;
-        for (int32_t d : t.dims) {
-          if (d < 0) {
-            ASSIGN_OR_RETURN(int64_t v, ReadInt(dims, k++));
-            shape.push_back(v);
-          } else {
-            ASSIGN_OR_RETURN(int64_t v, EvalDim(exe.dims[d], {syms, exe.symbols.size()}));
-            shape.push_back(v);
-          }
-        }
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat("dims holds ", n, " values; the type has rank ",
-                                                       t.dims.size(), " with ", unknown, " unknown dims"));
+        ASSIGN_OR_RETURN(int64_t v, ReadInt(dims, k++));
+        if (d <= -2) syms[-2 - d] = v;  // a data-dependent symbol is bound here
+        shape.push_back(v);
       }
       for (int64_t d : shape) {
         if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dim ", d));
@@ -666,6 +664,16 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::RunRecorded(int fi, std::vec
   for (const ArgSpec& p : m.exe.functions[fi].params) {
     for (const ArgDim& d : p.dims) {
       if (d.kind == ArgDim::kBind) last_record_.symbols[m.exe.symbols[d.value]] = syms[d.value];
+    }
+  }
+  // Data-dependent symbols the function binds in its own code (not in its regions, which may
+  // bind them once per iteration): the ledger's sizes over them are checkable too.
+  if (out.ok()) {
+    for (const Instruction& in : m.exe.functions[fi].code) {
+      if (in.op != Opcode::kAllocTensorDyn) continue;
+      for (int32_t d : m.exe.types[in.b].dims) {
+        if (d <= -2) last_record_.symbols[m.exe.symbols[-2 - d]] = syms[-2 - d];
+      }
     }
   }
   for (size_t i = 0; i < m.executions.size(); ++i) {

@@ -141,6 +141,73 @@ def @main(%a: f32[n, 4], %b: f32[n, 4]) {
   EXPECT_THAT(bad.status().message(), HasSubstr("dim 0 is 5"));
 }
 
+// Tests data-dependent symbols at run time: argwhere's count is bound where its output is
+// allocated (the listing shows `=dyn1`), the gather and dense after it are allocated from that
+// symbol with no shape function, the ledger's bytes over dyn1 are checked exactly, and a loop
+// body rebinds its own symbol every iteration (counts 3, 2, 1 over the trips).
+TEST(Vm, DataDependentSymbolsAreBoundWhereAllocated) {
+  VmProgram p = MustCompile(R"(
+def @main(%x: f32[n, 4], %w: f32[2, 4]) {
+  %c0 = constant<0> : i64[]
+  %col = take(%x, %c0) {axis = 1}
+  %z = constant<0.0> : f32[]
+  %pos = greater(%col, %z)
+  %nz = argwhere(%pos)
+  %rows = squeeze(%nz) {axis = [1]}
+  %g = take(%x, %rows) {mode = "wrap"}
+  %y = nn.dense(%g, %w)
+  return %y
+}
+)",
+                            DeviceKind::kSim);
+  const std::string listing = p.executable.ToListing();
+  EXPECT_THAT(listing, HasSubstr("=dyn1"));
+  EXPECT_EQ(listing.find("shape_func"), std::string::npos) << listing;
+  auto vm = MustLoad(p.executable);
+  ASSERT_NE(vm, nullptr);
+  for (int64_t positives : {3, 0, 5}) {
+    Tensor x = Tensor::Zeros(DType::kF32, {5, 4});
+    for (int64_t r = 0; r < 5; ++r) {
+      for (int64_t c = 0; c < 4; ++c) x.SetDouble(r * 4 + c, (c == 0 ? (r < positives ? 1.0 : -1.0) : 0.5) * (r + 1));
+    }
+    const Tensor w = RandomTensor(DType::kF32, {2, 4}, 7);
+    auto out = vm->RunWithHostTensors("main", {x, w});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{positives, 2}));
+    EXPECT_EQ(vm->LastRunRecord().symbols.at("dyn1"), positives);
+    const absl::Status agree =
+        CompareWithLedger(p.ledger, vm->LastRunCounters(), vm->LastRunRecord().symbols);
+    EXPECT_TRUE(agree.ok()) << agree;
+  }
+
+  VmProgram loop = MustCompile(R"(
+def @main(%x: f32[3], %trips: i64[]) {
+  %go = constant<true> : bool[]
+  %one = constant<1.0> : f32[]
+  %last, %sums = loop(%trips, %go, %x) (%i: i64[], %c: bool[], %acc: f32[3]) {
+    %zero = constant<0.0> : f32[]
+    %pos = greater(%acc, %zero)
+    %nz = argwhere(%pos)
+    %rows = squeeze(%nz) {axis = [1]}
+    %g = take(%acc, %rows) {mode = "wrap"}
+    %s = sum(%g)
+    %next = subtract(%acc, %one)
+    yield %c, %next, %s
+  }
+  return %sums
+}
+)",
+                               DeviceKind::kSim);
+  auto lvm = MustLoad(loop.executable);
+  ASSERT_NE(lvm, nullptr);
+  const Tensor start = Tensor::FromDoubles(DType::kF32, {3}, std::vector<double>{3, 2, 1});
+  const Tensor trips = Tensor::FromInt64s(DType::kI64, {}, std::vector<int64_t>{3});
+  auto sums = lvm->RunWithHostTensors("main", {start, trips});
+  ASSERT_TRUE(sums.ok()) << sums.status();
+  // Iteration sums: 3+2+1, then 2+1, then 1 (the counts shrink 3, 2, 1).
+  EXPECT_EQ((*sums)[0].ToDoubles(), (std::vector<double>{6, 3, 1}));
+}
+
 TEST(Executable, ListingShowsEveryStep) {
   VmProgram p = MustCompile(SeedMlp("n"), DeviceKind::kSim);
   const std::string listing = p.executable.ToListing();

@@ -41,8 +41,12 @@ for device in ["sim", "cpu"]:
     r = json.loads(p.stdout)
     results[device] = r
     check(r["ledger_agrees"] is True, f"{device}: ledger_agrees is {r['ledger_agrees']}")
-    # sim: the result's size is `?` (not checked), so not exact; cpu copies nothing: exact.
-    check(r["ledger_exact"] is (device == "cpu"), f"{device}: ledger_exact is {r['ledger_exact']}")
+    # sim: the slice's size is data-dependent, but infer-types names its dims (dyn1, dyn2) and
+    # the run binds them, so its bytes are checked too: exact; cpu copies nothing: exact.
+    check(r["ledger_exact"] is True, f"{device}: ledger_exact is {r['ledger_exact']}")
+    if device == "sim":
+        check(r["bindings"].get("dyn1") == 15 and r["bindings"].get("dyn2") == 126,
+              f"sim: data-dependent symbols bound as {r['bindings']}")
     check(r["outputs"][0]["shape"] == [15, 126], f"{device}: output shape {r['outputs'][0]['shape']}")
     check(r["steady_state_device_allocs"] == 0, f"{device}: steady-state allocs {r['steady_state_device_allocs']}")
     # cpu has no device_copy instructions (the input upload and the result download).
@@ -73,12 +77,17 @@ if p.returncode == 0 and p2.returncode == 0:
 
 # Text output shows the ledger next to the counters.
 p = run([mlp, "--device=sim"] + inputs)
-# The sliced result's size is known only at run time, so its bytes are "not checked" and the
-# summary must not say "exactly"; everything else matched.
+check("the run made exactly the copies the ledger promised" in p.stdout,
+      "text output lacks the exact agreement line")
+check("param  4 (64 B)" in p.stdout, "text output lacks the kernel parameters row")
+# Without named data-dependent dims the sliced result's size is `?`: its bytes are "not
+# checked" and the summary must not say "exactly"; everything else matched.
+unnamed = ("--passes=infer-types{name-data-dims=false},fold-constants,cse,dce,"
+           "plan-devices{target=sim},fuse-ops,manifest-alloc")
+p = run([mlp, "--device=sim", unnamed] + inputs)
 check("every checked count, byte total and sync matched the ledger; not checked: d2h bytes" in p.stdout,
       "text output lacks the agreement line")
 check("exactly" not in p.stdout, "text output claims exactly with unchecked bytes")
-check("param  4 (64 B)" in p.stdout, "text output lacks the kernel parameters row")
 
 # Exit statuses: a stage after the importer that fails is 4 (never 3, "unsupported") and the
 # message names the stage.

@@ -13,7 +13,9 @@
 // edited. The `baseline-masks{table=...}` pass swaps every op of a module to that clone; it
 // runs after plan-devices and fuse-ops and before manifest-alloc, so a baseline's copies are
 // computed with the same placement and fusion as ours: only the masks differ, and a figure
-// cannot move with our fusion choices.
+// cannot move with our fusion choices. It also forgets the data-dependent symbols infer-types
+// named (`dynN` back to `?`): Relay types have none, so every op downstream of a
+// data-dependent one runs a shape function there, as in Relay.
 #ifndef HETPASS_ANALYSIS_BASELINE_MASKS_H_
 #define HETPASS_ANALYSIS_BASELINE_MASKS_H_
 

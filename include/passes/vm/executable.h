@@ -91,6 +91,9 @@ struct DimProgram {
 // A tensor type with run-time dims: one entry per dim, a DimProgram index or -1 (unknown `?`).
 struct TypeSpec {
   DType dtype = DType::kF32;
+  // Per dim: a DimProgram index (>= 0), -1 unknown (alloc_tensor_dyn takes it from the computed
+  // shape), or -2 - slot: alloc_tensor_dyn takes it from the computed shape and binds symbol
+  // `slot` to it (a data-dependent dim that later sizes are written over).
   std::vector<int32_t> dims;
 };
 

@@ -207,7 +207,7 @@ absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
         return absl::InvalidArgumentError(absl::StrCat("broadcast_to: target has ", target.size(),
                                                        " dims for a result of rank ", plan.rank(v)));
       }
-      return BroadcastToShape(in, target, out);
+      return BroadcastToShape(in, target, out, /*both_ways=*/step.op == JitOp::kDynBroadcastTo);
     }
     default:
       return absl::InternalError("not an injective op");
