@@ -216,7 +216,8 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitElementwise(
   if (!prepared.built.generic_name.empty()) symbols.push_back(prepared.built.generic_name);
   ASSIGN_OR_RETURN(program->code,
                    jit->Compile(std::move(prepared.built.context), std::move(prepared.built.module),
-                                symbols, jit->KernelOptions(primitive.name(), options.dump_llvm_ir, options.cache)));
+                                symbols, jit->KernelOptions(primitive.name(), JitLoops::kVectorize, options.dump_llvm_ir,
+                                                   options.cache)));
   program->fast = reinterpret_cast<KernelFn>(program->code->symbol(0));
   if (symbols.size() > 1) program->generic = reinterpret_cast<KernelFn>(program->code->symbol(1));
   return std::make_unique<JitElementwiseKernel>(std::move(program));

@@ -345,7 +345,8 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitInjective(
   if (!built.generic_name.empty()) symbols.push_back(built.generic_name);
   ASSIGN_OR_RETURN(program->code,
                    jit->Compile(std::move(built.context), std::move(built.module), symbols,
-                                jit->KernelOptions(primitive.name(), options.dump_llvm_ir, options.cache)));
+                                jit->KernelOptions(primitive.name(), JitLoops::kScalar, options.dump_llvm_ir,
+                                                   options.cache)));
   program->fn = reinterpret_cast<KernelFn>(program->code->symbol(0));
   if (symbols.size() > 1) program->fn_wide = reinterpret_cast<KernelFn>(program->code->symbol(1));
   return std::make_unique<JitInjectiveKernel>(std::move(program));

@@ -4,8 +4,9 @@
 //   LlvmJit::Get()   initialises the native target once and creates the JIT (thread-safe; an
 //                    initialisation failure is remembered and returned on every call)
 //   Optimize()       verifies a module, gives it the host data layout and triple, and runs the
-//                    O3 pipeline with the host TargetMachine (without it the loop vectoriser
-//                    sees no vector registers and does nothing; see DEPENDENCIES.md)
+//                    pipeline of its JitLoops kind (O3 with the vectorisers by default) with the
+//                    host TargetMachine (without it the loop vectoriser sees no vector
+//                    registers and does nothing; see DEPENDENCIES.md)
 //   Compile()        turns a generated (unoptimised) module into machine code in the JIT and
 //                    resolves the requested symbols: the object code comes from the on-disk
 //                    kernel cache when LlvmJitOptions::cache holds it (no optimisation, no
@@ -42,6 +43,7 @@ namespace llvm::orc {
 class LLJIT;
 }  // namespace llvm::orc
 namespace llvm {
+class OptimizationLevel;
 class PipelineTuningOptions;
 class TargetMachine;
 }  // namespace llvm
@@ -54,11 +56,23 @@ class KernelCache;
 void RunO3Pipeline(llvm::Module& module, llvm::TargetMachine* tm,
                    const llvm::PipelineTuningOptions& tuning);
 
+// LLVM's default module pipeline at `level` for `tm`, with the given tuning.
+void RunPipeline(llvm::Module& module, llvm::TargetMachine* tm, llvm::OptimizationLevel level,
+                 const llvm::PipelineTuningOptions& tuning);
+
+// What the loops of a module are, which decides how hard LLVM works on it (llvm_jit.cc, Recipe):
+//   kVectorize  loops over contiguous elements (the elementwise kernels): O3 with the loop and
+//               SLP vectorisers, for the host's vector registers;
+//   kScalar     scalar loop nests of index arithmetic (the injective kernels), which the
+//               vectorisers do not vectorise: a cheaper pipeline without them.
+enum class JitLoops { kVectorize, kScalar };
+
 struct LlvmJitOptions {
   // Print each optimised module to stderr (HETPASS_DUMP_LLVM=1 does the same for every module).
   bool dump_ir = false;
   // Where object code is looked up before compiling and stored after; null: no cache.
   KernelCache* cache = nullptr;
+  JitLoops loops = JitLoops::kVectorize;
   // A name for listings and dumps ("hetpass_jit_<function>"); not part of the code or the key.
   std::string label = "hetpass_kernel";
 };
@@ -119,10 +133,11 @@ class LlvmJit {
 
   // The kernel cache key of a verified module with the host layout and triple set (Compile
   // sets them): what the object code depends on, as text (see llvm_jit.cc).
-  std::string CacheKey(const llvm::Module& module);
+  std::string CacheKey(const llvm::Module& module, JitLoops loops);
 
   // The options for the kernel of function `name`: label "hetpass_jit_<name>_<n>", dump, cache.
-  LlvmJitOptions KernelOptions(absl::string_view name, bool dump_ir, KernelCache* cache);
+  LlvmJitOptions KernelOptions(absl::string_view name, JitLoops loops, bool dump_ir,
+                               KernelCache* cache);
 
   LlvmJitStats stats() const { return {codegens_.load(), cache_loads_.load()}; }
 
@@ -133,10 +148,10 @@ class LlvmJit {
   LlvmJit() = default;
   absl::Status Init();
   absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine();
-  // Checks `module` and gives it the host data layout and triple of `tm`.
-  absl::Status Prepare(llvm::Module& module, llvm::TargetMachine& tm);
-  void OptimizeWith(llvm::Module& module, llvm::TargetMachine& tm, absl::string_view label,
-                    bool dump);
+  // Checks `module` and gives it the host data layout and triple.
+  absl::Status Prepare(llvm::Module& module);
+  void OptimizeWith(llvm::Module& module, llvm::TargetMachine& tm, JitLoops loops,
+                    absl::string_view label, bool dump);
   // Links `object` into a fresh JITDylib and resolves `symbols`.
   absl::StatusOr<std::unique_ptr<JitCode>> Link(absl::string_view object,
                                                 absl::Span<const std::string> symbols,
