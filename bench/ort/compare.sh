@@ -15,14 +15,7 @@ build="${1:-build}"
 runs="${2:-200}"
 cpu="${CPU:-1}"
 models_dir="${MODELS_DIR:-../shared/models}"
-ort_dir="$build/ort"
-if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
-  echo "== installing onnxruntime-node into $ort_dir (npm, --ignore-scripts)" >&2
-  mkdir -p "$ort_dir"
-  npm install --silent --ignore-scripts --no-audit --no-fund --prefix "$ort_dir" onnxruntime-node >&2
-fi
-ort_abs=$(cd "$ort_dir" && pwd)   # BUILD_DIR may be relative or absolute
-export ORT_NODE_MODULE="$ort_abs/node_modules/onnxruntime-node"
+source bench/ort/ensure_ort.sh
 printf "%-30s %4s %12s %12s %8s\n" model set "hetpass us" "ORT us" "ratio"
 for dir in "$models_dir"/*/; do
   model=$(basename "$dir")

@@ -4,6 +4,13 @@
 //
 //   node ort_bench.mjs MODEL_DIR [--set=0] [--runs=200] [--warmup=20]
 // prints one JSON line: {"model", "set", "runs", "median_us", "min_us", "outputs": [{shape, sum}]}
+//
+//   node ort_bench.mjs MODEL_DIR --create=N
+// session creation instead (bench/compile_time.sh): N sessions created one after another in this
+// process with the options below (graphOptimizationLevel 'all', ORT's ORT_ENABLE_ALL: basic,
+// extended and layout optimizations), each timed from the call to the resolved session; prints
+// {"model", "creations", "create_ms_median", "create_ms_min", "create_ms_first", "create_ms"}.
+// The first creation also pays ORT's one-time initialisation (environment, allocators).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -79,10 +86,26 @@ const dir = args.find((a) => !a.startsWith('--'));
 const opt = (name, dflt) => { const a = args.find((x) => x.startsWith(`--${name}=`)); return a ? Number(a.split('=')[1]) : dflt; };
 if (!dir) { console.error('usage: node ort_bench.mjs MODEL_DIR [--set=0] [--runs=200] [--warmup=20]'); process.exit(2); }
 const set = opt('set', 0), runs = opt('runs', 200), warmup = opt('warmup', 20);
-
-const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
+const sessionOptions = {
   intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all',
-});
+};
+
+const creations = opt('create', 0);
+if (creations > 0) {
+  const times = [];
+  for (let i = 0; i < creations; ++i) {
+    const t0 = process.hrtime.bigint();
+    const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), sessionOptions);
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    if (s.release) await s.release();
+  }
+  const sorted = [...times].sort((a, b) => a - b);
+  console.log(JSON.stringify({ model: path.basename(dir), creations, create_ms_median: sorted[sorted.length >> 1],
+                               create_ms_min: sorted[0], create_ms_first: times[0], create_ms: times }));
+  process.exit(0);
+}
+
+const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), sessionOptions);
 const setDir = path.join(dir, `test_data_set_${set}`);
 const feeds = {};
 session.inputNames.forEach((name, i) => {

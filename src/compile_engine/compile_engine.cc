@@ -364,6 +364,11 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ShapeFunction::Run(
   return shapes;
 }
 
+CompileEngine::CompileEngine(CompileEngineOptions options)
+    : options_(std::move(options)),
+      kernel_cache_(options_.use_jit ? KernelCache::ForSetting(options_.kernel_cache_dir)
+                                     : nullptr) {}
+
 absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
     const Function& primitive, DeviceKind device) {
   if (!IsPrimitive(primitive)) {
@@ -380,7 +385,7 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
   }
   ++misses_;
   std::unique_ptr<CompiledKernel> kernel;
-  const KernelTarget target{device};
+  const KernelTarget target{device, kernel_cache_.get()};
   const absl::Span<const KernelProvider* const> providers =
       options_.providers ? options_.providers(device) : KernelProviders(device);
   for (const KernelProvider* provider : providers) {

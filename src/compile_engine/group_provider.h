@@ -24,16 +24,21 @@ class GroupProvider final : public KernelProvider {
     absl::StatusOr<std::unique_ptr<CompiledKernel>> (*compile)(const Function&) = nullptr;
     bool (*runs)(const OpDef&) = nullptr;
     bool (*fuses)(const OpDef&) = nullptr;  // null: only single-op groups
+    // Used instead of `compile` when set: for providers that read the target (the JIT reads
+    // its kernel cache there).
+    absl::StatusOr<std::unique_ptr<CompiledKernel>> (*compile_for)(const Function&,
+                                                                   const KernelTarget&) = nullptr;
   };
   explicit GroupProvider(Spec spec) : spec_(std::move(spec)) {}
 
   absl::string_view name() const override { return spec_.name; }
   uint8_t needs() const override { return spec_.needs; }
   absl::StatusOr<std::unique_ptr<CompiledKernel>> TryCompile(
-      const Function& primitive, const KernelTarget&) const override {
+      const Function& primitive, const KernelTarget& target) const override {
     if (spec_.matches != nullptr && !spec_.matches(primitive)) {
       return absl::UnimplementedError(absl::StrCat(spec_.name, " does not take @", primitive.name()));
     }
+    if (spec_.compile_for != nullptr) return spec_.compile_for(primitive, target);
     return spec_.compile(primitive);
   }
   bool Takes(const Function& primitive, const KernelTarget& target) const override {

@@ -141,7 +141,7 @@ struct Split {
 };
 
 absl::StatusOr<Split> FindSplit(const Function& f, absl::Span<const KernelProvider* const> heads,
-                                const KernelProvider& tail) {
+                                const KernelProvider& tail, const KernelTarget& target) {
   const Block& body = f.body();
   std::vector<const Node*> nodes;
   for (const auto& n : body.nodes()) {
@@ -178,14 +178,14 @@ absl::StatusOr<Split> FindSplit(const Function& f, absl::Span<const KernelProvid
     // makes the in-place update exact.
     if (!IsJitElementwise(tf)) continue;
     for (const KernelProvider* p : heads) {
-      auto k = p->TryCompile(hf, KernelTarget());
+      auto k = p->TryCompile(hf, target);
       if (k.ok()) {
         split.head_kernel = *std::move(k);
         break;
       }
     }
     if (split.head_kernel == nullptr) continue;
-    ASSIGN_OR_RETURN(split.tail_kernel, tail.TryCompile(tf, KernelTarget()));
+    ASSIGN_OR_RETURN(split.tail_kernel, tail.TryCompile(tf, target));
     split.module = *std::move(module);
     return split;
   }
@@ -201,14 +201,15 @@ absl::Span<const KernelProvider* const> CudaHeads() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileHeadTail(
-    const Function& f, absl::Span<const KernelProvider* const> heads, const KernelProvider& tail) {
-  ASSIGN_OR_RETURN(Split split, FindSplit(f, heads, tail));
+    const Function& f, absl::Span<const KernelProvider* const> heads, const KernelProvider& tail,
+    const KernelTarget& target) {
+  ASSIGN_OR_RETURN(Split split, FindSplit(f, heads, tail, target));
   return std::make_unique<SplitKernel>(std::move(split.module), std::move(split.head), std::move(split.tail),
                                        std::move(split.head_kernel), std::move(split.tail_kernel));
 }
 
 absl::StatusOr<SplitHead> CudaSplitHead(const Function& f) {
-  ASSIGN_OR_RETURN(Split split, FindSplit(f, CudaHeads(), cuda::NvptxProvider()));
+  ASSIGN_OR_RETURN(Split split, FindSplit(f, CudaHeads(), cuda::NvptxProvider(), KernelTarget()));
   SplitHead h;
   h.head = split.module->FindFunction("head");
   h.module = std::move(split.module);
@@ -231,8 +232,8 @@ class SplitProvider final : public KernelProvider {
     return n;
   }
   absl::StatusOr<std::unique_ptr<CompiledKernel>> TryCompile(const Function& primitive,
-                                                             const KernelTarget&) const override {
-    return CompileHeadTail(primitive, heads_, tail_);
+                                                             const KernelTarget& target) const override {
+    return CompileHeadTail(primitive, heads_, tail_, target);
   }
   bool Runs(const OpDef&) const override { return false; }
   bool Fuses(const OpDef& op) const override {

@@ -15,9 +15,11 @@
 namespace hetpass {
 
 // The split over any providers: the longest head one of `heads` (tried in order) compiles,
-// with an elementwise tail `tail` compiles. Unimplemented when the body has no such split.
+// with an elementwise tail `tail` compiles, both for `target`. Unimplemented when the body has no
+// such split.
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileHeadTail(
-    const Function& primitive, absl::Span<const KernelProvider* const> heads, const KernelProvider& tail);
+    const Function& primitive, absl::Span<const KernelProvider* const> heads,
+    const KernelProvider& tail, const KernelTarget& target = KernelTarget());
 // The host's: oneDNN dense or conv head, LLVM elementwise tail.
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileLibraryHeadJitTail(const Function& primitive);
 

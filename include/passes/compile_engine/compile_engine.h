@@ -3,7 +3,7 @@
 //
 // Kernels come from the device's kernel providers (kernel_provider.h), tried in the order of
 // the device's list (src/compile_engine/providers.cc, where the order and its reasons are
-// written down; docs/compile_engine.md): the first provider that does not answer
+// written down; docs/runtime.md): the first provider that does not answer
 // Unimplemented ("not mine") wins, any other error stops the search and is reported with the
 // provider's name. For cpu and sim: the kernel library (oneDNN dense / conv / deconv /
 // batch_matmul with their epilogues, weights prepacked at load), native loops (reductions,
@@ -15,7 +15,8 @@
 // (InferPrimitiveTypes), reading exactly what the derived mask allows.
 //
 // Kernels are cached by (structural hash, device) within one engine: structurally equal
-// primitives (two identical layers) compile once. An engine must outlive the kernels' users
+// primitives (two identical layers) compile once. Across engines and processes, the object code
+// of JIT kernels is cached on disk (kernel_cache.h; CompileEngineOptions::kernel_cache_dir). An engine must outlive the kernels' users
 // only through the shared_ptrs it hands out; the primitive Functions must outlive the engine.
 #ifndef HETPASS_COMPILE_ENGINE_COMPILE_ENGINE_H_
 #define HETPASS_COMPILE_ENGINE_COMPILE_ENGINE_H_
@@ -23,11 +24,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_cache.h"
 #include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 #include "passes/shape_funcs/op_registry.h"
@@ -40,6 +43,10 @@ struct CompileEngineOptions {
   // The ordered providers per device kind; null: KernelProviders (kernel_provider.h). Tests and
   // embedders describe other devices with it.
   std::function<absl::Span<const KernelProvider* const>(DeviceKind)> providers;
+  // The on-disk kernel cache of JIT object code (kernel_cache.h): "" the default location
+  // ($HETPASS_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/hetpass/kernels, else
+  // ~/.cache/hetpass/kernels), "off" none, anything else a directory.
+  std::string kernel_cache_dir;
 };
 
 // What a host shape function receives for one parameter: its concrete shape always, and its
@@ -64,7 +71,7 @@ class ShapeFunction {
 
 class CompileEngine {
  public:
-  explicit CompileEngine(CompileEngineOptions options = {}) : options_(options) {}
+  explicit CompileEngine(CompileEngineOptions options = {});
 
   absl::StatusOr<std::shared_ptr<const CompiledKernel>> Lower(const Function& primitive,
                                                               DeviceKind device);
@@ -76,6 +83,8 @@ class CompileEngine {
 
   int64_t cache_hits() const { return hits_; }
   int64_t cache_misses() const { return misses_; }
+  // The on-disk kernel cache this engine's JIT kernels use; null when it is off.
+  const KernelCache* kernel_cache() const { return kernel_cache_.get(); }
 
  private:
   struct Entry {
@@ -84,6 +93,7 @@ class CompileEngine {
     std::shared_ptr<const CompiledKernel> kernel;
   };
   CompileEngineOptions options_;
+  std::shared_ptr<KernelCache> kernel_cache_;
   absl::flat_hash_map<size_t, std::vector<Entry>> cache_;
   int64_t hits_ = 0;
   int64_t misses_ = 0;

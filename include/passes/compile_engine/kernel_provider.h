@@ -30,10 +30,14 @@
 
 namespace hetpass {
 
-// What a kernel is compiled for. Today the device kind; a GPU provider will add the
-// architecture (sm_80) here.
+class KernelCache;
+
+// What a kernel is compiled for, and with what: the device kind (a GPU provider will add the
+// architecture, sm_80, here) and the on-disk kernel cache providers that generate code may
+// load from and store in (null: none; kernel_cache.h).
 struct KernelTarget {
   DeviceKind device = DeviceKind::kCpu;
+  KernelCache* kernel_cache = nullptr;
 };
 
 // The engine facilities a provider is built on; CompileEngineOptions can switch each off

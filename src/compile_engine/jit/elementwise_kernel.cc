@@ -188,14 +188,12 @@ struct Prepared {
   BuiltModule built;
 };
 
-absl::StatusOr<Prepared> Prepare(const Function& primitive, LlvmJit& jit,
-                                 const LlvmJitOptions& options) {
+// The plan and the unoptimised module (fixed symbol names: see llvm_jit.h).
+absl::StatusOr<Prepared> Prepare(const Function& primitive) {
   Prepared p;
   ASSIGN_OR_RETURN(p.plan, AnalyzeGroup(primitive));
   ASSIGN_OR_RETURN(p.lowered, LowerPlan(p.plan));
-  p.built =
-      BuildModule(p.plan, p.lowered, jit.UniqueSymbol(absl::StrCat("jit_", primitive.name())));
-  RETURN_IF_ERROR(jit.Optimize(*p.built.module, options));
+  p.built = BuildModule(p.plan, p.lowered, kKernelSymbol);
   return p;
 }
 
@@ -209,17 +207,17 @@ bool IsJitElementwise(const Function& primitive) {
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitElementwise(
     const Function& primitive, const JitElementwiseOptions& options) {
   ASSIGN_OR_RETURN(LlvmJit * jit, LlvmJit::Get());
-  LlvmJitOptions jit_options;
-  jit_options.dump_ir = options.dump_llvm_ir;
-  ASSIGN_OR_RETURN(Prepared prepared, Prepare(primitive, *jit, jit_options));
+  ASSIGN_OR_RETURN(Prepared prepared, Prepare(primitive));
   auto program = std::make_shared<Program>();
   program->plan = std::move(prepared.plan);
   program->lowered = std::move(prepared.lowered);
   program->description = DescribePlan(program->plan);
   std::vector<std::string> symbols = {prepared.built.fast_name};
   if (!prepared.built.generic_name.empty()) symbols.push_back(prepared.built.generic_name);
-  ASSIGN_OR_RETURN(program->code, jit->Add(std::move(prepared.built.context),
-                                           std::move(prepared.built.module), symbols));
+  ASSIGN_OR_RETURN(program->code,
+                   jit->Compile(std::move(prepared.built.context), std::move(prepared.built.module),
+                                symbols, jit->KernelOptions(primitive.name(), JitLoops::kVectorize, options.dump_llvm_ir,
+                                                   options.cache)));
   program->fast = reinterpret_cast<KernelFn>(program->code->symbol(0));
   if (symbols.size() > 1) program->generic = reinterpret_cast<KernelFn>(program->code->symbol(1));
   return std::make_unique<JitElementwiseKernel>(std::move(program));
@@ -227,8 +225,16 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitElementwise(
 
 absl::StatusOr<std::string> JitElementwiseOptimizedIr(const Function& primitive) {
   ASSIGN_OR_RETURN(LlvmJit * jit, LlvmJit::Get());
-  ASSIGN_OR_RETURN(Prepared prepared, Prepare(primitive, *jit, {}));
+  ASSIGN_OR_RETURN(Prepared prepared, Prepare(primitive));
+  RETURN_IF_ERROR(jit->Optimize(*prepared.built.module));
   return LlvmJit::PrintModule(*prepared.built.module);
+}
+
+JitCounts ProcessJitCounts() {
+  absl::StatusOr<LlvmJit*> jit = LlvmJit::Get();
+  if (!jit.ok()) return {};
+  const LlvmJitStats s = (*jit)->stats();
+  return {s.codegens, s.cache_loads};
 }
 
 namespace {
@@ -241,8 +247,12 @@ bool JitElementwiseOp(const OpDef& op) {
 const KernelProvider& JitElementwiseProvider() {
   static const GroupProvider provider(
       {"llvm.elementwise", kNeedsJit, &IsJitElementwise,
-       [](const Function& f) { return CompileJitElementwise(f); }, &JitElementwiseOp,
-       &JitElementwiseOp});
+       nullptr, &JitElementwiseOp, &JitElementwiseOp,
+       [](const Function& f, const KernelTarget& target) {
+         JitElementwiseOptions options;
+         options.cache = target.kernel_cache;
+         return CompileJitElementwise(f, options);
+       }});
   return provider;
 }
 

@@ -336,19 +336,17 @@ bool IsJitInjective(const Function& primitive) { return AnalyzeInjective(primiti
 absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitInjective(
     const Function& primitive, const JitElementwiseOptions& options) {
   ASSIGN_OR_RETURN(LlvmJit * jit, LlvmJit::Get());
-  LlvmJitOptions jit_options;
-  jit_options.dump_ir = options.dump_llvm_ir;
   auto program = std::make_shared<InjectiveProgram>();
   ASSIGN_OR_RETURN(program->plan, AnalyzeInjective(primitive));
   program->layout = MakeLayout(program->plan);
   program->description = DescribePlan(program->plan);
-  BuiltModule built = BuildInjectiveModule(
-      program->plan, program->layout, jit->UniqueSymbol(absl::StrCat("jit_", primitive.name())));
-  RETURN_IF_ERROR(jit->Optimize(*built.module, jit_options));
+  BuiltModule built = BuildInjectiveModule(program->plan, program->layout, kKernelSymbol);
   std::vector<std::string> symbols = {built.fast_name};
   if (!built.generic_name.empty()) symbols.push_back(built.generic_name);
   ASSIGN_OR_RETURN(program->code,
-                   jit->Add(std::move(built.context), std::move(built.module), symbols));
+                   jit->Compile(std::move(built.context), std::move(built.module), symbols,
+                                jit->KernelOptions(primitive.name(), JitLoops::kScalar, options.dump_llvm_ir,
+                                                   options.cache)));
   program->fn = reinterpret_cast<KernelFn>(program->code->symbol(0));
   if (symbols.size() > 1) program->fn_wide = reinterpret_cast<KernelFn>(program->code->symbol(1));
   return std::make_unique<JitInjectiveKernel>(std::move(program));
@@ -361,8 +359,12 @@ bool JitInjectiveOp(const OpDef& op) { return FindLowering(OpIdOf(op)) != nullpt
 const KernelProvider& JitInjectiveProvider() {
   static const GroupProvider provider(
       {"llvm.injective", kNeedsJit, &IsJitInjective,
-       [](const Function& f) { return CompileJitInjective(f); }, &JitInjectiveOp,
-       &JitInjectiveOp});
+       nullptr, &JitInjectiveOp, &JitInjectiveOp,
+       [](const Function& f, const KernelTarget& target) {
+         JitElementwiseOptions options;
+         options.cache = target.kernel_cache;
+         return CompileJitInjective(f, options);
+       }});
   return provider;
 }
 

@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "passes/compile_engine/kernel.h"
+#include "passes/compile_engine/kernel_cache.h"
 #include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/ir.h"
 
@@ -34,6 +35,8 @@ struct JitElementwiseOptions {
   // Print the optimised LLVM IR to stderr (the environment variable HETPASS_DUMP_LLVM=1 does the
   // same for every JIT module).
   bool dump_llvm_ir = false;
+  // The on-disk kernel cache to load object code from and store it in; null: none.
+  KernelCache* cache = nullptr;
 };
 
 // Whether every binding of `primitive`'s body is a call the JIT handles, with supported dtypes
@@ -60,6 +63,14 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileJitInjective(
 // The optimised LLVM IR of the kernel module CompileJitElementwise would build (not added to
 // the JIT). For tests (vectorisation checks) and debugging.
 absl::StatusOr<std::string> JitElementwiseOptimizedIr(const Function& primitive);
+
+// How many modules the process JIT has optimised and compiled to object code, and how many it
+// loaded from the kernel cache instead (tests: a warm compile generates no code).
+struct JitCounts {
+  int64_t codegens = 0;
+  int64_t cache_loads = 0;
+};
+JitCounts ProcessJitCounts();
 
 // "llvm.elementwise" and "llvm.injective": the two paths above (IsJitElementwise,
 // IsJitInjective), each fusing the ops of its lowering table.
