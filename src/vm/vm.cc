@@ -390,6 +390,11 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       // Steady state: the instruction gets back the storage it had in the previous call when
       // nobody else holds it any more (not returned to the caller) and it is large enough: no
       // pool lock, no heap. Otherwise the pool serves it and the slot remembers the new one.
+      if (in.c != 0) {  // released at a kill point: the pool serves it, no slot keeps it
+        ASSIGN_OR_RETURN(PoolingAllocator::Block block, pool(in.device)->Allocate(static_cast<size_t>(bytes)));
+        o.storage = std::make_shared<runtime::Storage>(pool(in.device), block);
+        return absl::OkStatus();
+      }
       std::shared_ptr<runtime::Storage>& slot = storage_slots[fi][pc];
       if (slot != nullptr && slot.use_count() == 1 && slot->capacity() >= static_cast<size_t>(bytes)) {
         o.storage = slot;
@@ -590,6 +595,9 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
     }
     case Opcode::kLoop:
       return Loop(f, in, regs, syms);
+    case Opcode::kKill:
+      for (int32_t i = 0; i < in.count; ++i) regs[list[i]] = Object();
+      return absl::OkStatus();
     case Opcode::kRet:
       results->clear();
       for (int32_t i = 0; i < in.count; ++i) results->push_back(regs[list[i]]);
