@@ -19,6 +19,7 @@ absl::string_view OpRoleName(OpRole r) {
     case OpRole::kAllocStorage: return "alloc-storage";
     case OpRole::kAllocTensor: return "alloc-tensor";
     case OpRole::kAllocTensorDyn: return "alloc-tensor-dyn";
+    case OpRole::kKill: return "kill";
   }
   return "<bad role>";
 }

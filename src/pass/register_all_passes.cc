@@ -3,6 +3,7 @@
 #include "passes/analysis/baseline_masks.h"
 #include "passes/device_planner/plan_devices.h"
 #include "passes/manifest_alloc/manifest_alloc.h"
+#include "passes/memory_planner/plan_memory.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/support/status_macros.h"
 #include "passes/transforms/bind_params.h"
@@ -95,6 +96,22 @@ void RegisterAllPasses(PassRegistry& r) {
         opts.function = o.GetString("function", opts.function);
         ASSIGN_OR_RETURN(opts.alignment, o.GetInt("alignment", opts.alignment));
         return CreateManifestAllocPass(opts);
+      }});
+  r.Register(PassInfo{
+      std::string(PlanMemoryOptions::kName),
+      "after manifest-alloc: share storage between tensors whose lifetimes do not overlap "
+      "(sizes compared symbolically), write pointwise kernels' outputs over dying inputs, and "
+      "insert memory.kill after each value's last use",
+      {"function: the function to plan (main)", "share: share storage (true)",
+       "in-place: outputs over dying inputs (true)", "kill: insert kill points (true)"},
+      [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+        RETURN_IF_ERROR(o.CheckKnown({"function", "share", "in-place", "kill"}));
+        PlanMemoryOptions opts;
+        opts.function = o.GetString("function", opts.function);
+        ASSIGN_OR_RETURN(opts.share, o.GetBool("share", opts.share));
+        ASSIGN_OR_RETURN(opts.in_place, o.GetBool("in-place", opts.in_place));
+        ASSIGN_OR_RETURN(opts.kill, o.GetBool("kill", opts.kill));
+        return CreatePlanMemoryPass(opts);
       }});
   r.Register(PassInfo{
       std::string(BaselineMasksPassOptions::kName),

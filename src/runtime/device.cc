@@ -35,6 +35,8 @@ DeviceCounters& DeviceCounters::operator+=(const DeviceCounters& o) {
   frees += o.frees;
   launches += o.launches;
   bad_frees += o.bad_frees;
+  held_bytes += o.held_bytes;
+  peak_held_bytes += o.peak_held_bytes;
   return *this;
 }
 

@@ -19,6 +19,7 @@ class LiveBlocks {
   // Records a raw allocation of `size` bytes at `p` made for a request of `requested` bytes.
   void Allocated(const void* p, size_t size, size_t requested, DeviceCounters& counters) {
     blocks_[Address(p)] = size;
+    counters.NoteHeld(static_cast<int64_t>(size));
     ++counters.allocs;
     counters.alloc_bytes += static_cast<int64_t>(requested);
   }
@@ -30,6 +31,7 @@ class LiveBlocks {
       ++counters.bad_frees;
       return false;
     }
+    counters.NoteHeld(-static_cast<int64_t>(it->second));
     blocks_.erase(it);
     ++counters.frees;
     return true;

@@ -87,11 +87,12 @@ class ArenaAllocator {
     return offset;
   }
 
-  // Returns false when `offset` is not the start of a live block.
-  bool Free(size_t offset) {
+  // The size of the block freed; nullopt when `offset` is not the start of a live block.
+  std::optional<size_t> Free(size_t offset) {
     auto it = used_.find(offset);
-    if (it == used_.end()) return false;
+    if (it == used_.end()) return std::nullopt;
     size_t size = it->second;
+    const size_t freed = size;
     used_.erase(it);
     // Coalesce with the free neighbours on both sides.
     auto next = free_by_offset_.find(offset + size);
@@ -111,7 +112,7 @@ class ArenaAllocator {
       }
     }
     AddFree(offset, size);
-    return true;
+    return freed;
   }
 
   // True when [offset, offset + bytes) lies inside one live block.
@@ -187,17 +188,21 @@ class SimDevice final : public Device {
     }
     ++counters_.allocs;
     counters_.alloc_bytes += static_cast<int64_t>(bytes);
+    counters_.NoteHeld(static_cast<int64_t>(rounded));
     return static_cast<void*>(base_ + *offset);
   }
 
   void Free(void* ptr) override {
     if (ptr == nullptr) return;
     std::lock_guard<std::mutex> lock(mu_);
-    if (!Owns(ptr) || !allocator_.Free(Offset(ptr))) {
+    std::optional<size_t> freed;
+    if (Owns(ptr)) freed = allocator_.Free(Offset(ptr));
+    if (!freed.has_value()) {
       ++counters_.bad_frees;
       return;
     }
     ++counters_.frees;
+    counters_.NoteHeld(-static_cast<int64_t>(*freed));
   }
 
   absl::Status CopyHostToDevice(void* device_dst, const void* host_src, size_t bytes) override {

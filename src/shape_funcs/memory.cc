@@ -53,6 +53,15 @@ void RegisterMemoryOps(OpRegistry::Builder& b) {
       .Doc("allocates a tensor of its declared type whose `?` dims are known only at run time: "
            "`dims` holds either the `?` dims in order or the whole shape (then every known dim is "
            "checked against it); memory comes from the pooling allocator");
+  b.Register("memory.kill")
+      .VariadicInput("values", InputDep::kNone)
+      .Outputs(0)
+      .Pattern(FusionPattern::kOpaque)
+      .Role(OpRole::kKill)
+      .Placed(Placement::kAnywhere)
+      .TypedByDeclaration()
+      .Doc("a kill point (plan-memory): no operand is used after it, so the run time may release "
+           "the memory they hold now instead of at the end of the function; reads nothing");
   b.Register("device_copy")
       .Input("data", InputDep::kShape)
       .Attr("src", AttrType::kString)

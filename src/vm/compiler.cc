@@ -40,6 +40,7 @@ class ModuleCompiler {
     absl::flat_hash_map<const Value*, int32_t> regs;
     absl::flat_hash_map<const Value*, int32_t> constant_index;
     std::set<std::string> bound;  // symbols bound at this point of the code
+    absl::flat_hash_map<const Value*, int32_t> storage_pc;  // alloc_storage instruction per value
   };
 
   // The first symbol of `e` not bound in `s`, or "".
@@ -424,6 +425,7 @@ class ModuleCompiler {
         ASSIGN_OR_RETURN(int32_t size, Dim(t.storage_bytes()));
         const int64_t align = n.attrs().Has("alignment") ? n.attrs().GetInt("alignment") : 64;
         const int32_t r = NewReg(s, n.result());
+        s.storage_pc[n.result()] = static_cast<int32_t>(s.fn->code.size());
         Push(s, Instruction{.op = Opcode::kAllocStorage, .device = dev, .dst = r, .a = size,
                             .b = static_cast<int32_t>(align)},
              absl::StrCat(Comment(n), " : ", t.ToString()));
@@ -463,6 +465,17 @@ class ModuleCompiler {
         Push(s, Instruction{.op = Opcode::kShapeOf, .device = DeviceKind::kCpu, .dst = r, .a = src,
                             .b = static_cast<int32_t>(dt)},
              Comment(n));
+        return absl::OkStatus();
+      }
+      case OpRole::kKill: {
+        ASSIGN_OR_RETURN(int32_t list, List(s, n.operands(), n));
+        // Storage released at a kill point goes back to the pool for other allocations of
+        // the same run: its alloc_storage must not keep it for the next call (c = 1).
+        for (const Value* v : n.operands()) {
+          auto it = s.storage_pc.find(v);
+          if (it != s.storage_pc.end()) s.fn->code[it->second].c = 1;
+        }
+        Push(s, Instruction{.op = Opcode::kKill, .list = list, .count = n.num_operands()}, Comment(n));
         return absl::OkStatus();
       }
       case OpRole::kCompute:

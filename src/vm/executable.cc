@@ -256,7 +256,7 @@ std::string Executable::ToListing() const {
         case Opcode::kArg: ops = absl::StrCat("$", in.dst, ", param ", in.a); break;
         case Opcode::kConst: ops = absl::StrCat("$", in.dst, ", c", in.a, dev); break;
         case Opcode::kAllocStorage:
-          ops = absl::StrCat("$", in.dst, ", ", DimText(*this, in.a), " bytes, align ", in.b, dev);
+          ops = absl::StrCat("$", in.dst, ", ", DimText(*this, in.a), " bytes, align ", in.b, in.c != 0 ? ", pooled" : "", dev);
           break;
         case Opcode::kAllocTensor:
           ops = absl::StrCat("$", in.dst, ", $", in.a, ", offset ", in.c, ", ", TypeText(*this, in.b));
@@ -289,6 +289,7 @@ std::string Executable::ToListing() const {
                              regs(in.list, in.count), ")");
           break;
         case Opcode::kRet: ops = regs(in.list, in.count); break;
+        case Opcode::kKill: ops = regs(in.list, in.count); break;
       }
       absl::StrAppend(&out, absl::StrFormat("  %3d  %-16s %-56s ; %s\n", pc, OpcodeName(in.op), ops,
                                             pc < f.comments.size() ? f.comments[pc] : ""));
@@ -392,6 +393,7 @@ absl::Status Executable::Verify() const {
           break;
         case Opcode::kLoop: ok = in.a >= 0 && in.a < nf && in.b >= 0 && in.count >= 2 + in.b; break;
         case Opcode::kRet: break;
+        case Opcode::kKill: break;
       }
       if (!ok) return Corrupt(at + ": operand out of range");
     }

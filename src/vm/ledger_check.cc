@@ -71,7 +71,7 @@ LedgerComparison::Field Compare(const DimExpr& promise, int64_t measured,
 
 std::string DefaultPipeline(DeviceKind target) {
   return absl::StrCat("infer-types,fold-constants,cse,dce,plan-devices{target=", DeviceName(target),
-                      "},fuse-ops,manifest-alloc");
+                      "},fuse-ops,manifest-alloc,plan-memory");
 }
 
 DimExpr::Bindings RunRecord::LedgerBindings(const CopyLedger& ledger) const {

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "passes/ir/parser.h"
 #include "passes/support/status_macros.h"
+#include "vm/memory_trace.h"
 
 namespace hetpass::vm {
 namespace {
@@ -105,8 +106,28 @@ struct VirtualMachine::Impl {
     double us = 0;
   };
   std::vector<std::vector<Acc>> profile;
+  // VmOptions::trace_memory: the byte ranges each instruction reads and writes.
+  bool tracing = false;
+  MemoryTrace trace;
+  std::vector<int32_t> kernel_outputs;  // per kernel site: how many trailing arguments it writes
 
-  explicit Impl(Executable e, VmOptions o) : exe(std::move(e)), options(o), engine(o.engine) {}
+  // Records a read or write of `a`'s bytes, when the device's allocator holds them (a
+  // borrowed host tensor is the caller's memory, not the device's).
+  void Trace(const NDArray& a, bool write) {
+    if (!tracing || !a.defined() || a.nbytes() == 0) return;
+    Device* d = a.device();
+    if (!d->Owns(a.data())) return;
+    if (write) {
+      trace.Write(d->kind(), a.data(), a.nbytes());
+    } else {
+      trace.Read(d->kind(), a.data(), a.nbytes());
+    }
+  }
+  void TraceRead(const NDArray& a) { Trace(a, /*write=*/false); }
+  void TraceWrite(const NDArray& a) { Trace(a, /*write=*/true); }
+
+  explicit Impl(Executable e, VmOptions o)
+      : exe(std::move(e)), options(o), engine(o.engine), tracing(o.trace_memory) {}
 
   absl::Status EnsureDevice(DeviceKind k) {
     const int i = static_cast<int>(k);
@@ -173,6 +194,11 @@ struct VirtualMachine::Impl {
       shape_funcs.push_back(std::move(sf));
     }
     // Kernel arities are checked once here, so Invoke need not.
+    kernel_outputs.assign(exe.kernels.size(), 0);
+    for (size_t k = 0; k < exe.kernels.size(); ++k) {
+      kernel_outputs[k] = static_cast<int32_t>(
+          primitives->FindFunction(exe.kernels[k].primitive)->body().results().size());
+    }
     for (const VmFunction& f : exe.functions) {
       for (const Instruction& in : f.code) {
         if (in.op != Opcode::kInvokeKernel) continue;
@@ -259,6 +285,7 @@ struct VirtualMachine::Impl {
         static_cast<int64_t*>(a.data())[i] = values[i];
       }
     }
+    TraceWrite(a);
     return a;
   }
 
@@ -322,6 +349,7 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::Impl::Call(int32_t fi, std::
   std::vector<Object> results;
   const bool prof = options.profile;
   for (size_t pc = 0; pc < f.code.size(); ++pc) {
+    if (tracing) trace.Tick();
     absl::Status st;
     if (prof) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -362,6 +390,11 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       // Steady state: the instruction gets back the storage it had in the previous call when
       // nobody else holds it any more (not returned to the caller) and it is large enough: no
       // pool lock, no heap. Otherwise the pool serves it and the slot remembers the new one.
+      if (in.c != 0) {  // released at a kill point: the pool serves it, no slot keeps it
+        ASSIGN_OR_RETURN(PoolingAllocator::Block block, pool(in.device)->Allocate(static_cast<size_t>(bytes)));
+        o.storage = std::make_shared<runtime::Storage>(pool(in.device), block);
+        return absl::OkStatus();
+      }
       std::shared_ptr<runtime::Storage>& slot = storage_slots[fi][pc];
       if (slot != nullptr && slot.use_count() == 1 && slot->capacity() >= static_cast<size_t>(bytes)) {
         o.storage = slot;
@@ -399,6 +432,7 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       RETURN_IF_ERROR(ExpectTensor(regs[in.a], "dims"));
       const NDArray& dims = regs[in.a].tensor;
       RETURN_IF_ERROR(ExpectHost(dims, "dims"));
+      TraceRead(dims);
       const TypeSpec& t = exe.types[in.b];
       const int64_t n = dims.num_elements();
       int unknown = 0;
@@ -452,6 +486,10 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
             o.tensor.data(), o.tensor.nbytes(),
             accelerator && o.tensor.device()->kind() == DeviceKind::kCpu});
       }
+      if (tracing) {
+        const int32_t first_output = in.count - kernel_outputs[in.a];
+        for (int32_t i = 0; i < in.count; ++i) Trace(regs[list[i]].tensor, i >= first_output);
+      }
       KernelInstance* k = instances[in.a].get();
       const KernelContext& ctx = contexts[static_cast<int>(in.device)];
       return dev(in.device)->Launch(absl::MakeSpan(launch_scratch), [this, k, &ctx]() {
@@ -469,6 +507,7 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
         args[i].shape = o.tensor.shape;
         if (NeedsValue(sf.mask()[i])) {
           RETURN_IF_ERROR(ExpectHost(o.tensor, absl::StrCat("shape function argument ", i, " (read as a value)")));
+          TraceRead(o.tensor);
           ASSIGN_OR_RETURN(values[i], Tensor::FromBytes(o.tensor.dtype, {o.tensor.shape.begin(), o.tensor.shape.end()},
                                                         absl::string_view(static_cast<const char*>(o.tensor.data()),
                                                                           o.tensor.nbytes())));
@@ -488,6 +527,8 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
     case Opcode::kDeviceCopy: {
       RETURN_IF_ERROR(ExpectTensor(regs[in.a], "copy source"));
       ASSIGN_OR_RETURN(NDArray a, Copy(regs[in.a].tensor, in.device));
+      TraceRead(regs[in.a].tensor);
+      TraceWrite(a);
       regs[in.dst] = Object::FromTensor(std::move(a));
       return absl::OkStatus();
     }
@@ -532,6 +573,7 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       RETURN_IF_ERROR(ExpectTensor(regs[in.c], "if condition"));
       const NDArray& c = regs[in.c].tensor;
       RETURN_IF_ERROR(ExpectHost(c, "if condition"));
+      TraceRead(c);
       if (c.num_elements() != 1) {
         return absl::InvalidArgumentError(absl::StrCat("if condition has ", c.num_elements(), " elements"));
       }
@@ -551,6 +593,9 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
     }
     case Opcode::kLoop:
       return Loop(f, in, regs, syms);
+    case Opcode::kKill:
+      for (int32_t i = 0; i < in.count; ++i) regs[list[i]] = Object();
+      return absl::OkStatus();
     case Opcode::kRet:
       results->clear();
       for (int32_t i = 0; i < in.count; ++i) results->push_back(regs[list[i]]);
@@ -574,6 +619,7 @@ absl::Status VirtualMachine::Impl::Loop(const VmFunction& f, const Instruction& 
     if (regs[reg].tensor.num_elements() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(what, " is not a scalar"));
     }
+    TraceRead(regs[reg].tensor);
     return ReadInt(regs[reg].tensor, 0);
   };
   ASSIGN_OR_RETURN(int64_t max_trips, host_int(list[0], "loop max_trips"));
@@ -597,6 +643,7 @@ absl::Status VirtualMachine::Impl::Loop(const VmFunction& f, const Instruction& 
     }
     RETURN_IF_ERROR(ExpectTensor(out[0], "loop body condition"));
     RETURN_IF_ERROR(ExpectHost(out[0].tensor, "loop body condition"));
+    TraceRead(out[0].tensor);
     ASSIGN_OR_RETURN(cond, ReadInt(out[0].tensor, 0));
     cond_obj = out[0];
     for (int32_t i = 0; i < carried; ++i) state[i] = std::move(out[1 + i]);
@@ -625,6 +672,11 @@ absl::Status VirtualMachine::Impl::Loop(const VmFunction& f, const Instruction& 
       }
     }
     ASSIGN_OR_RETURN(NDArray stacked, runtime::AllocateTensor(pool(where), dtype, std::move(shape)));
+    if (tracing) {
+      trace.Tick();
+      for (const NDArray& p : parts) TraceRead(p);
+      TraceWrite(stacked);
+    }
     Device* d = dev(where);
     RETURN_IF_ERROR(d->Launch([&]() -> absl::Status {
       size_t off = 0;
@@ -697,9 +749,38 @@ absl::StatusOr<std::vector<Tensor>> VirtualMachine::RunWithHostTensors(absl::str
     args.push_back(Object::FromTensor(std::move(a)));
   }
   ResetCounters();
+  Impl& m = *impl_;
+  if (m.tracing) {
+    m.trace.Clear();
+    for (const Object& c : m.constants) {
+      if (c.tensor.defined() && c.tensor.device()->Owns(c.tensor.data())) {
+        m.trace.Persistent(c.tensor.device()->kind(), c.tensor.data(), c.tensor.nbytes());
+      }
+    }
+  }
   auto out = RunRecorded(fi, std::move(args));
   last_run_ = Counters();
   if (!out.ok()) return out.status();
+  if (m.tracing) {
+    m.trace.Tick();  // the results are read once more when they are handed back
+    for (const Object& o : *out) {
+      if (o.kind == Object::Kind::kTensor) m.TraceRead(o.tensor);
+    }
+  }
+  last_memory_.clear();
+  for (const auto& d : m.devices) {
+    if (!d) continue;
+    MemoryStats stats;
+    stats.device = d->kind();
+    stats.peak_bytes = d->counters().peak_held_bytes;
+    stats.liveness_lower_bound_bytes = m.tracing ? m.trace.LowerBound(d->kind()) : -1;
+    for (const Object& c : m.constants) {
+      if (c.tensor.defined() && c.tensor.device() == d.get() && d->Owns(c.tensor.data())) {
+        stats.constant_bytes += static_cast<int64_t>(c.tensor.nbytes());
+      }
+    }
+    last_memory_.push_back(stats);
+  }
   std::vector<Tensor> host;
   for (size_t i = 0; i < out->size(); ++i) {
     const Object& o = (*out)[i];

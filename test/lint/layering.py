@@ -16,6 +16,7 @@ The layers, lowest first:
   device_planner  plan-devices and its rules
   analysis        copy ledger, baseline masks
   manifest_alloc  manifest-alloc
+  memory_planner  plan-memory (storage sharing, in-place outputs, kill points)
   pipeline        src/pass/register_all_passes.cc: the list of every pass (it names them all,
                   as src/shape_funcs/register_all.cc names every op family)
   vm              executable, compiler, interpreter
@@ -32,7 +33,7 @@ import re
 import sys
 
 LAYERS = ["support", "ir", "shape_funcs", "runtime", "compile_engine", "pass", "transforms",
-          "device_planner", "analysis", "manifest_alloc", "pipeline", "vm", "frontend", "testing"]
+          "device_planner", "analysis", "manifest_alloc", "memory_planner", "pipeline", "vm", "frontend", "testing"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 # Files whose layer is not their folder's, with the reason.
 FILE_LAYERS = {

@@ -174,6 +174,36 @@ std::string CountersJson(const runtime::DeviceCounters& c) {
       c.param_calls, c.param_bytes, c.syncs, c.allocs, c.launches);
 }
 
+std::string JsonString(absl::string_view s);
+
+// Per device: peak device bytes held and the liveness lower bound (docs/memory_planning.md).
+std::string MemoryJson(const std::vector<vm::MemoryStats>& memory) {
+  std::string out = "[";
+  for (size_t i = 0; i < memory.size(); ++i) {
+    const vm::MemoryStats& m = memory[i];
+    absl::StrAppend(&out, i ? ", " : "", "{\"device\": ", JsonString(DeviceName(m.device)),
+                    ", \"peak_bytes\": ", m.peak_bytes, ", \"liveness_lower_bound_bytes\": ",
+                    m.liveness_lower_bound_bytes, ", \"constant_bytes\": ", m.constant_bytes, "}");
+  }
+  return out + "]";
+}
+
+// "  sim  peak 1234 B, liveness lower bound 1100 B (1.12x), constants 512 B" per device.
+std::string MemoryText(const std::vector<vm::MemoryStats>& memory) {
+  std::string out;
+  for (const vm::MemoryStats& m : memory) {
+    std::string ratio;
+    if (m.liveness_lower_bound_bytes > 0) {
+      ratio = absl::StrFormat(" (%.3fx)", static_cast<double>(m.peak_bytes) /
+                                              static_cast<double>(m.liveness_lower_bound_bytes));
+    }
+    absl::StrAppendFormat(&out, "  %-5s peak %d B, liveness lower bound %d B%s, constants %d B\n",
+                          DeviceName(m.device), m.peak_bytes, m.liveness_lower_bound_bytes, ratio,
+                          m.constant_bytes);
+  }
+  return out;
+}
+
 std::string JsonString(absl::string_view s) {
   std::string out = "\"";
   for (char c : s) {
@@ -388,6 +418,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
 
   vm::VmOptions options;
   options.profile = absl::GetFlag(FLAGS_profile);
+  options.trace_memory = true;
   options.sim.guard = !absl::GetFlag(FLAGS_no_guard);
   const int64_t instructions = exe.InstructionCount(function);
   const std::string listing = absl::GetFlag(FLAGS_listing) ? exe.ToListing() : "";
@@ -447,7 +478,8 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
                       absl::StrFormat("%.9g", c.sum), ", \"abs_sum\": ", absl::StrFormat("%.9g", c.abs_sum),
                       ", \"fnv1a\": \"", absl::StrFormat("%016x", c.hash), "\"}");
     }
-    absl::StrAppend(&out, "], \"counters\": ", CountersJson(last), ", \"steady_state_device_allocs\": ",
+    absl::StrAppend(&out, "], \"counters\": ", CountersJson(last), ", \"memory\": ",
+                    MemoryJson(machine->LastRunMemory()), ", \"steady_state_device_allocs\": ",
                     steady_allocs, ", \"times_us\": {\"cold\": ", absl::StrFormat("%.3f", times_us[0]),
                     ", \"median\": ", absl::StrFormat("%.3f", median), ", \"min\": ",
                     absl::StrFormat("%.3f", warm.front()), ", \"runs\": ", repeat, "}");
@@ -510,6 +542,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   }
   std::cout << absl::StrFormat("device allocations: first run %d, later runs %d; kernel launches %d\n",
                                counters[0].allocs, steady_allocs, last.launches);
+  std::cout << "device memory of the last run\n" << MemoryText(machine->LastRunMemory());
   std::cout << absl::StrFormat("time     first run %.1f us, then median %.1f us, min %.1f us (%d runs%s)\n",
                                times_us[0], median, warm.front(), repeat,
                                absl::GetFlag(FLAGS_flush_cache) ? ", caches flushed before each" : ", warm caches");
@@ -574,7 +607,9 @@ absl::Status TestOnnx(const std::string& dir) {
   vm::Executable exe;
   RETURN_IF_ERROR(Compile(*module, pipeline, "main", ledger, exe));
   const vm::VmFunction fn = exe.functions[exe.FindFunction("main")];
-  ASSIGN_OR_RETURN(auto machine, Stage("vm-load", vm::VirtualMachine::Load(std::move(exe))));
+  vm::VmOptions options;
+  options.trace_memory = true;
+  ASSIGN_OR_RETURN(auto machine, Stage("vm-load", vm::VirtualMachine::Load(std::move(exe), options)));
 
   std::vector<std::string> sets;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -647,7 +682,8 @@ absl::Status TestOnnx(const std::string& dir) {
       absl::StrAppend(&json_sets, json_sets.empty() ? "" : ", ", "{\"set\": ", JsonString(name),
                       ", \"pass\": ", pass ? "true" : "false", ", \"max_abs_err\": ",
                       absl::StrFormat("%.3g", max_err), ", \"message\": ", JsonString(verdict),
-                      ", \"counters\": ", CountersJson(counters), ", \"ledger_agrees\": ",
+                      ", \"counters\": ", CountersJson(counters), ", \"memory\": ",
+                      MemoryJson(machine->LastRunMemory()), ", \"ledger_agrees\": ",
                       agree.ok() ? "true" : "false", ", \"ledger_exact\": ",
                       comparison.exact() ? "true" : "false", ", \"ledger_summary\": ",
                       JsonString(comparison.Summary()), ", \"bindings\": ", BindingsJson(bindings),
@@ -656,7 +692,8 @@ absl::Status TestOnnx(const std::string& dir) {
       std::cout << absl::StrFormat("%s: %s (max abs err %.3g)%s\n", name, pass ? "PASS" : "FAIL", max_err,
                                    verdict.empty() ? "" : absl::StrCat(": ", verdict));
       std::cout << "  " << BindingsText(bindings) << "\n"
-                << comparison.Table() << "  " << comparison.Summary() << "\n";
+                << comparison.Table() << "  " << comparison.Summary() << "\n"
+                << MemoryText(machine->LastRunMemory());
     }
   }
   if (json) {

@@ -29,6 +29,7 @@ bool IsAllocationRole(OpRole role) {
     case OpRole::kAllocStorage:
     case OpRole::kAllocTensor:
     case OpRole::kAllocTensorDyn:
+    case OpRole::kKill:
       return true;
     case OpRole::kCompute:
     case OpRole::kShapeQuery:

@@ -67,6 +67,7 @@ enum class OpRole : uint8_t {
   kAllocStorage,  // allocates device memory (manifest-alloc)
   kAllocTensor,   // views storage as a tensor (manifest-alloc)
   kAllocTensorDyn,  // allocates a tensor whose dims arrive at run time (manifest-alloc)
+  kKill,            // its operands are dead from here on: their memory may be released (plan-memory)
 };
 absl::string_view OpRoleName(OpRole r);
 

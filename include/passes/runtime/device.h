@@ -49,6 +49,19 @@ struct DeviceCounters {
   // Free() of a pointer the device did not hand out, or freed twice: ignored (Free cannot fail),
   // but counted so tests can assert there were none. ToString shows it only when non-zero.
   int64_t bad_frees = 0;
+  // Device memory held: bytes of raw allocations not yet freed (what the device's allocator
+  // took from the device, blocks cached by a pooling allocator included), now and at its
+  // highest since the last reset. Not counters: ResetCounters keeps held_bytes and starts
+  // peak_held_bytes at it, so the peak of a run covers everything held while it ran. Summed
+  // over devices (operator+=), the peaks add up to a bound, not a simultaneous peak.
+  int64_t held_bytes = 0;
+  int64_t peak_held_bytes = 0;
+
+  // Records a raw allocation (delta > 0) or free (delta < 0) of device memory.
+  void NoteHeld(int64_t delta) {
+    held_bytes += delta;
+    if (held_bytes > peak_held_bytes) peak_held_bytes = held_bytes;
+  }
 
   DeviceCounters& operator+=(const DeviceCounters& o);
   // "h2d 1 (4096 B), d2h 0 (0 B), d2d 0 (0 B), syncs 0, allocs 0, launches 3" (params
@@ -117,7 +130,13 @@ class Device {
   virtual void* native_queue() const { return nullptr; }
 
   const DeviceCounters& counters() const { return counters_; }
-  void ResetCounters() { counters_ = DeviceCounters(); }
+  // Zeroes the counters; the memory held stays (and starts the new peak).
+  void ResetCounters() {
+    const int64_t held = counters_.held_bytes;
+    counters_ = DeviceCounters();
+    counters_.held_bytes = held;
+    counters_.peak_held_bytes = held;
+  }
 
  protected:
   DeviceCounters counters_;

@@ -5,7 +5,8 @@
 //   arg            $dst, param              check the argument (dtype, rank, device, static and
 //                                           repeated-symbol dims) and bind its symbols
 //   const          $dst, constant           a constant, placed on its device at load
-//   alloc_storage  $dst, dim, align, dev    pooled device memory of a symbolic byte size
+//   alloc_storage  $dst, dim, align, dev    pooled device memory of a symbolic byte size (c = 1:
+//                                           released at a kill, so not kept for the next call)
 //   alloc_tensor   $dst, $storage, offset, type     a view of storage (dims: dim programs)
 //   alloc_tensor_dyn $dst, $dims, type, dev a tensor whose `?` dims come from a host value
 //   invoke_kernel  site, $args...           launch a compiled kernel (destination passing)
@@ -17,6 +18,8 @@
 //   if             $cond, then, else, $captures... -> $dsts   regions are VM functions
 //   loop           body, $max, $cond, $init..., $captures... -> $dsts (ONNX Loop semantics)
 //   ret            $values...
+//   kill           $values...               drop the registers (memory.kill): storage returns
+//                                           to its pool when its last reference goes
 // Symbols (batch `n`, ...) are bound once per call by `arg` into integer slots; every size is a
 // tiny postfix program over those slots, evaluated inside the instruction that needs it, so a
 // dynamic-shape program has the same instructions as its static build.
@@ -55,14 +58,15 @@ namespace hetpass::vm {
   X(kMove, "move")              \
   X(kIf, "if")                  \
   X(kLoop, "loop")              \
-  X(kRet, "ret")
+  X(kRet, "ret")                \
+  X(kKill, "kill")
 
 enum class Opcode : uint8_t {
 #define HETPASS_VM_OPCODE_ENUM(e, name) e,
   HETPASS_VM_OPCODES(HETPASS_VM_OPCODE_ENUM)
 #undef HETPASS_VM_OPCODE_ENUM
 };
-inline constexpr int kNumOpcodes = 16;
+inline constexpr int kNumOpcodes = 17;
 absl::string_view OpcodeName(Opcode op);
 
 // Fixed-size instruction; variable operand lists live in the function's operand pool.

@@ -47,6 +47,10 @@ struct VmOptions {
   CompileEngineOptions engine;
   runtime::SimDeviceOptions sim;
   bool profile = false;  // per-instruction times (Profile())
+  // Records the device byte ranges every instruction reads and writes, so RunWithHostTensors
+  // can report the run's liveness lower bound (LastRunMemory). Costs one vector append per
+  // tensor an instruction touches; off by default.
+  bool trace_memory = false;
   // Replaces the compile engine for kernels (benchmarks of the dispatch loop use no-op kernels).
   std::function<absl::StatusOr<std::shared_ptr<const CompiledKernel>>(const Function&, DeviceKind)>
       kernel_factory;
@@ -63,6 +67,22 @@ struct RunRecord {
   DimExpr::Bindings LedgerBindings(const CopyLedger& ledger) const;
   // "$loop0=12, $if1_then=1" for the ledger's regions.
   std::string RegionsText(const CopyLedger& ledger) const;
+};
+
+// Device memory of one run (RunWithHostTensors), per device the run used. Definitions in
+// docs/memory_planning.md.
+struct MemoryStats {
+  DeviceKind device = DeviceKind::kCpu;
+  // Device memory held by the device's allocators at its highest during the run: raw
+  // allocations not yet freed, blocks cached by the pools, constants and staged arguments
+  // included (DeviceCounters::peak_held_bytes).
+  int64_t peak_bytes = 0;
+  // The largest sum of bytes holding live values at any program point of the run, each byte
+  // counted once (memory_trace.h); constants count for the whole run. -1 without
+  // VmOptions::trace_memory.
+  int64_t liveness_lower_bound_bytes = -1;
+  // Bytes of the constants placed on the device at load (part of both figures above).
+  int64_t constant_bytes = 0;
 };
 
 struct ProfileEntry {
@@ -91,6 +111,8 @@ class VirtualMachine {
   void ResetCounters();
   const runtime::DeviceCounters& LastRunCounters() const { return last_run_; }
   const RunRecord& LastRunRecord() const { return last_record_; }
+  // Per device used (cpu first, then the accelerators in devices.def order).
+  const std::vector<MemoryStats>& LastRunMemory() const { return last_memory_; }
 
   runtime::Device* device(DeviceKind kind) const;
   runtime::PoolingAllocator* pool(DeviceKind kind) const;
@@ -110,6 +132,7 @@ class VirtualMachine {
   const Executable& exe_;
   runtime::DeviceCounters last_run_;
   RunRecord last_record_;
+  std::vector<MemoryStats> last_memory_;
 };
 
 // The pass pipeline that takes a module to VM-ready IR for `target` (cpu, sim, cuda).
