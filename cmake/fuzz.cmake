@@ -54,6 +54,7 @@ list(APPEND HETPASS_FUZZ_CORE_SOURCES
      ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/executable.cc ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/vm.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/memory_trace.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/src/compile_engine/compile_engine.cc
+     ${CMAKE_CURRENT_SOURCE_DIR}/src/compile_engine/kernel_cache.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/test/fuzz/no_kernel_providers.cc)
 hetpass_fuzz_sources(HETPASS_FUZZ_SEED_SOURCES pass analysis device_planner manifest_alloc
                      memory_planner)

@@ -71,9 +71,9 @@ Measured RunTwice(vm::Executable exe, const std::vector<Tensor>& inputs) {
 }
 
 std::string WithoutPlanMemory(const std::string& pipeline) {
-  const std::string suffix = ",plan-memory";
-  EXPECT_TRUE(absl::EndsWith(pipeline, suffix)) << pipeline;
-  return pipeline.substr(0, pipeline.size() - suffix.size());
+  const size_t at = pipeline.rfind(",plan-memory");
+  EXPECT_NE(at, std::string::npos) << pipeline;
+  return pipeline.substr(0, at);
 }
 
 void ExpectSameCopies(const runtime::DeviceCounters& a, const runtime::DeviceCounters& b) {

@@ -643,6 +643,98 @@ TEST(PoolingAllocator, ReusesCachedBlocks) {
   EXPECT_EQ(pool.blocks_in_use(), 0);
 }
 
+// Tests the run-time plan: a growing sequence (the pattern of a loop that appends) held in a
+// cache alone takes a new block at every step, while the planned arena of the next run holds
+// only what is live at once; a repeated run is served from the arena with zero raw allocations
+// and blocks whose lifetimes overlap never share bytes; a run that differs falls back to the
+// cache and plans again; a block still held at the end of a run (a result) is never in the
+// arena.
+TEST(PoolingAllocator, RunTimePlanPacksARunIntoOneArena) {
+  auto sim = Sim(size_t{64} << 20);
+  PoolingAllocator pool(sim.get());
+  std::vector<size_t> growing;
+  for (size_t k = 1; k <= 16; ++k) growing.push_back(k * 4096);
+  pool.BeginRun();
+  RunSequence(pool, growing, /*hold=*/1);
+  pool.EndRun();
+  // Live at once: two neighbours, at most 16 + 15 pages.
+  EXPECT_LE(pool.arena_bytes(), size_t{31} * 4096);
+  EXPECT_GE(pool.arena_bytes(), size_t{31} * 4096);
+  EXPECT_EQ(pool.cached_bytes(), 0u) << "the arena replaces the cache";
+
+  // Allocates `growing` keeping `hold` + 1 blocks live, checking that blocks live at once
+  // never share bytes.
+  auto run = [&](size_t hold) {
+    pool.BeginRun();
+    std::vector<PoolingAllocator::Block> live;
+    for (size_t bytes : growing) {
+      auto b = pool.Allocate(bytes);
+      ASSERT_TRUE(b.ok()) << b.status();
+      for (const auto& other : live) {
+        const char* x = static_cast<const char*>(b->ptr);
+        const char* y = static_cast<const char*>(other.ptr);
+        EXPECT_TRUE(x + bytes <= y || y + other.capacity <= x) << "hold " << hold;
+      }
+      live.push_back(*b);
+      if (live.size() > hold) {
+        pool.Release(live.front());
+        live.erase(live.begin());
+      }
+    }
+    for (const auto& b : live) pool.Release(b);
+    pool.EndRun();
+  };
+  sim->ResetCounters();
+  run(1);
+  EXPECT_EQ(sim->counters().allocs, 0) << "a repeated run is served from the arena";
+  EXPECT_EQ(pool.blocks_in_use(), 0);
+  // The same sizes with longer lifetimes: the replay stops at the first late release, so no
+  // block lands on bytes still in use; the next identical run is planned again.
+  run(2);
+  sim->ResetCounters();
+  run(2);
+  EXPECT_EQ(sim->counters().allocs, 0);
+
+  // A run whose third request differs: from there it takes gaps of the arena (no raw
+  // allocation: the sizes fit), and its end plans again; a larger run needs new memory and
+  // grows the arena, after which it repeats with none.
+  std::vector<size_t> other = growing;
+  other[2] = 3 * 4096 + 64;
+  sim->ResetCounters();
+  pool.BeginRun();
+  RunSequence(pool, other, /*hold=*/1);
+  pool.EndRun();
+  EXPECT_EQ(sim->counters().allocs, 0);
+  std::vector<size_t> larger;
+  for (size_t n : growing) larger.push_back(2 * n);
+  const size_t before = pool.arena_bytes();
+  pool.BeginRun();
+  RunSequence(pool, larger, /*hold=*/1);
+  pool.EndRun();
+  EXPECT_GT(sim->counters().allocs, 0);
+  EXPECT_GT(pool.arena_bytes(), before);
+  sim->ResetCounters();
+  pool.BeginRun();
+  RunSequence(pool, larger, /*hold=*/1);
+  pool.EndRun();
+  EXPECT_EQ(sim->counters().allocs, 0) << "the new plan serves the new sequence";
+
+  // A result (not released within the run) comes from the cache, never from the arena.
+  pool.BeginRun();
+  auto result = pool.Allocate(8192);
+  ASSERT_TRUE(result.ok());
+  RunSequence(pool, {4096, 4096}, /*hold=*/0);
+  pool.EndRun();
+  pool.BeginRun();
+  auto again = pool.Allocate(8192);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->ptr, result->ptr) << "the result still held must not be handed out";
+  RunSequence(pool, {4096, 4096}, /*hold=*/0);
+  pool.EndRun();
+  pool.Release(*result);
+  pool.Release(*again);
+}
+
 // Tests that Trim returns every cached block to the device, and the next request is raw again.
 TEST(PoolingAllocator, TrimFreesCache) {
   auto sim = Sim();

@@ -27,10 +27,25 @@
 //     owners that may still use them; freeing them would turn a lifetime mistake into a silent
 //     use-after-free, so they are left allocated (the device's allocs vs frees counters show the
 //     leak in tests).
+//   - Run-time plan (BeginRun/EndRun, called by the VM around each top-level call). Freed blocks
+//     of mixed sizes fragment a cache (a growing sequence of requests takes a new block each
+//     time), so a cache alone holds far more than is ever live. A run records each request
+//     (size rounded to 64 bytes, the event numbers of its allocation and release). At the end,
+//     the requests released within the run (everything but the results handed out) are placed
+//     in one arena, largest first, each at the lowest offset not overlapping a placed request
+//     whose lifetime overlaps its own (greedy by size, as TFLite's arena planner); the arena is
+//     allocated, the cache trimmed. The next run is served from the arena while its events
+//     (allocations with their sizes, and releases) repeat the recorded ones in order (the same
+//     shapes and control flow: the steady state, with zero raw allocations); from the first
+//     event that differs the rest of the run takes the first gap of the arena between the
+//     arena blocks live then, else the cache (blocks handed out before were placed apart from
+//     everything live with them), and its end plans again. The arena only grows: a run with
+//     smaller shapes fits the old one and allocates nothing. Results (not released within the run) always come from the cache.
 // Thread safety: one mutex guards the cache and the in-use map; it is not held across raw
 // device calls (the device is thread-safe itself).
 #include "passes/runtime/device.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -63,17 +78,128 @@ struct PoolingAllocator::State {
   std::map<size_t, std::vector<void*>> cached;  // capacity -> blocks, best fit by lower_bound
   absl::flat_hash_map<void*, size_t> in_use;  // block -> capacity
   size_t cached_bytes = 0;
+
+  // The run-time plan.
+  struct Request {
+    size_t bytes = 0;        // rounded to kAlignment
+    int64_t alloc = 0;       // event numbers within the run
+    int64_t release = -1;    // -1: not released within the run (a result)
+  };
+  struct Placed {
+    size_t bytes = 0;
+    size_t offset = 0;
+    bool in_arena = false;   // false: a result, served by the cache
+  };
+  bool in_run = false;
+  bool replaying = false;    // serving this run from the arena (no event has differed yet)
+  bool arena_usable = false; // no arena block was held at the start of the run
+  // The run's events in order: 2r for request r's allocation, 2r + 1 for its release. A run
+  // is replayed while its events repeat the planned run's exactly: sizes alone would not do,
+  // a block released later than planned would overlap the next one placed on its bytes.
+  std::vector<int64_t> events;
+  std::vector<int64_t> plan_events;
+  std::vector<Request> trace;
+  absl::flat_hash_map<void*, size_t> traced;    // block -> its request in `trace`
+  absl::flat_hash_map<void*, size_t> in_arena;  // arena block in use -> its request
+  std::vector<Placed> plan;
+  void* arena = nullptr;
+  size_t arena_bytes = 0;
 };
+
+namespace {
+
+// Offsets for the requests released within the run; returns the arena size.
+size_t PlaceRequests(const std::vector<PoolingAllocator::State::Request>& trace,
+                     std::vector<PoolingAllocator::State::Placed>& plan) {
+  plan.assign(trace.size(), {});
+  std::vector<size_t> order;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    plan[i].bytes = trace[i].bytes;
+    if (trace[i].release >= 0) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return trace[a].bytes > trace[b].bytes; });
+  size_t total = 0;
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    // Placed requests alive at the same time, by offset; take the first gap that fits.
+    std::vector<std::pair<size_t, size_t>> busy;  // offset, end
+    for (size_t j : placed) {
+      if (trace[j].alloc < trace[i].release && trace[i].alloc < trace[j].release) {
+        busy.emplace_back(plan[j].offset, plan[j].offset + plan[j].bytes);
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t offset = 0;
+    for (const auto& [begin, end] : busy) {
+      if (begin >= offset + trace[i].bytes) break;
+      offset = std::max(offset, end);
+    }
+    plan[i].offset = offset;
+    plan[i].in_arena = true;
+    total = std::max(total, offset + trace[i].bytes);
+    placed.push_back(i);
+  }
+  return total;
+}
+
+}  // namespace
 
 PoolingAllocator::PoolingAllocator(Device* device)
     : device_(device), state_(std::make_unique<State>()) {}
 
-PoolingAllocator::~PoolingAllocator() { Trim(); }
+PoolingAllocator::~PoolingAllocator() {
+  Trim();
+  // Arena blocks still in use belong to owners that may use them (see the destructor note
+  // above): the arena is then left allocated.
+  if (state_->arena != nullptr && state_->in_arena.empty()) device_->Free(state_->arena);
+}
 
 absl::StatusOr<PoolingAllocator::Block> PoolingAllocator::Allocate(size_t bytes) {
   size_t capacity = SizeClass(bytes);
+  size_t request = SIZE_MAX;  // index in the run's trace
   {
     std::lock_guard<std::mutex> lock(state_->mu);
+    State& st = *state_;
+    if (st.in_run) {
+      const size_t rounded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+      request = st.trace.size();
+      st.trace.push_back({rounded, static_cast<int64_t>(st.events.size()), -1});
+      st.events.push_back(2 * static_cast<int64_t>(request));
+      if (st.replaying) {
+        const size_t e = st.events.size() - 1;
+        if (request >= st.plan.size() || st.plan[request].bytes != rounded ||
+            e >= st.plan_events.size() || st.plan_events[e] != st.events[e]) {
+          st.replaying = false;  // the run differs from the plan: the cache serves the rest
+        } else if (st.plan[request].in_arena) {
+          void* ptr = static_cast<char*>(st.arena) + st.plan[request].offset;
+          st.in_arena[ptr] = request;
+          ++in_use_;
+          return Block{ptr, rounded};
+        }
+      }
+      // Off the plan (other shapes, other control flow): the first gap of the arena between
+      // the arena blocks live now, so smaller shapes still need no raw allocation.
+      if (!st.replaying && st.arena_usable && st.arena != nullptr) {
+        std::vector<std::pair<size_t, size_t>> busy;  // offset, end
+        for (const auto& [ptr, r] : st.in_arena) {
+          const size_t offset = static_cast<size_t>(static_cast<char*>(ptr) - static_cast<char*>(st.arena));
+          busy.emplace_back(offset, offset + st.trace[r].bytes);
+        }
+        std::sort(busy.begin(), busy.end());
+        size_t offset = 0;
+        for (const auto& [begin, end] : busy) {
+          if (begin >= offset + rounded) break;
+          offset = std::max(offset, end);
+        }
+        if (offset + rounded <= st.arena_bytes) {
+          void* ptr = static_cast<char*>(st.arena) + offset;
+          st.in_arena[ptr] = request;
+          ++in_use_;
+          return Block{ptr, rounded};
+        }
+      }
+    }
     auto it = state_->cached.lower_bound(capacity);
     while (it != state_->cached.end() && it->second.empty()) ++it;
     if (it != state_->cached.end()) {
@@ -81,6 +207,7 @@ absl::StatusOr<PoolingAllocator::Block> PoolingAllocator::Allocate(size_t bytes)
       it->second.pop_back();
       state_->cached_bytes -= block.capacity;
       state_->in_use[block.ptr] = block.capacity;
+      if (request != SIZE_MAX) state_->traced[block.ptr] = request;
       ++in_use_;
       return block;
     }
@@ -93,6 +220,7 @@ absl::StatusOr<PoolingAllocator::Block> PoolingAllocator::Allocate(size_t bytes)
   if (!raw.ok()) return raw.status();
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->in_use[*raw] = capacity;
+  if (request != SIZE_MAX && state_->in_run) state_->traced[*raw] = request;
   ++in_use_;
   return Block{*raw, capacity};
 }
@@ -100,6 +228,27 @@ absl::StatusOr<PoolingAllocator::Block> PoolingAllocator::Allocate(size_t bytes)
 void PoolingAllocator::Release(Block block) {
   if (block.ptr == nullptr) return;
   std::lock_guard<std::mutex> lock(state_->mu);
+  State& st = *state_;
+  // A release within the run is an event of the trace; out of order, it ends the replay.
+  auto record_release = [&st](size_t request) {
+    if (!st.in_run || request >= st.trace.size()) return;
+    st.trace[request].release = static_cast<int64_t>(st.events.size());
+    st.events.push_back(2 * static_cast<int64_t>(request) + 1);
+    const size_t e = st.events.size() - 1;
+    if (st.replaying && (e >= st.plan_events.size() || st.plan_events[e] != st.events[e])) {
+      st.replaying = false;
+    }
+  };
+  if (auto a = st.in_arena.find(block.ptr); a != st.in_arena.end()) {
+    record_release(a->second);
+    st.in_arena.erase(a);
+    --in_use_;
+    return;
+  }
+  if (auto t = st.traced.find(block.ptr); t != st.traced.end()) {
+    record_release(t->second);
+    st.traced.erase(t);
+  }
   auto it = state_->in_use.find(block.ptr);
   if (it == state_->in_use.end()) return;  // double release or foreign block: see above
   size_t capacity = it->second;            // the pool's record, not the caller's copy
@@ -119,6 +268,60 @@ void PoolingAllocator::Trim() {
   for (const auto& [capacity, blocks] : to_free) {
     for (void* ptr : blocks) device_->Free(ptr);
   }
+}
+
+void PoolingAllocator::BeginRun() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  State& st = *state_;
+  st.in_run = true;
+  // An arena block still held from an earlier run (a result kept by its caller) would collide
+  // with this run's offsets: the arena then sits out the run.
+  st.arena_usable = st.in_arena.empty();
+  st.replaying = st.arena_usable && st.arena != nullptr && !st.plan.empty();
+  st.events.clear();
+  st.trace.clear();
+  st.traced.clear();
+}
+
+void PoolingAllocator::EndRun() {
+  void* old_arena = nullptr;
+  size_t new_bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    State& st = *state_;
+    st.in_run = false;
+    st.traced.clear();
+    if (st.replaying && st.events.size() == st.plan_events.size()) return;  // it was the plan
+    if (st.trace.empty() && st.plan.empty()) return;       // nothing allocated, nothing planned
+    // An arena block still held past its run (never expected) keeps the old arena alive and
+    // planning off, rather than freeing memory in use.
+    if (!st.in_arena.empty()) {
+      st.plan.clear();
+      return;
+    }
+    new_bytes = PlaceRequests(st.trace, st.plan);
+    st.plan_events = st.events;
+    if (new_bytes <= st.arena_bytes) return;  // the arena holds the new plan: it only grows
+    old_arena = st.arena;
+    st.arena = nullptr;
+    st.arena_bytes = 0;
+  }
+  if (old_arena != nullptr) device_->Free(old_arena);
+  Trim();  // the cache's blocks: the arena replaces them
+  if (new_bytes == 0) return;
+  absl::StatusOr<void*> raw = device_->Allocate(new_bytes);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (!raw.ok()) {
+    state_->plan.clear();  // no arena: the cache serves every run
+    return;
+  }
+  state_->arena = *raw;
+  state_->arena_bytes = new_bytes;
+}
+
+size_t PoolingAllocator::arena_bytes() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->arena_bytes;
 }
 
 size_t PoolingAllocator::cached_bytes() const {

@@ -98,9 +98,6 @@ struct VirtualMachine::Impl {
   std::vector<FrameCache> frames;  // per function
   // Per function: how many times it ran since the last reset (the copy ledger's region terms).
   std::vector<int64_t> executions;
-  // Per function and pc of alloc_storage: the storage that instruction used last (see there).
-  // Declared after the pools: released to them before they are destroyed.
-  std::vector<std::vector<std::shared_ptr<runtime::Storage>>> storage_slots;
   struct Acc {
     int64_t calls = 0;
     double us = 0;
@@ -145,6 +142,21 @@ struct VirtualMachine::Impl {
   }
   Device* dev(DeviceKind k) const { return devices[static_cast<int>(k)].get(); }
   PoolingAllocator* pool(DeviceKind k) const { return pools[static_cast<int>(k)].get(); }
+
+  // One top-level call is one run of every pool's run-time plan (pooling_allocator.cc): the
+  // call's requests are recorded, and a call that repeats them is served from the arena.
+  void BeginPlannedRun() {
+    for (int i = 0; i < kNumDevices; ++i) {
+      if (pools[i]) pools[i]->BeginRun();
+      if (scratch_pools[i]) scratch_pools[i]->BeginRun();
+    }
+  }
+  void EndPlannedRun() {
+    for (int i = 0; i < kNumDevices; ++i) {
+      if (pools[i]) pools[i]->EndRun();
+      if (scratch_pools[i]) scratch_pools[i]->EndRun();
+    }
+  }
 
   absl::Status Load() {
     RETURN_IF_ERROR(exe.Verify());
@@ -213,8 +225,6 @@ struct VirtualMachine::Impl {
     }
     frames.resize(exe.functions.size());
     executions.assign(exe.functions.size(), 0);
-    storage_slots.resize(exe.functions.size());
-    for (size_t i = 0; i < exe.functions.size(); ++i) storage_slots[i].resize(exe.functions[i].code.size());
     profile.resize(exe.functions.size());
     for (size_t i = 0; i < exe.functions.size(); ++i) profile[i].resize(exe.functions[i].code.size());
     for (auto& d : devices) {
@@ -387,22 +397,11 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
       Object& o = regs[in.dst];
       o.kind = Object::Kind::kStorage;
-      // Steady state: the instruction gets back the storage it had in the previous call when
-      // nobody else holds it any more (not returned to the caller) and it is large enough: no
-      // pool lock, no heap. Otherwise the pool serves it and the slot remembers the new one.
-      if (in.c != 0) {  // released at a kill point: the pool serves it, no slot keeps it
-        ASSIGN_OR_RETURN(PoolingAllocator::Block block, pool(in.device)->Allocate(static_cast<size_t>(bytes)));
-        o.storage = std::make_shared<runtime::Storage>(pool(in.device), block);
-        return absl::OkStatus();
-      }
-      std::shared_ptr<runtime::Storage>& slot = storage_slots[fi][pc];
-      if (slot != nullptr && slot.use_count() == 1 && slot->capacity() >= static_cast<size_t>(bytes)) {
-        o.storage = slot;
-        return absl::OkStatus();
-      }
+      // Every storage comes from the pool: in the steady state its run-time plan serves the
+      // same requests from one arena (zero raw allocations), and a storage kept across calls
+      // here would make each run's requests differ from the recorded ones.
       ASSIGN_OR_RETURN(PoolingAllocator::Block block, pool(in.device)->Allocate(static_cast<size_t>(bytes)));
       o.storage = std::make_shared<runtime::Storage>(pool(in.device), block);
-      if (slot == nullptr || slot.use_count() == 1) slot = o.storage;
       return absl::OkStatus();
     }
     case Opcode::kAllocTensor: {
@@ -704,14 +703,19 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::Run(absl::string_view functi
   const int fi = impl_->exe.FindFunction(function);
   if (fi < 0) return absl::NotFoundError(absl::StrCat("no function @", function, " in the executable"));
   std::vector<int64_t> syms(impl_->exe.symbols.size(), 0);
-  return impl_->Call(fi, std::move(args), syms.data());
+  impl_->BeginPlannedRun();
+  auto out = impl_->Call(fi, std::move(args), syms.data());
+  impl_->EndPlannedRun();
+  return out;
 }
 
 absl::StatusOr<std::vector<Object>> VirtualMachine::RunRecorded(int fi, std::vector<Object> args) {
   Impl& m = *impl_;
   std::fill(m.executions.begin(), m.executions.end(), 0);
   std::vector<int64_t> syms(m.exe.symbols.size(), 0);
+  m.BeginPlannedRun();
   auto out = m.Call(fi, std::move(args), syms.data());
+  m.EndPlannedRun();
   last_record_ = RunRecord();
   for (const ArgSpec& p : m.exe.functions[fi].params) {
     for (const ArgDim& d : p.dims) {

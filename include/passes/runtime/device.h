@@ -190,12 +190,21 @@ class PoolingAllocator {
   // Frees every cached (not in-use) block.
   void Trim();
 
+  // Run-time memory plan (pooling_allocator.cc explains it): between BeginRun and EndRun the
+  // pool records each request's size and lifetime; EndRun packs the requests released within
+  // the run into one arena (offsets by greedy size-first placement) and trims the cache; the
+  // next run whose requests come in the same sizes and order is served from that arena.
+  void BeginRun();
+  void EndRun();
+  size_t arena_bytes() const;
+
+  struct State;  // opaque (pooling_allocator.cc)
+
   Device* device() const { return device_; }
   int64_t blocks_in_use() const { return in_use_; }
   size_t cached_bytes() const;
 
  private:
-  struct State;
   Device* device_;
   std::unique_ptr<State> state_;
   // Atomic so blocks_in_use() may be read while other threads allocate (it is updated under
