@@ -68,45 +68,13 @@
 #include "passes/manifest_alloc/manifest_alloc.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
+#include "shape_funcs/rule_helpers.h"
 
 namespace hetpass {
 
-namespace {
-
-bool NonNegative(const DimExpr& e) {
-  switch (e.kind()) {
-    case DimExpr::Kind::kConstant:
-      return e.constant() >= 0;
-    case DimExpr::Kind::kSymbol:
-      return true;  // symbols are dims
-    case DimExpr::Kind::kUnknown:
-      return false;
-    case DimExpr::Kind::kSum: {
-      const DimNode& n = *e.node();
-      if (n.constant < 0) return false;
-      for (const DimTerm& t : n.terms) {
-        if (t.coeff < 0) return false;
-        for (const DimExpr& f : t.factors) {
-          if (!NonNegative(f)) return false;
-        }
-      }
-      return true;
-    }
-    case DimExpr::Kind::kFloorDiv:
-    case DimExpr::Kind::kMod:
-    case DimExpr::Kind::kMin:
-      return NonNegative(e.node()->args[0]) && NonNegative(e.node()->args[1]);
-    case DimExpr::Kind::kMax:
-      return NonNegative(e.node()->args[0]) || NonNegative(e.node()->args[1]);
-  }
-  return false;
-}
-
-}  // namespace
-
 bool SizeCovers(const DimExpr& a, const DimExpr& b) {
   if (a.has_unknown() || b.has_unknown()) return false;
-  return NonNegative(a - b);
+  return shape_rules::ProvablyNonNegative(a - b);  // the shape rules' own proof: dims are >= 0
 }
 
 namespace {
