@@ -48,13 +48,14 @@ endfunction()
 hetpass_fuzz_sources(HETPASS_FUZZ_CORE_SOURCES ir shape_funcs transforms frontend runtime)
 list(FILTER HETPASS_FUZZ_CORE_SOURCES EXCLUDE REGEX "/src/runtime/npy\\.cc$")  # no door reads .npy
 # The loader: of src/vm the executable format and the interpreter's Load, of the compile engine
-# only the engine itself (provider chain, cache, reference kernel, host shape functions; the
-# providers' sources include oneDNN and LLVM headers).
+# only the engine itself (provider chain, cache, reference kernel, host shape functions, the
+# tiered kernels' background compiler; the providers' sources include oneDNN and LLVM headers).
 list(APPEND HETPASS_FUZZ_CORE_SOURCES
      ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/executable.cc ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/vm.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/memory_trace.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/src/compile_engine/compile_engine.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/src/compile_engine/kernel_cache.cc
+     ${CMAKE_CURRENT_SOURCE_DIR}/src/compile_engine/tiered_kernel.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/test/fuzz/no_kernel_providers.cc)
 hetpass_fuzz_sources(HETPASS_FUZZ_SEED_SOURCES pass analysis device_planner manifest_alloc
                      memory_planner)

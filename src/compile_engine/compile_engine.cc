@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/builtin_providers.h"
+#include "compile_engine/tiered_kernel.h"
 #include "passes/compile_engine/kernel_provider.h"
 #include "passes/ir/structural.h"
 #include "passes/runtime/device.h"
@@ -367,7 +368,22 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ShapeFunction::Run(
 CompileEngine::CompileEngine(CompileEngineOptions options)
     : options_(std::move(options)),
       kernel_cache_(options_.use_jit ? KernelCache::ForSetting(options_.kernel_cache_dir)
-                                     : nullptr) {}
+                                     : nullptr),
+      tiered_(options_.background_jit ? std::make_unique<TieredCompiler>() : nullptr) {}
+
+CompileEngine::~CompileEngine() {
+  // Before the cached kernels and the kernel cache: queued compiles are withdrawn (their
+  // kernels stay on the reference tier), a running one finishes first.
+  tiered_.reset();
+}
+
+absl::Status CompileEngine::WaitForBackgroundCompiles() {
+  return tiered_ != nullptr ? tiered_->WaitForAll() : absl::OkStatus();
+}
+
+int64_t CompileEngine::background_pending() const {
+  return tiered_ != nullptr ? tiered_->pending() : 0;
+}
 
 absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
     const Function& primitive, DeviceKind device) {
@@ -385,7 +401,7 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> CompileEngine::Lower(
   }
   ++misses_;
   std::unique_ptr<CompiledKernel> kernel;
-  const KernelTarget target{device, kernel_cache_.get()};
+  const KernelTarget target{device, kernel_cache_.get(), tiered_.get()};
   const absl::Span<const KernelProvider* const> providers =
       options_.providers ? options_.providers(device) : KernelProviders(device);
   for (const KernelProvider* provider : providers) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "compile_engine/tiered_kernel.h"
 #include "passes/compile_engine/kernel_provider.h"
 
 namespace hetpass {
@@ -38,7 +39,21 @@ class GroupProvider final : public KernelProvider {
     if (spec_.matches != nullptr && !spec_.matches(primitive)) {
       return absl::UnimplementedError(absl::StrCat(spec_.name, " does not take @", primitive.name()));
     }
-    if (spec_.compile_for != nullptr) return spec_.compile_for(primitive, target);
+    if (spec_.compile_for != nullptr) {
+      // A JIT provider with an exact matcher may generate its code in the background: the
+      // group runs on its reference kernel until then (tiered_kernel.h).
+      if ((spec_.needs & kNeedsJit) != 0 && target.tiered != nullptr && spec_.matches != nullptr) {
+        KernelTarget now = target;
+        now.tiered = nullptr;
+        const Function* f = &primitive;
+        auto compile_for = spec_.compile_for;
+        return target.tiered->Defer(
+            primitive,
+            absl::StrCat("@", primitive.name(), " for ", DeviceName(target.device), " (", spec_.name, ")"),
+            [compile_for, f, now] { return compile_for(*f, now); });
+      }
+      return spec_.compile_for(primitive, target);
+    }
     return spec_.compile(primitive);
   }
   bool Takes(const Function& primitive, const KernelTarget& target) const override {

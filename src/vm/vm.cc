@@ -829,6 +829,10 @@ std::vector<std::string> VirtualMachine::KernelDescriptions() const {
   return out;
 }
 
+absl::Status VirtualMachine::WaitForKernels() { return impl_->engine.WaitForBackgroundCompiles(); }
+
+int64_t VirtualMachine::KernelsPending() const { return impl_->engine.background_pending(); }
+
 std::vector<ProfileEntry> VirtualMachine::Profile() const {
   std::vector<ProfileEntry> out;
   for (size_t fi = 0; fi < impl_->profile.size(); ++fi) {

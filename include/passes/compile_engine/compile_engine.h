@@ -47,6 +47,13 @@ struct CompileEngineOptions {
   // ($HETPASS_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/hetpass/kernels, else
   // ~/.cache/hetpass/kernels), "off" none, anything else a directory.
   std::string kernel_cache_dir;
+  // Tiered compilation (src/compile_engine/tiered_kernel.h): the JIT providers' groups start
+  // on their reference kernels and their code is generated on a background thread, so Lower
+  // and a VM load do not wait for LLVM; each kernel switches to its JIT code on the first run
+  // after that code is ready (WaitForBackgroundCompiles() waits for all of it). Runs before
+  // the switch compute with the reference kernels' arithmetic (results may differ in the last
+  // bits). Off by default: the library's callers get final kernels from Lower.
+  bool background_jit = false;
 };
 
 // What a host shape function receives for one parameter: its concrete shape always, and its
@@ -72,6 +79,10 @@ class ShapeFunction {
 class CompileEngine {
  public:
   explicit CompileEngine(CompileEngineOptions options = {});
+  // Withdraws the background compiles not started and waits for the running one.
+  ~CompileEngine();
+  CompileEngine(const CompileEngine&) = delete;
+  CompileEngine& operator=(const CompileEngine&) = delete;
 
   absl::StatusOr<std::shared_ptr<const CompiledKernel>> Lower(const Function& primitive,
                                                               DeviceKind device);
@@ -86,6 +97,13 @@ class CompileEngine {
   // The on-disk kernel cache this engine's JIT kernels use; null when it is off.
   const KernelCache* kernel_cache() const { return kernel_cache_.get(); }
 
+  // background_jit: blocks until every background compile queued so far is done (each kernel
+  // then switches on its next run); the first failure, naming the primitive and provider.
+  // OK at once without background_jit.
+  absl::Status WaitForBackgroundCompiles();
+  // background_jit: compiles queued or running now.
+  int64_t background_pending() const;
+
  private:
   struct Entry {
     const Function* function;
@@ -97,6 +115,8 @@ class CompileEngine {
   absl::flat_hash_map<size_t, std::vector<Entry>> cache_;
   int64_t hits_ = 0;
   int64_t misses_ = 0;
+  // Declared last, destroyed first: its running compile uses kernel_cache_.
+  std::unique_ptr<TieredCompiler> tiered_;
 };
 
 // Runs a primitive function's body through the registry's reference kernels (the generic

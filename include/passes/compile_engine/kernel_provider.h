@@ -31,13 +31,16 @@
 namespace hetpass {
 
 class KernelCache;
+class TieredCompiler;
 
 // What a kernel is compiled for, and with what: the device kind (a GPU provider will add the
-// architecture, sm_80, here) and the on-disk kernel cache providers that generate code may
-// load from and store in (null: none; kernel_cache.h).
+// architecture, sm_80, here), the on-disk kernel cache providers that generate code may
+// load from and store in (null: none; kernel_cache.h), and the background compiler a JIT
+// provider hands its code generation to (null: compile now; src/compile_engine/tiered_kernel.h).
 struct KernelTarget {
   DeviceKind device = DeviceKind::kCpu;
   KernelCache* kernel_cache = nullptr;
+  TieredCompiler* tiered = nullptr;
 };
 
 // The engine facilities a provider is built on; CompileEngineOptions can switch each off

@@ -119,6 +119,12 @@ class VirtualMachine {
   const Executable& executable() const { return exe_; }
   // One line per kernel site: primitive, device, implementation (CompiledKernel::Describe).
   std::vector<std::string> KernelDescriptions() const;
+  // With VmOptions::engine.background_jit: blocks until the JIT code of every kernel is ready,
+  // so every later run uses it (runs before may use reference kernels); the first background
+  // compile failure. OK at once otherwise.
+  absl::Status WaitForKernels();
+  // Background compiles queued or running now (0 without background_jit).
+  int64_t KernelsPending() const;
   // Per-instruction profile (VmOptions::profile), sorted by total time, descending.
   std::vector<ProfileEntry> Profile() const;
   void ResetProfile();
