@@ -4,8 +4,8 @@
 // Synchronisation: a job's state moves queued -> running -> done, or queued -> withdrawn,
 // under the job's mutex; `done` (an atomic) is set after the result is stored and the result is
 // never written again, so a Run that reads `done` with acquire order may read the result
-// without the mutex. The compiler's mutex guards its queue and the running count; where both
-// are held, the compiler's is taken first.
+// without the mutex. The compiler's mutex guards its queue, the running count and the first
+// failure; where both are held, the compiler's is taken first.
 #include "compile_engine/tiered_kernel.h"
 
 #include <atomic>
@@ -39,12 +39,6 @@ struct TieredJob {
       return;
     }
     cv.wait(lock, [&] { return state != State::kRunning; });
-  }
-  // Until the job is done or withdrawn; its failure, if it failed.
-  absl::Status Wait() {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return state == State::kDone || state == State::kWithdrawn; });
-    return state == State::kDone ? result.status() : absl::OkStatus();
   }
 };
 
@@ -131,7 +125,6 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> TieredCompiler::Defer(const Func
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(job);
-    jobs_.push_back(job);
     if (!worker_.joinable()) worker_ = std::thread([this] { Work(); });
   }
   cv_.notify_all();
@@ -148,7 +141,10 @@ void TieredCompiler::Work() {
     Compile compile;
     {
       std::lock_guard<std::mutex> job_lock(job->mu);
-      if (job->state != TieredJob::State::kQueued) continue;  // withdrawn
+      if (job->state != TieredJob::State::kQueued) {  // withdrawn
+        if (queue_.empty() && running_ == 0) idle_.notify_all();
+        continue;
+      }
       job->state = TieredJob::State::kRunning;
       compile = std::move(job->compile);
     }
@@ -163,6 +159,7 @@ void TieredCompiler::Work() {
     // Under the queue's mutex too, so that whoever sees the job done sees it no longer
     // counted as running (pending() after WaitForAll is 0).
     lock.lock();
+    if (!result.ok() && first_failure_.ok()) first_failure_ = result.status();
     {
       std::lock_guard<std::mutex> job_lock(job->mu);
       job->result = std::move(result);
@@ -171,23 +168,15 @@ void TieredCompiler::Work() {
       --running_;
     }
     job->cv.notify_all();
+    if (queue_.empty() && running_ == 0) idle_.notify_all();
   }
 }
 
 absl::Status TieredCompiler::WaitForAll() {
-  std::vector<std::shared_ptr<TieredJob>> jobs;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const std::weak_ptr<TieredJob>& weak : jobs_) {
-      if (std::shared_ptr<TieredJob> job = weak.lock()) jobs.push_back(std::move(job));
-    }
-  }
-  absl::Status first;
-  for (const std::shared_ptr<TieredJob>& job : jobs) {
-    absl::Status s = job->Wait();
-    if (first.ok()) first = std::move(s);
-  }
-  return first;
+  std::unique_lock<std::mutex> lock(mu_);
+  // Withdrawn jobs leave the queue only when the worker pops them: wait for that too.
+  idle_.wait(lock, [&] { return (queue_.empty() && running_ == 0) || stopping_; });
+  return first_failure_;
 }
 
 int64_t TieredCompiler::pending() const {

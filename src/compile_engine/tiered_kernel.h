@@ -37,7 +37,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -72,10 +71,11 @@ class TieredCompiler {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable idle_;  // queue empty and nothing running (WaitForAll)
   std::deque<std::shared_ptr<TieredJob>> queue_;
-  std::vector<std::weak_ptr<TieredJob>> jobs_;  // every job, for WaitForAll
   bool stopping_ = false;
   int64_t running_ = 0;
+  absl::Status first_failure_;
   std::thread worker_;  // started by the first Defer
 };
 

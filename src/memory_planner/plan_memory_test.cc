@@ -19,6 +19,8 @@
 namespace hetpass {
 namespace {
 
+using testing::ExpectSameCopies;
+
 DimExpr Dim(absl::string_view text) {
   auto d = ParseDimExpr(text);
   EXPECT_TRUE(d.ok()) << d.status();
@@ -74,15 +76,6 @@ std::string WithoutPlanMemory(const std::string& pipeline) {
   const size_t at = pipeline.rfind(",plan-memory");
   EXPECT_NE(at, std::string::npos) << pipeline;
   return pipeline.substr(0, at);
-}
-
-void ExpectSameCopies(const runtime::DeviceCounters& a, const runtime::DeviceCounters& b) {
-  EXPECT_EQ(a.h2d_calls, b.h2d_calls);
-  EXPECT_EQ(a.h2d_bytes, b.h2d_bytes);
-  EXPECT_EQ(a.d2h_calls, b.d2h_calls);
-  EXPECT_EQ(a.d2d_calls, b.d2d_calls);
-  EXPECT_EQ(a.param_calls, b.param_calls);
-  EXPECT_EQ(a.syncs, b.syncs);
 }
 
 // Tests the dynamic-batch seed MLP on sim: the default pipeline (with plan-memory) gives the

@@ -833,6 +833,8 @@ absl::Status VirtualMachine::WaitForKernels() { return impl_->engine.WaitForBack
 
 int64_t VirtualMachine::KernelsPending() const { return impl_->engine.background_pending(); }
 
+void VirtualMachine::SetTraceMemory(bool on) { impl_->tracing = on; }
+
 std::vector<ProfileEntry> VirtualMachine::Profile() const {
   std::vector<ProfileEntry> out;
   for (size_t fi = 0; fi < impl_->profile.size(); ++fi) {

@@ -138,6 +138,20 @@ inline ::testing::AssertionResult TensorsNear(const Tensor& got, const Tensor& w
   return ::testing::AssertionSuccess();
 }
 
+// Expects the two runs to have made the same copies: calls and bytes per direction (h2d, d2h,
+// d2d, param) and syncs.
+inline void ExpectSameCopies(const runtime::DeviceCounters& a, const runtime::DeviceCounters& b) {
+  EXPECT_EQ(a.h2d_calls, b.h2d_calls);
+  EXPECT_EQ(a.h2d_bytes, b.h2d_bytes);
+  EXPECT_EQ(a.d2h_calls, b.d2h_calls);
+  EXPECT_EQ(a.d2h_bytes, b.d2h_bytes);
+  EXPECT_EQ(a.d2d_calls, b.d2d_calls);
+  EXPECT_EQ(a.d2d_bytes, b.d2d_bytes);
+  EXPECT_EQ(a.param_calls, b.param_calls);
+  EXPECT_EQ(a.param_bytes, b.param_bytes);
+  EXPECT_EQ(a.syncs, b.syncs);
+}
+
 }  // namespace hetpass::testing
 
 #endif  // HETPASS_TEST_SUPPORT_RUNTIME_TEST_UTIL_H_

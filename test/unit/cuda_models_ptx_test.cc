@@ -30,6 +30,7 @@
 #include "passes/vm/vm.h"
 #include "support/cuda_test_util.h"
 #include "support/ir_test_util.h"
+#include "support/shared_models.h"
 
 #ifdef HETPASS_HAS_CUDA
 #include "runtime/cuda/cudnn.h"
@@ -205,12 +206,8 @@ class CudnnCheckingKernel final : public CompiledKernel {
 // Runs every test set of the shared model `name` on the cpu pipeline, checking the cuDNN
 // problem of each call of a group the cudnn providers take.
 void RunWithCudnnChecks(const std::string& name, CudnnCalls& calls) {
-  const std::string dir = HETPASS_SHARED_DIR "/models/" + name;
-  auto m = ImportOnnxFile(dir + "/model.onnx", OnnxImportOptions());
-  ASSERT_TRUE(m.ok()) << m.status();
-  auto changed = testing::RunPipeline(**m, vm::DefaultPipeline(DeviceKind::kCpu));
-  ASSERT_TRUE(changed.ok()) << changed.status();
-  auto exe = vm::CompileModule(**m);
+  const std::string dir = testing::SharedModelDir(name);
+  auto exe = testing::CompileSharedModel(dir, DeviceKind::kCpu);
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto engine = std::make_shared<CompileEngine>();
   vm::VmOptions options;
@@ -228,13 +225,9 @@ void RunWithCudnnChecks(const std::string& name, CudnnCalls& calls) {
   for (;; ++sets) {
     const std::string set = absl::StrCat(dir, "/test_data_set_", sets);
     if (!std::filesystem::is_directory(set)) break;
-    std::vector<Tensor> inputs;
-    for (int i = 0; std::filesystem::exists(absl::StrCat(set, "/input_", i, ".pb")); ++i) {
-      auto t = ReadOnnxTensorFile(absl::StrCat(set, "/input_", i, ".pb"));
-      ASSERT_TRUE(t.ok()) << t.status();
-      inputs.push_back(*std::move(t));
-    }
-    auto out = (*machine)->RunWithHostTensors("main", inputs);
+    auto inputs = testing::ReadTestSetInputs(set);
+    ASSERT_TRUE(inputs.ok()) << inputs.status();
+    auto out = (*machine)->RunWithHostTensors("main", *inputs);
     ASSERT_TRUE(out.ok()) << set << ": " << out.status();
   }
   EXPECT_EQ(sets, 2) << dir;

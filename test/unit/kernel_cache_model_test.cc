@@ -10,46 +10,25 @@
 #include "absl/strings/str_cat.h"
 #include "compile_engine/jit/kernels.h"
 #include "gtest/gtest.h"
-#include "passes/frontend/onnx_importer.h"
-#include "passes/pass/pass_manager.h"
-#include "passes/pass/pass_registry.h"
-#include "passes/vm/executable.h"
+#include "passes/support/status_macros.h"
 #include "passes/vm/vm.h"
+#include "support/shared_models.h"
 
 namespace hetpass {
 namespace {
-
-std::string ModelDir(const std::string& name) {
-  return absl::StrCat(HETPASS_SHARED_DIR, "/models/", name);
-}
 
 // Imports, compiles for the cpu, loads with `cache_dir` and runs test_data_set_0: the bytes of
 // every output.
 absl::StatusOr<std::vector<std::string>> RunOnce(const std::string& dir,
                                                  const std::string& cache_dir) {
-  auto m = ImportOnnxFile(dir + "/model.onnx");
-  if (!m.ok()) return m.status();
-  auto pm = ParsePipeline(vm::DefaultPipeline(DeviceKind::kCpu), PassManagerOptions());
-  if (!pm.ok()) return pm.status();
-  if (auto run = (*pm)->Run(**m); !run.ok()) return run.status();
-  auto exe = vm::CompileModule(**m);
-  if (!exe.ok()) return exe.status();
+  ASSIGN_OR_RETURN(vm::Executable exe, testing::CompileSharedModel(dir, DeviceKind::kCpu));
   vm::VmOptions options;
   options.engine.kernel_cache_dir = cache_dir;
-  auto machine = vm::VirtualMachine::Load(*std::move(exe), options);
-  if (!machine.ok()) return machine.status();
-  std::vector<Tensor> inputs;
-  for (int i = 0;; ++i) {
-    const std::string path = absl::StrCat(dir, "/test_data_set_0/input_", i, ".pb");
-    if (!std::filesystem::exists(path)) break;
-    auto t = ReadOnnxTensorFile(path);
-    if (!t.ok()) return t.status();
-    inputs.push_back(*std::move(t));
-  }
-  auto outputs = (*machine)->RunWithHostTensors("main", inputs);
-  if (!outputs.ok()) return outputs.status();
+  ASSIGN_OR_RETURN(auto machine, vm::VirtualMachine::Load(std::move(exe), options));
+  ASSIGN_OR_RETURN(std::vector<Tensor> inputs, testing::ReadTestSetInputs(dir + "/test_data_set_0"));
+  ASSIGN_OR_RETURN(std::vector<Tensor> outputs, machine->RunWithHostTensors("main", inputs));
   std::vector<std::string> bytes;
-  for (const Tensor& t : *outputs) {
+  for (const Tensor& t : outputs) {
     bytes.emplace_back(reinterpret_cast<const char*>(t.data()), t.nbytes());
   }
   return bytes;
@@ -60,7 +39,7 @@ class KernelCacheModels : public ::testing::TestWithParam<const char*> {};
 // Tests that no cache, a cold cache and a warm cache give bit-identical outputs, that the cold
 // load compiles kernels and the warm one none: each of its JIT modules comes from the cache.
 TEST_P(KernelCacheModels, ColdAndWarmAreBitIdenticalToNoCache) {
-  const std::string dir = ModelDir(GetParam());
+  const std::string dir = testing::SharedModelDir(GetParam());
   ASSERT_TRUE(std::filesystem::exists(dir + "/model.onnx")) << "missing shared model " << dir;
   std::string pattern = ::testing::TempDir() + "/hetpass_model_cache_XXXXXX";
   ASSERT_NE(::mkdtemp(pattern.data()), nullptr);

@@ -2,6 +2,7 @@
 // run, on whatever tier each kernel is on, makes exactly the copies of a synchronous load and
 // agrees with its outputs to the reference kernels' rounding; once WaitForKernels returns, every
 // kernel is the one a synchronous load picks and the outputs are bit-identical to its.
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -9,44 +10,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "passes/frontend/onnx_importer.h"
-#include "passes/pass/pass_manager.h"
-#include "passes/pass/pass_registry.h"
-#include "passes/vm/executable.h"
+#include "passes/support/status_macros.h"
 #include "passes/vm/vm.h"
+#include "support/runtime_test_util.h"
+#include "support/shared_models.h"
 
 namespace hetpass {
 namespace {
 
-std::string ModelDir(const std::string& name) {
-  return absl::StrCat(HETPASS_SHARED_DIR, "/models/", name);
-}
-
 absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> Load(const std::string& dir, DeviceKind device,
                                                          bool background) {
-  auto m = ImportOnnxFile(dir + "/model.onnx");
-  if (!m.ok()) return m.status();
-  auto pm = ParsePipeline(vm::DefaultPipeline(device), PassManagerOptions());
-  if (!pm.ok()) return pm.status();
-  if (auto run = (*pm)->Run(**m); !run.ok()) return run.status();
-  auto exe = vm::CompileModule(**m);
-  if (!exe.ok()) return exe.status();
+  ASSIGN_OR_RETURN(vm::Executable exe, testing::CompileSharedModel(dir, device));
   vm::VmOptions options;
   options.engine.kernel_cache_dir = "off";  // every JIT kernel really compiles in the background
   options.engine.background_jit = background;
-  return vm::VirtualMachine::Load(*std::move(exe), options);
-}
-
-std::vector<Tensor> Inputs(const std::string& dir) {
-  std::vector<Tensor> inputs;
-  for (int i = 0;; ++i) {
-    const std::string path = absl::StrCat(dir, "/test_data_set_0/input_", i, ".pb");
-    if (!std::filesystem::exists(path)) break;
-    auto t = ReadOnnxTensorFile(path);
-    EXPECT_TRUE(t.ok()) << t.status();
-    if (t.ok()) inputs.push_back(*std::move(t));
-  }
-  return inputs;
+  return vm::VirtualMachine::Load(std::move(exe), options);
 }
 
 std::string Bytes(const Tensor& t) { return std::string(reinterpret_cast<const char*>(t.data()), t.nbytes()); }
@@ -54,10 +32,12 @@ std::string Bytes(const Tensor& t) { return std::string(reinterpret_cast<const c
 class TieredModels : public ::testing::TestWithParam<std::tuple<const char*, DeviceKind>> {};
 
 TEST_P(TieredModels, FirstRunCopiesExactlyAndFinalKernelsAreBitIdentical) {
-  const std::string dir = ModelDir(std::get<0>(GetParam()));
+  const std::string dir = testing::SharedModelDir(std::get<0>(GetParam()));
   const DeviceKind device = std::get<1>(GetParam());
   ASSERT_TRUE(std::filesystem::exists(dir + "/model.onnx")) << "missing shared model " << dir;
-  const std::vector<Tensor> inputs = Inputs(dir);
+  auto read = testing::ReadTestSetInputs(dir + "/test_data_set_0");
+  ASSERT_TRUE(read.ok()) << read.status();
+  const std::vector<Tensor>& inputs = *read;
   ASSERT_FALSE(inputs.empty());
 
   auto sync = Load(dir, device, /*background=*/false);
@@ -69,14 +49,7 @@ TEST_P(TieredModels, FirstRunCopiesExactlyAndFinalKernelsAreBitIdentical) {
   ASSERT_TRUE(tiered.ok()) << tiered.status();
   auto first = (*tiered)->RunWithHostTensors("main", inputs);
   ASSERT_TRUE(first.ok()) << first.status();
-  const runtime::DeviceCounters& a = (*sync)->LastRunCounters();
-  const runtime::DeviceCounters& b = (*tiered)->LastRunCounters();
-  EXPECT_EQ(a.h2d_calls, b.h2d_calls);
-  EXPECT_EQ(a.h2d_bytes, b.h2d_bytes);
-  EXPECT_EQ(a.d2h_calls, b.d2h_calls);
-  EXPECT_EQ(a.d2h_bytes, b.d2h_bytes);
-  EXPECT_EQ(a.d2d_calls, b.d2d_calls);
-  EXPECT_EQ(a.syncs, b.syncs);
+  testing::ExpectSameCopies((*tiered)->LastRunCounters(), (*sync)->LastRunCounters());
   ASSERT_EQ(first->size(), want->size());
   for (size_t i = 0; i < want->size(); ++i) {
     const Tensor& w = (*want)[i];

@@ -258,14 +258,22 @@ constexpr char kStageUrl[] = "hetpass.dev/stage";
 // Wall time per compile stage, in the order the stages ended: each Stage() call closes the
 // stage that began at the previous mark (`--json` reports them as compile_stages_ms, so a
 // user sees where compile time goes without a profiler).
+// Only between Start() and Stop(): the stages of a run are not timed here.
 struct StageClock {
-  std::chrono::steady_clock::time_point mark = std::chrono::steady_clock::now();
+  bool running = false;
+  std::chrono::steady_clock::time_point mark;
   std::vector<std::pair<std::string, double>> ms;
   void Start() {
+    running = true;
     mark = std::chrono::steady_clock::now();
     ms.clear();
   }
+  std::vector<std::pair<std::string, double>> Stop() {
+    running = false;
+    return std::move(ms);
+  }
   void End(absl::string_view stage) {
+    if (!running) return;
     const auto now = std::chrono::steady_clock::now();
     const double t = std::chrono::duration<double, std::milli>(now - mark).count();
     mark = now;
@@ -419,14 +427,14 @@ absl::StatusOr<Compiled> CompileForRun(const std::string& path, DeviceKind devic
   if (exe.FindFunction(function) < 0) return absl::NotFoundError(absl::StrCat("no function @", function));
   vm::VmOptions options;
   options.profile = absl::GetFlag(FLAGS_profile);
-  options.trace_memory = true;
+  options.trace_memory = false;  // only the last run is traced (Run)
   options.sim.guard = !absl::GetFlag(FLAGS_no_guard);
   options.engine.background_jit = absl::GetFlag(FLAGS_background_jit);
   c.instructions = exe.InstructionCount(function);
   if (absl::GetFlag(FLAGS_listing)) c.listing = exe.ToListing();
   ASSIGN_OR_RETURN(c.machine, Stage("vm-load", vm::VirtualMachine::Load(std::move(exe), options)));
   c.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  c.stages = Clock().ms;
+  c.stages = Clock().Stop();
   return c;
 }
 
@@ -516,6 +524,8 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   double kernels_final_ms = compiled.ms;
   for (int r = 0; r < repeat; ++r) {
     if (absl::GetFlag(FLAGS_flush_cache)) FlushCaches();
+    // The last run's memory (peak, liveness lower bound) is reported: only it is traced.
+    machine->SetTraceMemory(r == repeat - 1);
     const bool traced = cupti && r == repeat - 1;
     const absl::Status started = traced ? runtime::StartCuptiMemcpyTrace() : absl::OkStatus();
     const auto a = std::chrono::steady_clock::now();
@@ -524,7 +534,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
     if (traced) cupti_counts = started.ok() ? runtime::StopCuptiMemcpyTrace() : started;
     times_us.push_back(std::chrono::duration<double, std::micro>(b - a).count());
     counters.push_back(machine->LastRunCounters());
-    if (r == 0) {
+    if (r == 0 && absl::GetFlag(FLAGS_background_jit)) {
       // Tiered compilation: the later runs (and the outputs reported, the last run's) use the
       // final kernels. The time is exact when compiles were still pending after the first
       // run, else at most (they ended during it).
@@ -617,7 +627,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   if (!compiled.pipeline.empty()) std::cout << "pipeline " << compiled.pipeline << "\n";
   std::cout << absl::StrFormat("compiled in %.1f ms: %d instructions in @%s\n", compile_ms,
                                instructions, function);
-  if (kernels_final_ms > compile_ms + 0.05) {
+  if (absl::GetFlag(FLAGS_background_jit) && kernels_final_ms > compile_ms + 0.05) {
     std::cout << absl::StrFormat(
         "JIT kernels generated in the background: all final %.1f ms after the compile began\n",
         kernels_final_ms);

@@ -125,6 +125,9 @@ class VirtualMachine {
   absl::Status WaitForKernels();
   // Background compiles queued or running now (0 without background_jit).
   int64_t KernelsPending() const;
+  // Turns VmOptions::trace_memory on or off for the runs that follow (a benchmark traces only
+  // the run whose memory it reports: tracing costs every instruction a little).
+  void SetTraceMemory(bool on);
   // Per-instruction profile (VmOptions::profile), sorted by total time, descending.
   std::vector<ProfileEntry> Profile() const;
   void ResetProfile();
