@@ -392,6 +392,12 @@ class ModuleCompiler {
         in.count = n.num_operands() + static_cast<int32_t>(caps.size());
         for (const auto& r : n.results()) s.fn->operands.push_back(NewReg(s, r.get()));
         in.count2 = n.num_results();
+        // The scan outputs' types, for a loop that runs zero times (nothing to stack).
+        in.c = static_cast<int32_t>(s.fn->operands.size());
+        for (int i = in.b; i < n.num_results(); ++i) {
+          ASSIGN_OR_RETURN(int32_t t, TypeIndex(n.result(i)->type()));
+          s.fn->operands.push_back(t);
+        }
         // Scan outputs are stacked on the device of the loop's results.
         in.device = n.device();
         Push(s, in, Comment(n));

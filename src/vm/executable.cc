@@ -20,7 +20,8 @@ namespace hetpass::vm {
 namespace {
 
 constexpr char kMagic[8] = {'H', 'P', 'V', 'M', 'E', 'X', 'E', '1'};
-constexpr uint32_t kFormatVersion = 2;  // 2: alloc_tensor_dyn dims may bind symbols
+// 2: alloc_tensor_dyn dims may bind symbols; 3: loop lists its scan outputs' types
+constexpr uint32_t kFormatVersion = 3;
 
 uint64_t Fnv1a(absl::string_view bytes) {
   uint64_t h = 1469598103934665603ull;
@@ -391,7 +392,16 @@ absl::Status Executable::Verify() const {
         case Opcode::kIf:
           ok = in.a >= 0 && in.a < nf && in.b >= 0 && in.b < nf && reg(in.c) && in.dst >= 0;
           break;
-        case Opcode::kLoop: ok = in.a >= 0 && in.a < nf && in.b >= 0 && in.count >= 2 + in.b; break;
+        case Opcode::kLoop: {
+          const int64_t scans = static_cast<int64_t>(in.count2) - in.b;
+          ok = in.a >= 0 && in.a < nf && in.b >= 0 && in.count >= 2 + in.b && scans >= 0 &&
+               in.c >= 0 && in.c + scans <= pool;
+          for (int64_t i = 0; ok && i < scans; ++i) {
+            const int32_t t = f.operands[in.c + i];
+            ok = t >= 0 && t < static_cast<int32_t>(types.size());
+          }
+          break;
+        }
         case Opcode::kRet: break;
         case Opcode::kKill: break;
       }

@@ -660,7 +660,17 @@ absl::Status VirtualMachine::Impl::Loop(const VmFunction& f, const Instruction& 
                                            : parts[0].device()->kind();
     runtime::Shape shape = {static_cast<int64_t>(parts.size())};
     DType dtype = DType::kF32;
-    if (!parts.empty()) {
+    if (parts.empty()) {
+      // No iteration: [0, element dims...] of the declared type; an element dim the type does
+      // not know (or that is over a symbol no run bound) is 0, the tensor being empty anyway.
+      const TypeSpec& t = exe.types[f.operands[in.c + i]];
+      dtype = t.dtype;
+      for (size_t k = 1; k < t.dims.size(); ++k) {
+        absl::StatusOr<int64_t> d =
+            t.dims[k] >= 0 ? EvalDim(exe.dims[t.dims[k]], {syms, exe.symbols.size()}) : int64_t{0};
+        shape.push_back(d.ok() && *d >= 0 ? *d : 0);
+      }
+    } else {
       dtype = parts[0].dtype;
       shape.insert(shape.end(), parts[0].shape.begin(), parts[0].shape.end());
       for (const NDArray& p : parts) {

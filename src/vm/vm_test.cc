@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/runtime_test_util.h"
@@ -206,6 +207,32 @@ def @main(%x: f32[3], %trips: i64[]) {
   ASSERT_TRUE(sums.ok()) << sums.status();
   // Iteration sums: 3+2+1, then 2+1, then 1 (the counts shrink 3, 2, 1).
   EXPECT_EQ((*sums)[0].ToDoubles(), (std::vector<double>{6, 3, 1}));
+}
+
+// Tests that a loop that runs zero times gives each scan output the declared dtype and element
+// dims with zero rows (i64[0, 2] here, the stacked type of an i64[2] per iteration), and the
+// same type when it runs: never a rank-1 f32 placeholder.
+TEST(Vm, ZeroTripLoopScanOutputsKeepTheirType) {
+  VmProgram p = MustCompile(R"(
+def @main(%x: i64[2], %trips: i64[]) {
+  %go = constant<true> : bool[]
+  %last, %rows = loop(%trips, %go, %x) (%i: i64[], %c: bool[], %acc: i64[2]) {
+    %next = add(%acc, %acc)
+    yield %c, %next, %acc
+  }
+  return %rows
+}
+)",
+                            DeviceKind::kSim);
+  auto machine = MustLoad(p.executable);
+  ASSERT_NE(machine, nullptr);
+  const Tensor x = Tensor::FromInt64s(DType::kI64, {2}, std::vector<int64_t>{1, 2});
+  for (int64_t trips : {0, 2}) {
+    const Tensor n = Tensor::FromInt64s(DType::kI64, {}, std::vector<int64_t>{trips});
+    auto rows = machine->RunWithHostTensors("main", {x, n});
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    EXPECT_EQ((*rows)[0].type().ToString(), absl::StrCat("i64[", trips, ", 2]"));
+  }
 }
 
 TEST(Executable, ListingShowsEveryStep) {

@@ -16,7 +16,9 @@
 //   call           func, $args... -> $dsts  call another VM function (plain invoke)
 //   tuple / get_item / move
 //   if             $cond, then, else, $captures... -> $dsts   regions are VM functions
-//   loop           body, $max, $cond, $init..., $captures... -> $dsts (ONNX Loop semantics)
+//   loop           body, $max, $cond, $init..., $captures... -> $dsts (ONNX Loop semantics);
+//                  `c` is the operand-pool offset of one TypeSpec index per scan output (the
+//                  stacked result's type: its dtype and element dims when the loop runs 0 times)
 //   ret            $values...
 //   kill           $values...               drop the registers (memory.kill): storage returns
 //                                           to its pool when its last reference goes
