@@ -12,6 +12,7 @@
 #include "passes/transforms/fold_constants.h"
 #include "passes/transforms/fuse_ops.h"
 #include "passes/transforms/infer_types.h"
+#include "passes/transforms/loop_append_to_scan.h"
 
 namespace hetpass {
 
@@ -131,6 +132,14 @@ void RegisterAllPasses(PassRegistry& r) {
         opts.table = *b;
         return CreateBaselineMasksPass(opts);
       }});
+  r.Register(PassInfo{std::string(LoopAppendToScanOptions::kName),
+                      "a loop appending one row per iteration to a carried tensor (concatenate) "
+                      "builds a scan output instead, concatenated once after the loop",
+                      {},
+                      [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+                        RETURN_IF_ERROR(o.CheckKnown({}));
+                        return CreateLoopAppendToScanPass();
+                      }});
   r.Register(PassInfo{std::string(DceOptions::kName), "remove bindings whose results are unused",
                       {},
                       [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {

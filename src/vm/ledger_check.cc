@@ -73,7 +73,8 @@ LedgerComparison::Field Compare(const DimExpr& promise, int64_t measured,
 // lifetime into one arena, and a storage shared at compile time only lengthens lifetimes (peak
 // over the liveness lower bound on sim, transformer set 1: 1.13x shared, 1.04x not).
 std::string DefaultPipeline(DeviceKind target) {
-  return absl::StrCat("infer-types,fold-constants,cse,dce,plan-devices{target=", DeviceName(target),
+  return absl::StrCat("infer-types,fold-constants,cse,dce,loop-append-to-scan,plan-devices{target=",
+                      DeviceName(target),
                       "},fuse-ops,manifest-alloc,plan-memory{share=false}");
 }
 
