@@ -102,14 +102,29 @@ KernelResult TopKKernel(const Tensor& x, const Attrs& attrs, absl::Span<const Ty
   for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.shape()[i];
   const int64_t outer = len * inner == 0 ? 0 : x.num_elements() / (len * inner);
   std::vector<int64_t> order(len);
+  std::vector<double> row(len);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const int64_t base = o * len * inner + i;
-      auto at = [&](int64_t j) { return x.GetDouble(base + j * inner); };
+      bool nan = false;
+      for (int64_t j = 0; j < len; ++j) {
+        row[j] = x.GetDouble(base + j * inner);
+        nan |= std::isnan(row[j]);
+      }
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        return ascend ? at(a) < at(b) : at(a) > at(b);
-      });
+      if (nan) {
+        // NaN orders nowhere: kept to the stable sort's answer, whatever it is.
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          return ascend ? row[a] < row[b] : row[a] > row[b];
+        });
+      } else {
+        // The first k of the stable sort: ties by index, so a partial sort (O(len log k); the
+        // RPN's topk over thousands of anchors) gives exactly the same k.
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+          if (row[a] != row[b]) return ascend ? row[a] < row[b] : row[a] > row[b];
+          return a < b;
+        });
+      }
       for (int64_t j = 0; j < k; ++j) {
         const int64_t dst = o * k * inner + j * inner + i;
         shape_rules::CopyElements(x, base + order[j] * inner, values, dst);

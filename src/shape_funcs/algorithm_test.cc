@@ -1,6 +1,9 @@
 // Tests of topk, dyn.topk, argwhere and non_max_suppression.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -46,6 +49,30 @@ TEST(TopKTest, ReferenceStableTies) {
   auto col = RunRef("topk", {{"k", int64_t{1}}, {"axis", int64_t{0}}}, {x});
   ASSERT_TRUE(col.ok());
   EXPECT_THAT(Ints((*col)[1]), ElementsAre(0, 1, 1, 1));
+}
+
+// Tests the reference topk against a full stable sort on rows with many ties (values drawn
+// from 5 levels), both orders, every k: the same values and indices (ties by index).
+TEST(TopKTest, ReferenceEqualsAStableSortOfTheRow) {
+  std::vector<double> v(257);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7919) % 5) - 2.0;
+  const Tensor x = Tensor::FromDoubles(DType::kF32, {static_cast<int64_t>(v.size())}, v);
+  for (bool ascend : {false, true}) {
+    std::vector<int64_t> order(v.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return ascend ? v[a] < v[b] : v[a] > v[b];
+    });
+    for (int64_t k : {int64_t{1}, int64_t{2}, int64_t{17}, int64_t{256}, int64_t{257}}) {
+      auto out = RunRef("topk", {{"k", k}, {"is_ascend", ascend}}, {x});
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ((*out)[1].num_elements(), k);
+      for (int64_t j = 0; j < k; ++j) {
+        EXPECT_EQ((*out)[1].GetInt64(j), order[j]) << "k " << k << " rank " << j;
+        EXPECT_EQ((*out)[0].GetDouble(j), v[order[j]]);
+      }
+    }
+  }
 }
 
 TEST(DynTopKTest, MaskOnlyKIsValue) {
