@@ -235,6 +235,36 @@ def @main(%x: i64[2], %trips: i64[]) {
   }
 }
 
+// Tests that a file whose loop names a scan-output type the executable does not have (the list
+// added in format 3) is rejected as corrupt, naming the instruction, instead of being read out
+// of bounds when the loop runs zero times.
+TEST(Executable, LoaderRejectsALoopScanTypeOutOfRange) {
+  VmProgram p = MustCompile(R"(
+def @main(%x: i64[2], %trips: i64[]) {
+  %go = constant<true> : bool[]
+  %last, %rows = loop(%trips, %go, %x) (%i: i64[], %c: bool[], %acc: i64[2]) {
+    yield %c, %acc, %acc
+  }
+  return %rows
+}
+)",
+                            DeviceKind::kCpu);
+  Executable broken = p.executable;
+  bool found = false;
+  for (VmFunction& f : broken.functions) {
+    for (const Instruction& in : f.code) {
+      if (in.op != Opcode::kLoop) continue;
+      f.operands[in.c] = static_cast<int32_t>(broken.types.size());  // one past the last
+      found = true;
+    }
+  }
+  ASSERT_TRUE(found);
+  auto r = Executable::Deserialize(broken.Serialize());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(r.status().message(), HasSubstr("(loop): operand out of range"));
+}
+
 TEST(Executable, ListingShowsEveryStep) {
   VmProgram p = MustCompile(SeedMlp("n"), DeviceKind::kSim);
   const std::string listing = p.executable.ToListing();
