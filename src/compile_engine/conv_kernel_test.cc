@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "passes/compile_engine/kernel_provider.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 #include "support/ir_test_util.h"
@@ -251,6 +252,121 @@ TEST(ConvKernelTest, ResnetTinyConvolutionsMatchReference) {
   for (const ResnetConv& c : convs) {
     CheckCase(c.k, /*bias=*/true, c.relu, /*constant=*/true, {1, 4});
   }
+}
+
+// ---- blocked channel layouts (block-conv-layout's convolutions) ---------------------------
+
+// One conv group with data in NCHW<in_block>c and the result in NCHW<out_block>c (0 = NCHW),
+// stride 1 unless given, padding [p, p]; the bias in block-conv-layout's form, an add of
+// [OC/b, 1, 1, b] (or nn.bias_add for an NCHW result).
+struct BlockedCase {
+  int64_t c, oc, k, h, in_block, out_block;
+  int64_t stride = 1, pad = 1;
+  bool bias = true, relu = true;
+};
+
+std::vector<int64_t> DataShape(int64_t n, int64_t c, int64_t h, int64_t block) {
+  if (block == 0) return {n, c, h, h};
+  return {n, c / block, h, h, block};
+}
+
+std::string Layout(int64_t block) { return block == 0 ? "NCHW" : absl::StrCat("NCHW", block, "c"); }
+
+std::string BlockedFunction(const BlockedCase& k) {
+  const std::vector<int64_t> x = DataShape(1, k.c, k.h, k.in_block);
+  std::string xs = "n";
+  for (size_t i = 1; i < x.size(); ++i) absl::StrAppend(&xs, ", ", x[i]);
+  std::string params =
+      absl::StrCat("%x: f32[", xs, "], %w: f32[", k.oc, ", ", k.c, ", ", k.k, ", ", k.k, "]");
+  std::string body = absl::StrCat(
+      "  %h = nn.conv2d(%x, %w) {strides = [", k.stride, ", ", k.stride, "], padding = [", k.pad,
+      ", ", k.pad, "], data_layout = \"", Layout(k.in_block), "\", out_layout = \"",
+      Layout(k.out_block), "\"}\n");
+  std::string last = "%h";
+  if (k.bias && k.out_block > 0) {
+    absl::StrAppend(&params, ", %b: f32[", k.oc / k.out_block, ", 1, 1, ", k.out_block, "]");
+    absl::StrAppend(&body, "  %hb = add(%h, %b)\n");
+    last = "%hb";
+  } else if (k.bias) {
+    absl::StrAppend(&params, ", %b: f32[", k.oc, "]");
+    absl::StrAppend(&body, "  %hb = nn.bias_add(%h, %b)\n");
+    last = "%hb";
+  }
+  if (k.relu) {
+    absl::StrAppend(&body, "  %a = nn.relu(", last, ")\n");
+    last = "%a";
+  }
+  return absl::StrCat("def @f(", params, ") attributes {primitive = true} {\n", body,
+                      "  return ", last, "\n}\n");
+}
+
+// Runs `k` at N = 1 and 2 in one instance (constant weights and bias) against the reference,
+// which computes the layouts on logical elements (nn.cc).
+void CheckBlocked(const BlockedCase& k, const std::string& describe = "") {
+  const std::string text = BlockedFunction(k);
+  SCOPED_TRACE(text);
+  Group g = Compile(text);
+  ASSERT_NE(g.kernel, nullptr);
+  if (!describe.empty()) EXPECT_EQ(g.kernel->Describe(), describe);
+  const Tensor w = Random({k.oc, k.c, k.k, k.k}, 1, 1.0 / std::sqrt(double(k.c * k.k * k.k)));
+  const Tensor b = k.out_block > 0 ? Random({k.oc / k.out_block, 1, 1, k.out_block}, 2, 0.5)
+                                   : Random({k.oc}, 2, 0.5);
+  std::vector<Tensor> load = {Tensor(), w};
+  if (k.bias) load.push_back(b);
+  std::vector<bool> which = {false, true};
+  if (k.bias) which.push_back(true);
+  auto instance = g.kernel->Instantiate(Constants(load, which));
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  for (int64_t n : {1, 2}) {
+    std::vector<Tensor> params = {Random(DataShape(n, k.c, k.h, k.in_block), 10 + n), w};
+    if (k.bias) params.push_back(b);
+    auto want = Interpret(*g.f, params);
+    ASSERT_TRUE(want.ok()) << want.status();
+    auto got = RunKernel(**instance, params, want->shape());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_LE(MaxError(*got, *want), kTolerance) << "N = " << n;
+  }
+}
+
+// Tests resnet_tiny's convolutions as block-conv-layout writes them: the stem from NCHW into
+// NCHW16c, chains in NCHW16c (direct at 16 channels, Winograd at 32 and 64), strided and 1x1
+// downsampling, and a result back in NCHW; a bias-free one; blocks of 8 and 4.
+TEST(ConvKernelTest, BlockedLayoutsMatchReference) {
+  CheckBlocked({3, 16, 3, 32, 0, 16}, "onednn conv2d[bias,relu] NCHW->NCHW16c packed");
+  CheckBlocked({16, 16, 3, 32, 16, 16}, "onednn conv2d[bias,relu] NCHW16c->NCHW16c packed");
+  CheckBlocked({32, 32, 3, 16, 16, 16},
+               PreferredConvBlock(DeviceKind::kCpu) == 16  // AVX-512
+                   ? "onednn conv2d[bias,relu] NCHW16c->NCHW16c winograd packed"
+                   : "onednn conv2d[bias,relu] NCHW16c->NCHW16c packed");
+  CheckBlocked({64, 64, 3, 8, 16, 16});
+  CheckBlocked({16, 32, 3, 32, 16, 16, /*stride=*/2});
+  CheckBlocked({32, 64, 1, 16, 16, 16, /*stride=*/2, /*pad=*/0, /*bias=*/true, /*relu=*/false});
+  CheckBlocked({64, 32, 1, 8, 16, 0, 1, 0}, "onednn conv2d[bias,relu] NCHW16c->NCHW packed");
+  CheckBlocked({32, 48, 3, 9, 16, 16, 1, 1, /*bias=*/false, /*relu=*/false});
+  CheckBlocked({8, 16, 3, 10, 8, 8});
+  CheckBlocked({4, 8, 3, 7, 4, 4, 2});
+  CheckBlocked({16, 8, 3, 7, 8, 4});
+}
+
+// Tests a layout pair with no optimised oneDNN kernel (24 NCHW channels into NCHW16c: oneDNN
+// offers only its reference implementation, ~100x slower): the kernel falls back to its own
+// choice with reorders, and the result is still right.
+TEST(ConvKernelTest, BlockedLayoutWithoutAFastKernelReorders) {
+  CheckBlocked({24, 32, 3, 12, 0, 16});
+}
+
+// Tests that a data argument not in the declared block is refused with its shape.
+TEST(ConvKernelTest, BlockedDataOfAnotherBlockIsAnError) {
+  Group g = Compile(BlockedFunction({16, 16, 3, 8, 16, 16}));
+  ASSERT_NE(g.kernel, nullptr);
+  auto instance = g.kernel->Instantiate({nullptr, nullptr, nullptr});
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  auto got = RunKernel(**instance,
+                       {Random({1, 2, 8, 8, 8}, 1), Random({16, 16, 3, 3}, 2),
+                        Random({1, 1, 1, 16}, 3)},
+                       {1, 1, 8, 8, 16});
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(), HasSubstr("not in NCHW16c"));
 }
 
 // Tests that parameters may come in any order (the bias first, the weights last).

@@ -2,11 +2,13 @@
 #include "compile_engine/group_match.h"
 
 #include <algorithm>
+#include <string>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "passes/shape_funcs/channel_layout.h"
 #include "passes/shape_funcs/op_registry.h"
 
 namespace hetpass::group_match {
@@ -57,7 +59,8 @@ std::string AnchorEpilogue::Arg(absl::string_view role, int param) const {
   return absl::StrFormat("%s (%s)", role, param_names[param]);
 }
 
-std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor, bool allow_add) {
+std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor, bool allow_add,
+                                                  int bias_rank) {
   if (!IsPrimitive(f)) return std::nullopt;
   const Block& body = f.body();
   const auto& nodes = body.nodes();
@@ -89,7 +92,7 @@ std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor
     if (cur_operand < 0) return std::nullopt;
     g.bias = ParamIndex(body, b.operand(1 - cur_operand));
     if (g.bias < 0 || g.bias == g.data || g.bias == g.weight ||
-        !IsF32Tensor(g.param_types[g.bias], 1)) {
+        !IsF32Tensor(g.param_types[g.bias], bias_rank)) {
       return std::nullopt;
     }
     cur = b.result(0);
@@ -208,19 +211,70 @@ std::optional<Group> MatchWindowGroup(const Function& f, OpId anchor) {
 
 }  // namespace
 
-std::optional<ConvGroup> MatchConvGroup(const Function& f) {
-  std::optional<ConvGroup> g = MatchWindowGroup<ConvGroup>(f, OpId::kNnConv2d);
-  if (!g) return std::nullopt;
-  std::optional<Attrs> attrs = ReadWindow(*g->anchor, *g, nullptr);
-  if (!attrs || attrs->GetString("data_layout") != "NCHW" || attrs->GetString("kernel_layout") != "OIHW") {
+// The conv's data and result layouts as blocks (0 = NCHW) when the kernels take them: NCHW or
+// NCHW<b>c with b in {4, 8, 16} (oneDNN's nChw4c / nChw8c / nChw16c), an OIHW kernel.
+std::optional<std::array<int64_t, 2>> ConvLayouts(const Attrs& attrs) {
+  const std::optional<int64_t> in = ParseChannelLayout(attrs.GetString("data_layout"));
+  const std::string& out_name = attrs.GetString("out_layout");
+  const std::optional<int64_t> out = out_name.empty() ? in : ParseChannelLayout(out_name);
+  auto supported = [](std::optional<int64_t> b) {
+    return b && (*b == 0 || *b == 4 || *b == 8 || *b == 16);
+  };
+  if (!supported(in) || !supported(out) || attrs.GetString("kernel_layout") != "OIHW") {
     return std::nullopt;
   }
+  return std::array<int64_t, 2>{*in, *out};
+}
+
+std::optional<ConvGroup> MatchConvGroup(const Function& f) {
+  if (!IsPrimitive(f) || f.body().nodes().empty()) return std::nullopt;
+  const Node& first = *f.body().nodes()[0];
+  if (!IsCallOf(first, OpId::kNnConv2d)) return std::nullopt;
+  ConvWindow window;
+  std::optional<Attrs> attrs = ReadWindow(first, window, nullptr);
+  if (!attrs) return std::nullopt;
+  const std::optional<std::array<int64_t, 2>> layouts = ConvLayouts(*attrs);
+  if (!layouts) return std::nullopt;
+  const auto [in_block, out_block] = *layouts;
+  if (in_block == 0 && out_block == 0) {
+    std::optional<ConvGroup> g = MatchWindowGroup<ConvGroup>(f, OpId::kNnConv2d);
+    if (g) static_cast<ConvWindow&>(*g) = window;
+    return g;
+  }
+  // Blocked: the bias (if any) is an add of [OC/b, 1, 1, b] on a blocked result, nn.bias_add
+  // on an NCHW one.
+  std::optional<AnchorEpilogue> m = MatchAnchorEpilogue(
+      f, OpId::kNnConv2d, /*allow_add=*/out_block > 0, /*bias_rank=*/out_block > 0 ? 4 : 1);
+  if (!m) return std::nullopt;
+  ConvGroup g;
+  static_cast<AnchorEpilogue&>(g) = *std::move(m);
+  static_cast<ConvWindow&>(g) = window;
+  g.in_block = in_block;
+  g.out_block = out_block;
+  if (!IsF32Tensor(g.param_types[g.data], in_block > 0 ? 5 : 4) ||
+      !IsF32Tensor(g.param_types[g.weight], 4)) {
+    return std::nullopt;
+  }
+  if (g.has_bias() && out_block == 0) {
+    const std::optional<int64_t> axis = IntAttr(*g.bias_node, "axis", 1);
+    if (!axis || (*axis != 1 && *axis != -3)) return std::nullopt;
+  } else if (g.has_bias()) {
+    const std::vector<DimExpr>& b = g.param_types[g.bias].shape();
+    const DimExpr& oc = g.param_types[g.weight].shape()[0];
+    if (!g.bias_is_add || !b[1].is_constant() || b[1].constant() != 1 || !b[2].is_constant() ||
+        b[2].constant() != 1 || !b[3].is_constant() || b[3].constant() != out_block ||
+        !oc.is_constant() || !b[0].is_constant() || b[0].constant() * out_block != oc.constant()) {
+      return std::nullopt;
+    }
+  }
+  if (!DeclaredResultIsF32(f, out_block > 0 ? 5 : 4)) return std::nullopt;
   return g;
 }
 
 absl::StatusOr<ConvShape> ConvShapeOf(const ConvGroup& g, absl::Span<const int64_t> x,
                                       absl::Span<const int64_t> w) {
-  ConvShape s{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], 0, 0};
+  const int64_t channels = g.in_block > 0 ? x[1] * g.in_block : x[1];
+  ConvShape s{x[0], channels, x[2], x[3], w[0], w[1], w[2], w[3], 0, 0};
   if (s.icg * g.groups != s.c) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: nn.conv2d channels differ: %s has %d channels but %s expects %d (%d x %d groups)",

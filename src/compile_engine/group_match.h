@@ -62,7 +62,9 @@ struct AnchorEpilogue {
   // "data (%x)"
   std::string Arg(absl::string_view role, int param) const;
 };
-std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor, bool allow_add);
+// `bias_rank`: the bias parameter's rank (1: a vector; 4: a blocked conv's [OC/b, 1, 1, b]).
+std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor, bool allow_add,
+                                                  int bias_rank = 1);
 // The ops such a group may hold besides its anchor (providers' Fuses).
 bool IsEpilogueOp(OpId op, bool allow_add);
 // True when the function declares no result type, or one f32 tensor of `rank` (an f16 result
@@ -89,9 +91,15 @@ struct ConvWindow {
   bool symmetric_padding() const { return pad[0] == pad[2] && pad[1] == pad[3]; }
 };
 
-// nn.conv2d [+ nn.bias_add on axis 1 / -3] [+ nn.relu] over f32 data [N, C, H, W] and OIHW
-// weights [OC, C / groups, KH, KW], layouts NCHW / OIHW only.
-struct ConvGroup : AnchorEpilogue, ConvWindow {};
+// nn.conv2d [+ bias] [+ nn.relu] over f32 data and OIHW weights [OC, C / groups, KH, KW].
+// Data and result are NCHW [N, C, H, W] or blocked NCHW<b>c [N, C/b, H, W, b] for b in
+// {4, 8, 16} (channel_layout.h; data_layout / out_layout). The bias is nn.bias_add on axis 1
+// / -3 of an NCHW result, or, on a blocked result, an `add` of an [OC/b, 1, 1, b] parameter
+// (block-conv-layout's form of a bias: the same bytes as the [OC] vector).
+struct ConvGroup : AnchorEpilogue, ConvWindow {
+  int64_t in_block = 0;   // data layout; 0 = NCHW
+  int64_t out_block = 0;  // result layout; 0 = NCHW
+};
 std::optional<ConvGroup> MatchConvGroup(const Function& f);
 
 // A conv call's problem: data [n, c, h, w], weight [oc, icg, kh, kw], output [n, oc, oh, ow].
@@ -99,7 +107,8 @@ struct ConvShape {
   int64_t n, c, h, w, oc, icg, kh, kw, oh, ow;
   std::array<int64_t, 8> Key() const { return {n, c, h, w, oc, icg, kh, kw}; }
 };
-// The problem for data `x` and weight `w` (rank 4 each), or InvalidArgument naming the function
+// The problem for data `x` (rank 4, or 5 in a blocked layout: its logical dims are used) and
+// weight `w` (rank 4), or InvalidArgument naming the function
 // and argument when the channels or groups do not fit or the window is larger than the padded
 // input; the output is floor((H + top + bottom - dil*(KH-1) - 1) / s) + 1.
 absl::StatusOr<ConvShape> ConvShapeOf(const ConvGroup& g, absl::Span<const int64_t> x,

@@ -7,6 +7,7 @@
 #include "passes/pass/pass_registry.h"
 #include "passes/support/status_macros.h"
 #include "passes/transforms/bind_params.h"
+#include "passes/transforms/block_conv_layout.h"
 #include "passes/transforms/cse.h"
 #include "passes/transforms/dce.h"
 #include "passes/transforms/fold_constants.h"
@@ -140,6 +141,17 @@ void RegisterAllPasses(PassRegistry& r) {
                         RETURN_IF_ERROR(o.CheckKnown({}));
                         return CreateLoopAppendToScanPass();
                       }});
+  r.Register(PassInfo{
+      std::string(BlockConvLayoutOptions::kName),
+      "compute convolution chains (with their biases and elementwise ops) in the blocked "
+      "channel layout NCHW<b>c, with layout_transform at the chain's edges",
+      {"block: channels per block (16)"},
+      [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+        RETURN_IF_ERROR(o.CheckKnown({"block"}));
+        BlockConvLayoutOptions opts;
+        ASSIGN_OR_RETURN(opts.block, o.GetInt("block", opts.block));
+        return CreateBlockConvLayoutPass(opts);
+      }});
   r.Register(PassInfo{std::string(DceOptions::kName), "remove bindings whose results are unused",
                       {},
                       [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {

@@ -18,6 +18,11 @@
 // the `stride` input sizes a strided conv2d would map back to. Padding follows nn.conv2d
 // (1, 2 or 4 ints: top, left, bottom, right) and crops the output instead of growing it.
 //
+// nn.conv2d's data and result may be in a blocked channel layout (data_layout / out_layout
+// NCHW<b>c, passes/shape_funcs/channel_layout.h; block-conv-layout writes them): the
+// convolution is the same on the logical [N, C, H, W] elements, only where they are stored
+// changes, and a blocked result needs output channels divisible by its block.
+//
 // Patterns: dense, conv2d and conv2d_transpose are out-elementwise-fusable (a GEMM/conv
 // kernel can absorb a following bias/relu); bias_add is broadcast; pad is injective. softmax
 // is opaque, as in TVM: it is a reduction (max and sum over the axis) whose result is
@@ -30,8 +35,11 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_format.h"
+#include "passes/shape_funcs/channel_layout.h"
 #include "passes/support/status_macros.h"
 #include "shape_funcs/rule_helpers.h"
 
@@ -190,27 +198,49 @@ absl::StatusOr<DimExpr> WindowDim(const ShapeContext& ctx, const DimExpr& in, in
   return out;
 }
 
+// data_layout / out_layout as blocks (0 = NCHW); an empty out_layout is data_layout.
+struct ConvLayouts {
+  int64_t in = 0, out = 0;
+};
+
+std::optional<ConvLayouts> ReadConvLayouts(const Attrs& a) {
+  const std::optional<int64_t> in = ParseChannelLayout(a.GetString("data_layout"));
+  const std::string& out_name = a.GetString("out_layout");
+  const std::optional<int64_t> out = out_name.empty() ? in : ParseChannelLayout(out_name);
+  if (!in || !out || a.GetString("kernel_layout") != "OIHW") return std::nullopt;
+  return ConvLayouts{*in, *out};
+}
+
 Result Conv2dRule(ShapeContext& ctx) {
   const Attrs& a = ctx.attrs();
-  if (a.GetString("data_layout") != "NCHW" || a.GetString("kernel_layout") != "OIHW") {
-    return ctx.Error(absl::StrFormat("only NCHW data and OIHW kernels are supported, got %s/%s",
-                                     a.GetString("data_layout"), a.GetString("kernel_layout")));
+  const std::optional<ConvLayouts> layouts = ReadConvLayouts(a);
+  if (!layouts) {
+    return ctx.Error(absl::StrFormat(
+        "data_layout and out_layout must be NCHW or NCHW<b>c (out_layout empty: the data's) and "
+        "kernel_layout OIHW, got %s/%s/%s",
+        a.GetString("data_layout"), a.GetString("out_layout"), a.GetString("kernel_layout")));
   }
   RETURN_IF_ERROR(CheckSameDType(ctx, 0, 1));
-  RETURN_IF_ERROR(CheckRank(ctx, 0, 4));
+  RETURN_IF_ERROR(CheckRank(ctx, 0, layouts->in == 0 ? 4 : 5));
   RETURN_IF_ERROR(CheckRank(ctx, 1, 4));
   ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
   ASSIGN_OR_RETURN(auto w, ctx.Shape(1));
+  if (layouts->in > 0 && ProvablyDifferent(x[4], layouts->in)) {
+    return ctx.Error(absl::StrFormat("data %s is not in %s: its last dim is not %d",
+                                     ShapeToString(ToVec(x)), ChannelLayoutName(layouts->in),
+                                     layouts->in));
+  }
+  const DimExpr data_channels = layouts->in > 0 ? x[1] * layouts->in : x[1];
   ASSIGN_OR_RETURN(auto pad, Padding4(ctx));
   ASSIGN_OR_RETURN(auto stride, Pair(ctx, "strides"));
   ASSIGN_OR_RETURN(auto dil, Pair(ctx, "dilation"));
   const int64_t groups = a.GetInt("groups");
   if (groups <= 0) return ctx.Error(absl::StrFormat("groups must be positive, got %d", groups));
   const DimExpr in_channels = w[1] * groups;
-  if (ProvablyDifferent(x[1], in_channels)) {
+  if (ProvablyDifferent(data_channels, in_channels)) {
     return ctx.Error(absl::StrFormat("data has %d channels but weight expects %d (%d x %d groups)",
-                                     x[1].constant(), in_channels.constant(), w[1].constant(),
-                                     groups));
+                                     data_channels.constant(), in_channels.constant(),
+                                     w[1].constant(), groups));
   }
   if (w[0].is_constant() && w[0].constant() % groups != 0) {
     return ctx.Error(absl::StrFormat("%d output channels are not divisible by %d groups",
@@ -233,7 +263,13 @@ Result Conv2dRule(ShapeContext& ctx) {
                    WindowDim(ctx, x[2], pad_h, w[2], dil[0], stride[0], false, "height"));
   ASSIGN_OR_RETURN(DimExpr wd,
                    WindowDim(ctx, x[3], pad_w, w[3], dil[1], stride[1], false, "width"));
-  return One(Type::Tensor(ctx.dtype(0), {x[0], w[0], h, wd}));
+  if (layouts->out == 0) return One(Type::Tensor(ctx.dtype(0), {x[0], w[0], h, wd}));
+  const int64_t b = layouts->out;
+  if (w[0].is_constant() && w[0].constant() % b != 0) {
+    return ctx.Error(absl::StrFormat("%d output channels do not split into blocks of %d (%s)",
+                                     w[0].constant(), b, ChannelLayoutName(b)));
+  }
+  return One(Type::Tensor(ctx.dtype(0), {x[0], DimExpr::FloorDiv(w[0], b), h, wd, DimExpr(b)}));
 }
 
 struct Window {
@@ -258,17 +294,22 @@ KernelResult Conv2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                           absl::Span<const Type> out_t) {
   Tensor out = shape_rules::ZerosOf(out_t[0]);
   const Window win = ConcreteWindow(attrs);
+  const ConvLayouts layouts = ReadConvLayouts(attrs).value_or(ConvLayouts{});
   const int64_t groups = attrs.GetInt("groups");
-  const auto& xs = in[0].shape();
+  const auto& xv = in[0].shape();
   const auto& ws = in[1].shape();
-  const auto& os = out.shape();
+  const auto& ov = out.shape();
+  // Logical NCHW dims of data and result; the layouts only move elements.
+  const std::array<int64_t, 4> xs = {xv[0], layouts.in > 0 ? xv[1] * layouts.in : xv[1], xv[2],
+                                     xv[3]};
+  const std::array<int64_t, 4> os = {ov[0], layouts.out > 0 ? ov[1] * layouts.out : ov[1], ov[2],
+                                     ov[3]};
   const int64_t cin_g = ws[1], cout_g = ws[0] / groups;
-  int64_t o_idx = 0;
   for (int64_t n = 0; n < os[0]; ++n) {
     for (int64_t oc = 0; oc < os[1]; ++oc) {
       const int64_t g = oc / cout_g;
       for (int64_t oh = 0; oh < os[2]; ++oh) {
-        for (int64_t ow = 0; ow < os[3]; ++ow, ++o_idx) {
+        for (int64_t ow = 0; ow < os[3]; ++ow) {
           double acc = 0;
           for (int64_t ic = 0; ic < cin_g; ++ic) {
             const int64_t c = g * cin_g + ic;
@@ -278,12 +319,12 @@ KernelResult Conv2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
               for (int64_t kw = 0; kw < ws[3]; ++kw) {
                 const int64_t iw = ow * win.stride[1] - win.pad[1] + kw * win.dil[1];
                 if (iw < 0 || iw >= xs[3]) continue;
-                acc += in[0].GetDouble(((n * xs[1] + c) * xs[2] + ih) * xs[3] + iw) *
+                acc += in[0].GetDouble(ChannelLayoutOffset(xs, layouts.in, n, c, ih, iw)) *
                        in[1].GetDouble(((oc * ws[1] + ic) * ws[2] + kh) * ws[3] + kw);
               }
             }
           }
-          out.SetDouble(o_idx, acc);
+          out.SetDouble(ChannelLayoutOffset(os, layouts.out, n, oc, oh, ow), acc);
         }
       }
     }
@@ -621,8 +662,10 @@ void RegisterNnOps(OpRegistry::Builder& b) {
       .Attr("kernel_size", AttrType::kIntList, std::vector<int64_t>{})
       .Attr("data_layout", AttrType::kString, std::string("NCHW"))
       .Attr("kernel_layout", AttrType::kString, std::string("OIHW"))
+      .Attr("out_layout", AttrType::kString, std::string(""))
       .Pattern(FusionPattern::kOutElementwiseFusable)
-      .Doc("2-D convolution, NCHW x OIHW; padding is 1, 2 or 4 ints (top, left, bottom, right)")
+      .Doc("2-D convolution, NCHW or NCHW<b>c data x OIHW weight -> out_layout (empty: the "
+           "data's); padding is 1, 2 or 4 ints (top, left, bottom, right)")
       .Rule(Conv2dRule)
       .Reference(Conv2dKernel);
   b.Register("nn.conv2d_transpose")

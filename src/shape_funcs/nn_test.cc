@@ -120,7 +120,7 @@ TEST(Conv2dTest, Errors) {
               HasSubstr("padding must have 1, 2 or 4 values, got 3"));
   EXPECT_THAT(InferStr("nn.conv2d", {{"data_layout", std::string("NHWC")}},
                        {In(F32({1, 8, 8, 3})), In(F32({4, 3, 3, 3}))}),
-              HasSubstr("only NCHW data and OIHW kernels"));
+              HasSubstr("data_layout and out_layout must be NCHW or NCHW<b>c"));
   EXPECT_THAT(InferStr("nn.conv2d", {{"groups", int64_t{2}}},
                        {In(F32({1, 6, 8, 8})), In(F32({3, 3, 3, 3}))}),
               HasSubstr("3 output channels are not divisible by 2 groups"));
@@ -149,6 +149,49 @@ TEST(Conv2dTest, ReferenceGroups) {
                     {FT({1, 2, 1, 2}, {1, 2, 3, 4}), FT({2, 1, 1, 1}, {2, 3})});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(Doubles((*out)[0]), ElementsAre(2, 4, 9, 12));
+}
+
+// Tests blocked channel layouts: the data [N, C/b, H, W, b] holds the same logical elements,
+// out_layout (empty: the data's) decides the result's; the channels must split into blocks.
+TEST(Conv2dTest, BlockedLayoutTypes) {
+  const Attrs blocked = {{"data_layout", std::string("NCHW16c")}, {"padding", std::vector<int64_t>{1}}};
+  EXPECT_EQ(InferStr("nn.conv2d", blocked, {In(F32({S("n"), 2, 8, 8, 16})), In(F32({64, 32, 3, 3}))}),
+            "f32[n, 4, 8, 8, 16]");
+  EXPECT_EQ(InferStr("nn.conv2d", {{"out_layout", std::string("NCHW8c")}},
+                     {In(F32({1, 3, 8, 8})), In(F32({16, 3, 3, 3}))}),
+            "f32[1, 2, 6, 6, 8]");
+  EXPECT_EQ(InferStr("nn.conv2d", {{"data_layout", std::string("NCHW8c")}, {"out_layout", std::string("NCHW")}},
+                     {In(F32({1, 2, 5, 5, 8})), In(F32({3, 16, 1, 1}))}),
+            "f32[1, 3, 5, 5]");
+  EXPECT_THAT(InferStr("nn.conv2d", {{"out_layout", std::string("NCHW16c")}},
+                       {In(F32({1, 3, 8, 8})), In(F32({24, 3, 3, 3}))}),
+              HasSubstr("24 output channels do not split into blocks of 16"));
+  EXPECT_THAT(InferStr("nn.conv2d", {{"data_layout", std::string("NCHW16c")}},
+                       {In(F32({1, 2, 8, 8, 8})), In(F32({16, 32, 3, 3}))}),
+              HasSubstr("is not in NCHW16c"));
+  EXPECT_THAT(InferStr("nn.conv2d", {{"data_layout", std::string("NCHW16c")}},
+                       {In(F32({1, 32, 8, 8})), In(F32({16, 32, 3, 3}))}),
+              HasSubstr("data must have rank 5"));
+  EXPECT_THAT(InferStr("nn.conv2d", {{"data_layout", std::string("NCHW0c")}},
+                       {In(F32({1, 32, 8, 8})), In(F32({16, 32, 3, 3}))}),
+              HasSubstr("got NCHW0c"));
+}
+
+// Tests that the blocked reference computes the NCHW convolution, elements moved: data
+// channels 0..3 in NCHW2c, a 1x1 kernel summing channel pairs, result in NCHW2c and NCHW.
+TEST(Conv2dTest, ReferenceBlockedEqualsNchw) {
+  // Logical x[0][c][0][w] = 10c + w (4 channels, 1x2 pixels); NCHW2c stores [1, 2, 1, 2, 2].
+  const Tensor x = FT({1, 2, 1, 2, 2}, {0, 10, 1, 11, 20, 30, 21, 31});
+  const Tensor w = FT({2, 4, 1, 1}, {1, 1, 0, 0, 0, 0, 1, 1});  // c0+c1, c2+c3
+  auto blocked = RunRef("nn.conv2d", {{"data_layout", std::string("NCHW2c")}}, {x, w});
+  ASSERT_TRUE(blocked.ok()) << blocked.status();
+  EXPECT_EQ((*blocked)[0].shape(), (std::vector<int64_t>{1, 1, 1, 2, 2}));
+  EXPECT_THAT(Doubles((*blocked)[0]), ElementsAre(10, 50, 12, 52));
+  auto plain = RunRef("nn.conv2d",
+                      {{"data_layout", std::string("NCHW2c")}, {"out_layout", std::string("NCHW")}},
+                      {x, w});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT(Doubles((*plain)[0]), ElementsAre(10, 12, 50, 52));
 }
 
 // ---- nn.conv2d_transpose -------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // Shape transformations: reshape, dyn.reshape, transpose, expand_dims, squeeze, dyn.squeeze,
-// dyn.unsqueeze, concatenate, broadcast_to, dyn.broadcast_to, tile and dyn.tile.
+// dyn.unsqueeze, concatenate, broadcast_to, dyn.broadcast_to, tile, dyn.tile and
+// layout_transform.
 //
 // Masks: the tensor being transformed is always `shape` (its contents never decide the output
 // shape). The target of the dyn.* variants (newshape, shape, reps, axes) is `value`: the shape
@@ -17,6 +18,13 @@
 // f32[n, 4, 8] to [0, -1] gives f32[n, 32] and to [-1] gives f32[n*32]. In dyn.reshape a
 // symbolic target entry is taken as a dim: only the constants 0 and -1 are special (a symbol
 // that is 0 at run time would copy the input dim there; shape subgraphs do not produce those).
+//
+// layout_transform converts an image tensor between the channel layouts NCHW and NCHW{b}c
+// (passes/shape_funcs/channel_layout.h), any pair of them, through the logical [N, C, H, W]
+// element: out[layout_d(n, c, h, w)] = in[layout_s(n, c, h, w)]. The channels must split into
+// whole blocks of the destination (C divisible by d; with symbolic C the type says C floordiv
+// d and the shape function checks). Padding partial blocks would make the transform lossy in
+// the other direction, so it is an error instead.
 //
 // squeeze with no axes removes the dims that are statically 1. A symbolic dim is never
 // squeezed, even if it is 1 at run time: whether it is 1 is a question about the shape the
@@ -37,12 +45,14 @@
 #include "shape_funcs/transform.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "passes/shape_funcs/channel_layout.h"
 #include "passes/support/status_macros.h"
 #include "shape_funcs/rule_helpers.h"
 
@@ -215,6 +225,90 @@ KernelResult TransposeKernel(absl::Span<const Tensor> in, const Attrs& attrs,
     for (int64_t a = 0; a < rank; ++a) src += idx[a] * src_strides[perm[a]];
     shape_rules::CopyElements(in[0], src, out, i);
     shape_rules::NextIndex(idx, out.shape());
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- layout_transform ----------------------------------------------------------------------
+
+struct LayoutPair {
+  int64_t src = 0, dst = 0;  // blocks; 0 = NCHW
+};
+
+absl::StatusOr<LayoutPair> ReadLayouts(const ShapeContext& ctx) {
+  LayoutPair p;
+  for (auto [name, out] : {std::pair<const char*, int64_t*>{"src_layout", &p.src},
+                           std::pair<const char*, int64_t*>{"dst_layout", &p.dst}}) {
+    const std::string& v = ctx.attrs().GetString(name);
+    std::optional<int64_t> block = ParseChannelLayout(v);
+    if (!block) {
+      return ctx.Error(absl::StrFormat("%s '%s' is not a channel layout (NCHW or NCHW<b>c, e.g. "
+                                       "NCHW16c)",
+                                       name, v));
+    }
+    *out = *block;
+  }
+  return p;
+}
+
+Result LayoutTransformRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(const LayoutPair p, ReadLayouts(ctx));
+  const int rank = p.src == 0 ? 4 : 5;
+  if (ctx.rank(0) != rank) {
+    return ctx.Error(absl::StrFormat("data in %s must have rank %d, got rank %d",
+                                     ChannelLayoutName(p.src), rank, ctx.rank(0)));
+  }
+  ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
+  if (p.src > 0 && ProvablyDifferent(x[4], p.src)) {
+    return ctx.Error(absl::StrFormat("data %s is not in %s: its last dim is not %d",
+                                     ShapeToString(ToVec(x)), ChannelLayoutName(p.src), p.src));
+  }
+  const DimExpr channels = p.src > 0 ? x[1] * p.src : x[1];
+  std::vector<DimExpr> out = {x[0]};
+  if (p.dst == 0) {
+    out.insert(out.end(), {channels, x[2], x[3]});
+  } else {
+    DimExpr blocks;
+    if (channels.is_constant()) {
+      if (channels.constant() % p.dst != 0) {
+        return ctx.Error(absl::StrFormat("%d channels do not split into blocks of %d",
+                                         channels.constant(), p.dst));
+      }
+      blocks = DimExpr(channels.constant() / p.dst);
+    } else if (p.src > 0 && p.src % p.dst == 0) {
+      blocks = x[1] * (p.src / p.dst);
+    } else {  // checked by the shape function, where the channels are known
+      blocks = DimExpr::FloorDiv(channels, p.dst);
+    }
+    out.insert(out.end(), {blocks, x[2], x[3], DimExpr(p.dst)});
+  }
+  return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+}
+
+KernelResult LayoutTransformKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                   absl::Span<const Type> out_t) {
+  const int64_t src = ParseChannelLayout(attrs.GetString("src_layout")).value_or(0);
+  const int64_t dst = ParseChannelLayout(attrs.GetString("dst_layout")).value_or(0);
+  const std::vector<int64_t>& xs = in[0].shape();
+  if (src > 0 && xs[4] != src) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "layout_transform: data [%s] is not in NCHW%dc", absl::StrJoin(xs, ", "), src));
+  }
+  const std::array<int64_t, 4> dims = {xs[0], src > 0 ? xs[1] * src : xs[1], xs[2], xs[3]};
+  if (dst > 0 && dims[1] % dst != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "layout_transform: %d channels do not split into blocks of %d", dims[1], dst));
+  }
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  for (int64_t n = 0; n < dims[0]; ++n) {
+    for (int64_t c = 0; c < dims[1]; ++c) {
+      for (int64_t h = 0; h < dims[2]; ++h) {
+        for (int64_t w = 0; w < dims[3]; ++w) {
+          shape_rules::CopyElements(in[0], ChannelLayoutOffset(dims, src, n, c, h, w), out,
+                                    ChannelLayoutOffset(dims, dst, n, c, h, w));
+        }
+      }
+    }
   }
   return std::vector<Tensor>{std::move(out)};
 }
@@ -559,6 +653,15 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .Doc("permutes axes; empty axes reverses them")
       .Rule(TransposeRule)
       .Reference(TransposeKernel);
+  b.Register("layout_transform")
+      .Input("data", InputDep::kShape)
+      .Attr("src_layout", AttrType::kString)
+      .Attr("dst_layout", AttrType::kString)
+      .Pattern(FusionPattern::kInjective)
+      .Doc("converts [N, C, H, W] data between the channel layouts NCHW and NCHW<b>c "
+           "([N, C/b, H, W, b])")
+      .Rule(LayoutTransformRule)
+      .Reference(LayoutTransformKernel);
   b.Register("expand_dims")
       .View()
       .Input("data", InputDep::kShape)

@@ -123,6 +123,48 @@ TEST(TransposeTest, InferenceErrorsReference) {
   EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 4, 2, 5, 3, 6));
 }
 
+// ---- layout_transform ----------------------------------------------------------------------
+
+Attrs Layouts(const std::string& src, const std::string& dst) {
+  return {{"src_layout", src}, {"dst_layout", dst}};
+}
+
+TEST(LayoutTransformTest, Inference) {
+  EXPECT_EQ(Op("layout_transform")->dep(0), InputDep::kShape);
+  EXPECT_EQ(InferStr("layout_transform", Layouts("NCHW", "NCHW16c"),
+                     {In(F32({S("n"), 32, S("h"), 7}))}),
+            "f32[n, 2, h, 7, 16]");
+  EXPECT_EQ(InferStr("layout_transform", Layouts("NCHW16c", "NCHW"), {In(F32({S("n"), 2, 3, 3, 16}))}),
+            "f32[n, 32, 3, 3]");
+  // Re-blocking with a symbolic block count: 16 = 2 x 8 keeps the count exact.
+  EXPECT_EQ(InferStr("layout_transform", Layouts("NCHW16c", "NCHW8c"), {In(F32({1, S("cb"), 3, 3, 16}))}),
+            "f32[1, cb*2, 3, 3, 8]");
+  EXPECT_THAT(InferStr("layout_transform", Layouts("NCHW", "NCHW16c"), {In(F32({1, 24, 3, 3}))}),
+              HasSubstr("24 channels do not split into blocks of 16"));
+  EXPECT_THAT(InferStr("layout_transform", Layouts("NHWC", "NCHW"), {In(F32({1, 2, 3, 3}))}),
+              HasSubstr("src_layout 'NHWC' is not a channel layout"));
+  EXPECT_THAT(InferStr("layout_transform", Layouts("NCHW8c", "NCHW"), {In(F32({1, 2, 3, 3, 16}))}),
+              HasSubstr("is not in NCHW8c"));
+  EXPECT_THAT(InferStr("layout_transform", Layouts("NCHW8c", "NCHW"), {In(F32({1, 2, 3, 3}))}),
+              HasSubstr("must have rank 5"));
+}
+
+// Tests the element mapping both ways and that a round trip is the identity.
+TEST(LayoutTransformTest, Reference) {
+  // Logical x[0][c][0][w] = 10c + w, 4 channels, 1x2 pixels.
+  const Tensor x = FT({1, 4, 1, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
+  auto blocked = RunRef("layout_transform", Layouts("NCHW", "NCHW2c"), {x});
+  ASSERT_TRUE(blocked.ok()) << blocked.status();
+  EXPECT_EQ((*blocked)[0].shape(), (std::vector<int64_t>{1, 2, 1, 2, 2}));
+  EXPECT_THAT(Doubles((*blocked)[0]), ElementsAre(0, 10, 1, 11, 20, 30, 21, 31));
+  auto reblocked = RunRef("layout_transform", Layouts("NCHW2c", "NCHW4c"), {(*blocked)[0]});
+  ASSERT_TRUE(reblocked.ok()) << reblocked.status();
+  EXPECT_THAT(Doubles((*reblocked)[0]), ElementsAre(0, 10, 20, 30, 1, 11, 21, 31));
+  auto back = RunRef("layout_transform", Layouts("NCHW4c", "NCHW"), {(*reblocked)[0]});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_THAT(Doubles((*back)[0]), ElementsAre(0, 1, 10, 11, 20, 21, 30, 31));
+}
+
 // ---- expand_dims / squeeze -----------------------------------------------------------------
 
 TEST(ExpandDimsTest, InferenceErrorsReference) {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "passes/compile_engine/kernel_provider.h"
 
 namespace hetpass::vm {
 namespace {
@@ -73,9 +74,13 @@ LedgerComparison::Field Compare(const DimExpr& promise, int64_t measured,
 // lifetime into one arena, and a storage shared at compile time only lengthens lifetimes (peak
 // over the liveness lower bound on sim, transformer set 1: 1.13x shared, 1.04x not).
 std::string DefaultPipeline(DeviceKind target) {
-  return absl::StrCat("infer-types,fold-constants,cse,dce,loop-append-to-scan,plan-devices{target=",
-                      DeviceName(target),
-                      "},fuse-ops,manifest-alloc,plan-memory{share=false}");
+  // block-conv-layout before fold-constants, which then folds the reshaped biases.
+  const int64_t block = PreferredConvBlock(target);
+  const std::string layout =
+      block > 0 ? absl::StrCat("block-conv-layout{block=", block, "},") : std::string();
+  return absl::StrCat("infer-types,", layout,
+                      "fold-constants,cse,dce,loop-append-to-scan,plan-devices{target=",
+                      DeviceName(target), "},fuse-ops,manifest-alloc,plan-memory{share=false}");
 }
 
 DimExpr::Bindings RunRecord::LedgerBindings(const CopyLedger& ledger) const {

@@ -24,9 +24,12 @@ inline std::string SharedModelDir(const std::string& name) {
 }
 
 // DIR/model.onnx imported, through vm::DefaultPipeline(device), compiled for the VM.
-inline absl::StatusOr<vm::Executable> CompileSharedModel(const std::string& dir, DeviceKind device) {
+// `pipeline`: empty for vm::DefaultPipeline(device).
+inline absl::StatusOr<vm::Executable> CompileSharedModel(const std::string& dir, DeviceKind device,
+                                                         const std::string& pipeline = "") {
   ASSIGN_OR_RETURN(std::unique_ptr<Module> m, ImportOnnxFile(dir + "/model.onnx"));
-  ASSIGN_OR_RETURN(auto pm, ParsePipeline(vm::DefaultPipeline(device), PassManagerOptions()));
+  ASSIGN_OR_RETURN(auto pm, ParsePipeline(pipeline.empty() ? vm::DefaultPipeline(device) : pipeline,
+                                          PassManagerOptions()));
   RETURN_IF_ERROR(pm->Run(*m).status());
   return vm::CompileModule(*m);
 }

@@ -204,10 +204,15 @@ class CudnnCheckingKernel final : public CompiledKernel {
 };
 
 // Runs every test set of the shared model `name` on the cpu pipeline, checking the cuDNN
-// problem of each call of a group the cudnn providers take.
+// problem of each call of a group the cudnn providers take. The cpu pipeline without
+// block-conv-layout, whose blocked convolutions are the host's alone: the groups are then
+// cuda's.
 void RunWithCudnnChecks(const std::string& name, CudnnCalls& calls) {
   const std::string dir = testing::SharedModelDir(name);
-  auto exe = testing::CompileSharedModel(dir, DeviceKind::kCpu);
+  std::string pipeline = vm::DefaultPipeline(DeviceKind::kCpu);
+  const size_t layout = pipeline.find("block-conv-layout");
+  if (layout != std::string::npos) pipeline.erase(layout, pipeline.find(',', layout) + 1 - layout);
+  auto exe = testing::CompileSharedModel(dir, DeviceKind::kCpu, pipeline);
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto engine = std::make_shared<CompileEngine>();
   vm::VmOptions options;

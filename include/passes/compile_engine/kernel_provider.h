@@ -85,6 +85,12 @@ class KernelProvider {
 // kernels yet (cuda, until its providers exist). The list lives for the process.
 absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device);
 
+// The channel block `device`'s convolution kernels compute in without reordering: for the host
+// (cpu and sim run its kernels), oneDNN's nChw16c on AVX-512 machines and nChw8c on AVX2; 0
+// where blocked layouts have no fast kernel (cuda: cuDNN takes NCHW). The default pipelines
+// run block-conv-layout with it when it is not 0.
+int64_t PreferredConvBlock(DeviceKind device);
+
 // The capability queries the passes ask (plan-devices, fuse-ops). An interface so that tests
 // and other pipelines can describe a device the built-in providers do not have.
 class KernelCapabilities {

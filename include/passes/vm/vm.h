@@ -144,7 +144,8 @@ class VirtualMachine {
   std::vector<MemoryStats> last_memory_;
 };
 
-// The pass pipeline that takes a module to VM-ready IR for `target` (cpu, sim, cuda).
+// The pass pipeline that takes a module to VM-ready IR for `target` (cpu, sim, cuda); on cpu
+// and sim it includes block-conv-layout with the host's PreferredConvBlock.
 std::string DefaultPipeline(DeviceKind target);
 
 // The ledger's promise next to what the run did (src/vm/ledger_check.cc): per direction (h2d,

@@ -41,7 +41,12 @@ struct Kind<ConvGroup> {
   static constexpr char kProvider[] = "cudnn.conv2d";
   static constexpr char kLibraryOp[] = "cudnn conv2d";
   static constexpr OpId kAnchor = OpId::kNnConv2d;
-  static std::optional<ConvGroup> Match(const Function& f) { return group_match::MatchConvGroup(f); }
+  // NCHW only: the blocked layouts are the host's (block-conv-layout runs for cpu and sim).
+  static std::optional<ConvGroup> Match(const Function& f) {
+    std::optional<ConvGroup> g = group_match::MatchConvGroup(f);
+    if (g && (g->in_block != 0 || g->out_block != 0)) return std::nullopt;
+    return g;
+  }
 };
 template <>
 struct Kind<DeconvGroup> {

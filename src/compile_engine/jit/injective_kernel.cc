@@ -209,6 +209,24 @@ absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
       }
       return BroadcastToShape(in, target, out, /*both_ways=*/step.op == JitOp::kDynBroadcastTo);
     }
+    case JitOp::kLayoutTransform: {
+      const int64_t src = step.ints[0], dst = step.ints[1];
+      if (src > 0 && in[4] != src) {
+        return absl::InvalidArgumentError(absl::StrCat("layout_transform: data's last dim is ",
+                                                       in[4], ", not its block ", src));
+      }
+      const int64_t channels = src > 0 ? in[1] * src : in[1];
+      if (dst == 0) {
+        out.insert(out.end(), {in[0], channels, in[2], in[3]});
+        return absl::OkStatus();
+      }
+      if (channels % dst != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "layout_transform: ", channels, " channels do not split into blocks of ", dst));
+      }
+      out.insert(out.end(), {in[0], channels / dst, in[2], in[3], dst});
+      return absl::OkStatus();
+    }
     default:
       return absl::InternalError("not an injective op");
   }

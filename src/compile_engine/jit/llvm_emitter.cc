@@ -396,6 +396,19 @@ class Emitter {
       case JitOp::kBroadcastTo:
       case JitOp::kDynBroadcastTo:
         return Eval(data, BroadcastIndex(data, idx));
+      case JitOp::kLayoutTransform: {
+        // Through the logical channel c: c = cb * dst + ci on the result's side, split by the
+        // source's block on the data's (constant blocks: the divisions become shifts / masks).
+        const int64_t src = step.ints[0], dst = step.ints[1];
+        llvm::Value* c = dst == 0 ? idx[1]
+                                  : b_.CreateAdd(b_.CreateMul(idx[1], b_.getInt64(dst)), idx[4]);
+        in = {idx[0], c, idx[2], idx[3]};
+        if (src > 0) {
+          in[1] = b_.CreateUDiv(c, b_.getInt64(src));
+          in.push_back(b_.CreateURem(c, b_.getInt64(src)));
+        }
+        return Eval(data, in);
+      }
       default:
         return nullptr;  // excluded by Analyze
     }
@@ -842,6 +855,7 @@ class Emitter {
       case JitOp::kConcatenate:
       case JitOp::kBroadcastTo:
       case JitOp::kDynBroadcastTo:
+      case JitOp::kLayoutTransform:
         return nullptr;  // index maps, not arithmetic: EvalStep
     }
     return nullptr;

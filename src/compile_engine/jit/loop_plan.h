@@ -31,7 +31,7 @@ enum class JitOp : uint8_t {
   kBiasAdd, kWhere, kCast,
   // Injective ops (only on the injective path, CompileJitInjective).
   kTranspose, kReshape, kDynReshape, kExpandDims, kSqueeze, kStridedSlice, kDynStridedSlice,
-  kTake, kConcatenate, kBroadcastTo, kDynBroadcastTo,
+  kTake, kConcatenate, kBroadcastTo, kDynBroadcastTo, kLayoutTransform,
 };
 // clang-format on
 

@@ -79,12 +79,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "passes/shape_funcs/channel_layout.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 
@@ -127,6 +129,7 @@ constexpr Lowering kLowerings[] = {
     {OpId::kConcatenate, JitOp::kConcatenate, OpForm::kInjective},
     {OpId::kBroadcastTo, JitOp::kBroadcastTo, OpForm::kInjective},
     {OpId::kDynBroadcastTo, JitOp::kDynBroadcastTo, OpForm::kInjective},
+    {OpId::kLayoutTransform, JitOp::kLayoutTransform, OpForm::kInjective},
 };
 
 }  // namespace
@@ -483,6 +486,16 @@ class Analyzer {
           return Invalid(absl::StrCat(ctx, ": expects a 1-D shape of at least the data's rank"));
         }
         return absl::OkStatus();
+      case JitOp::kLayoutTransform: {
+        // ints = {source block, destination block}, 0 for NCHW (channel_layout.h).
+        const std::optional<int64_t> src = ParseChannelLayout(attrs.GetString("src_layout"));
+        const std::optional<int64_t> dst = ParseChannelLayout(attrs.GetString("dst_layout"));
+        if (!src || !dst || rank != (*src == 0 ? 4 : 5)) {
+          return Invalid(absl::StrCat(ctx, ": not a layout transform of a rank-", rank, " tensor"));
+        }
+        step.ints = {*src, *dst};
+        return expect_rank(*dst == 0 ? 4 : 5);
+      }
       default:
         return absl::InternalError(absl::StrCat(ctx, ": not an injective op"));
     }
