@@ -45,16 +45,16 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/group_provider.h"
+#include "compile_engine/onednn_common.h"
 #include "passes/shape_funcs/channel_layout.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
-#include "compile_engine/onednn_common.h"
 
 namespace hetpass {
 namespace {
@@ -381,9 +381,9 @@ absl::Status ConvInstance::Run(const KernelContext& ctx, absl::Span<const Tensor
   RETURN_IF_ERROR(CheckArg(w, "weight", g.weight, 4));
   RETURN_IF_ERROR(CheckArg(y, "result", g.num_params, g.out_block > 0 ? 5 : 4));
   if (g.in_block > 0 && x.shape[4] != g.in_block) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s is %s, not in NCHW%dc", g.function, g.Arg("data", g.data),
-                        ShapeString(x.shape), g.in_block));
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s is %s, not in NCHW%dc", g.function,
+                                                      g.Arg("data", g.data), ShapeString(x.shape),
+                                                      g.in_block));
   }
   if (weight_ && !std::equal(w.shape.begin(), w.shape.end(), weight_->shape().begin(),
                              weight_->shape().end())) {
@@ -397,10 +397,9 @@ absl::Status ConvInstance::Run(const KernelContext& ctx, absl::Span<const Tensor
     const TensorArg& b = args[g.bias];
     RETURN_IF_ERROR(CheckArg(b, "bias", g.bias, g.out_block > 0 ? 4 : 1));
     if (Elements(b.shape) != s.oc) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: %s has %d elements but %s has %d output channels", g.function,
-                          g.Arg("bias", g.bias), Elements(b.shape), g.Arg("weight", g.weight),
-                          s.oc));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: %s has %d elements but %s has %d output channels", g.function, g.Arg("bias", g.bias),
+          Elements(b.shape), g.Arg("weight", g.weight), s.oc));
     }
     if (bias_ && bias_->num_elements() != s.oc) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -413,9 +412,8 @@ absl::Status ConvInstance::Run(const KernelContext& ctx, absl::Span<const Tensor
   std::vector<int64_t> want = {s.n, s.oc, s.oh, s.ow};
   if (g.out_block > 0) {
     if (s.oc % g.out_block != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: %d output channels do not split into blocks of %d", g.function,
-                          s.oc, g.out_block));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: %d output channels do not split into blocks of %d", g.function, s.oc, g.out_block));
     }
     want = {s.n, s.oc / g.out_block, s.oh, s.ow, g.out_block};
   }

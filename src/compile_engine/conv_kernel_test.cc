@@ -263,6 +263,7 @@ struct BlockedCase {
   int64_t c, oc, k, h, in_block, out_block;
   int64_t stride = 1, pad = 1;
   bool bias = true, relu = true;
+  int64_t groups = 1;
 };
 
 std::vector<int64_t> DataShape(int64_t n, int64_t c, int64_t h, int64_t block) {
@@ -276,12 +277,12 @@ std::string BlockedFunction(const BlockedCase& k) {
   const std::vector<int64_t> x = DataShape(1, k.c, k.h, k.in_block);
   std::string xs = "n";
   for (size_t i = 1; i < x.size(); ++i) absl::StrAppend(&xs, ", ", x[i]);
-  std::string params =
-      absl::StrCat("%x: f32[", xs, "], %w: f32[", k.oc, ", ", k.c, ", ", k.k, ", ", k.k, "]");
-  std::string body = absl::StrCat(
-      "  %h = nn.conv2d(%x, %w) {strides = [", k.stride, ", ", k.stride, "], padding = [", k.pad,
-      ", ", k.pad, "], data_layout = \"", Layout(k.in_block), "\", out_layout = \"",
-      Layout(k.out_block), "\"}\n");
+  std::string params = absl::StrCat("%x: f32[", xs, "], %w: f32[", k.oc, ", ", k.c / k.groups, ", ",
+                                    k.k, ", ", k.k, "]");
+  std::string body = absl::StrCat("  %h = nn.conv2d(%x, %w) {strides = [", k.stride, ", ", k.stride,
+                                  "], padding = [", k.pad, ", ", k.pad, "], groups = ", k.groups,
+                                  ", data_layout = \"", Layout(k.in_block), "\", out_layout = \"",
+                                  Layout(k.out_block), "\"}\n");
   std::string last = "%h";
   if (k.bias && k.out_block > 0) {
     absl::StrAppend(&params, ", %b: f32[", k.oc / k.out_block, ", 1, 1, ", k.out_block, "]");
@@ -296,8 +297,8 @@ std::string BlockedFunction(const BlockedCase& k) {
     absl::StrAppend(&body, "  %a = nn.relu(", last, ")\n");
     last = "%a";
   }
-  return absl::StrCat("def @f(", params, ") attributes {primitive = true} {\n", body,
-                      "  return ", last, "\n}\n");
+  return absl::StrCat("def @f(", params, ") attributes {primitive = true} {\n", body, "  return ",
+                      last, "\n}\n");
 }
 
 // Runs `k` at N = 1 and 2 in one instance (constant weights and bias) against the reference,
@@ -308,7 +309,8 @@ void CheckBlocked(const BlockedCase& k, const std::string& describe = "") {
   Group g = Compile(text);
   ASSERT_NE(g.kernel, nullptr);
   if (!describe.empty()) EXPECT_EQ(g.kernel->Describe(), describe);
-  const Tensor w = Random({k.oc, k.c, k.k, k.k}, 1, 1.0 / std::sqrt(double(k.c * k.k * k.k)));
+  const Tensor w = Random({k.oc, k.c / k.groups, k.k, k.k}, 1,
+                          1.0 / std::sqrt(double(k.c / k.groups * k.k * k.k)));
   const Tensor b = k.out_block > 0 ? Random({k.oc / k.out_block, 1, 1, k.out_block}, 2, 0.5)
                                    : Random({k.oc}, 2, 0.5);
   std::vector<Tensor> load = {Tensor(), w};
@@ -348,6 +350,16 @@ TEST(ConvKernelTest, BlockedLayoutsMatchReference) {
   CheckBlocked({16, 8, 3, 7, 8, 4});
 }
 
+// Tests grouped convolutions in NCHW16c as block-conv-layout writes them: depthwise (with and
+// without a channel multiplier, strided) and groups of whole blocks.
+TEST(ConvKernelTest, BlockedGroupedAndDepthwiseMatchReference) {
+  CheckBlocked({32, 32, 3, 10, 16, 16, 1, 1, true, true, /*groups=*/32});
+  CheckBlocked({32, 32, 3, 10, 16, 16, /*stride=*/2, 1, true, false, /*groups=*/32});
+  CheckBlocked({16, 32, 3, 9, 16, 16, 1, 1, true, true, /*groups=*/16});
+  CheckBlocked({64, 64, 1, 6, 16, 16, 1, 0, true, true, /*groups=*/2});
+  CheckBlocked({32, 64, 3, 6, 16, 16, 1, 1, false, false, /*groups=*/2});
+}
+
 // Tests a layout pair with no optimised oneDNN kernel (24 NCHW channels into NCHW16c: oneDNN
 // offers only its reference implementation, ~100x slower): the kernel falls back to its own
 // choice with reorders, and the result is still right.
@@ -361,10 +373,9 @@ TEST(ConvKernelTest, BlockedDataOfAnotherBlockIsAnError) {
   ASSERT_NE(g.kernel, nullptr);
   auto instance = g.kernel->Instantiate({nullptr, nullptr, nullptr});
   ASSERT_TRUE(instance.ok()) << instance.status();
-  auto got = RunKernel(**instance,
-                       {Random({1, 2, 8, 8, 8}, 1), Random({16, 16, 3, 3}, 2),
-                        Random({1, 1, 1, 16}, 3)},
-                       {1, 1, 8, 8, 16});
+  auto got = RunKernel(
+      **instance, {Random({1, 2, 8, 8, 8}, 1), Random({16, 16, 3, 3}, 2), Random({1, 1, 1, 16}, 3)},
+      {1, 1, 8, 8, 16});
   ASSERT_FALSE(got.ok());
   EXPECT_THAT(got.status().message(), HasSubstr("not in NCHW16c"));
 }

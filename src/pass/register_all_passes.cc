@@ -141,17 +141,17 @@ void RegisterAllPasses(PassRegistry& r) {
                         RETURN_IF_ERROR(o.CheckKnown({}));
                         return CreateLoopAppendToScanPass();
                       }});
-  r.Register(PassInfo{
-      std::string(BlockConvLayoutOptions::kName),
-      "compute convolution chains (with their biases and elementwise ops) in the blocked "
-      "channel layout NCHW<b>c, with layout_transform at the chain's edges",
-      {"block: channels per block (16)"},
-      [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
-        RETURN_IF_ERROR(o.CheckKnown({"block"}));
-        BlockConvLayoutOptions opts;
-        ASSIGN_OR_RETURN(opts.block, o.GetInt("block", opts.block));
-        return CreateBlockConvLayoutPass(opts);
-      }});
+  r.Register(
+      PassInfo{std::string(BlockConvLayoutOptions::kName),
+               "compute convolution chains (with their biases and elementwise ops) in the blocked "
+               "channel layout NCHW<b>c, with layout_transform at the chain's edges",
+               {"block: channels per block (16)"},
+               [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
+                 RETURN_IF_ERROR(o.CheckKnown({"block"}));
+                 BlockConvLayoutOptions opts;
+                 ASSIGN_OR_RETURN(opts.block, o.GetInt("block", opts.block));
+                 return CreateBlockConvLayoutPass(opts);
+               }});
   r.Register(PassInfo{std::string(DceOptions::kName), "remove bindings whose results are unused",
                       {},
                       [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {

@@ -664,8 +664,9 @@ void RegisterNnOps(OpRegistry::Builder& b) {
       .Attr("kernel_layout", AttrType::kString, std::string("OIHW"))
       .Attr("out_layout", AttrType::kString, std::string(""))
       .Pattern(FusionPattern::kOutElementwiseFusable)
-      .Doc("2-D convolution, NCHW or NCHW<b>c data x OIHW weight -> out_layout (empty: the "
-           "data's); padding is 1, 2 or 4 ints (top, left, bottom, right)")
+      .Doc(
+          "2-D convolution, NCHW or NCHW<b>c data x OIHW weight -> out_layout (empty: the "
+          "data's); padding is 1, 2 or 4 ints (top, left, bottom, right)")
       .Rule(Conv2dRule)
       .Reference(Conv2dKernel);
   b.Register("nn.conv2d_transpose")

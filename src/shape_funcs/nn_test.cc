@@ -154,13 +154,16 @@ TEST(Conv2dTest, ReferenceGroups) {
 // Tests blocked channel layouts: the data [N, C/b, H, W, b] holds the same logical elements,
 // out_layout (empty: the data's) decides the result's; the channels must split into blocks.
 TEST(Conv2dTest, BlockedLayoutTypes) {
-  const Attrs blocked = {{"data_layout", std::string("NCHW16c")}, {"padding", std::vector<int64_t>{1}}};
-  EXPECT_EQ(InferStr("nn.conv2d", blocked, {In(F32({S("n"), 2, 8, 8, 16})), In(F32({64, 32, 3, 3}))}),
-            "f32[n, 4, 8, 8, 16]");
+  const Attrs blocked = {{"data_layout", std::string("NCHW16c")},
+                         {"padding", std::vector<int64_t>{1}}};
+  EXPECT_EQ(
+      InferStr("nn.conv2d", blocked, {In(F32({S("n"), 2, 8, 8, 16})), In(F32({64, 32, 3, 3}))}),
+      "f32[n, 4, 8, 8, 16]");
   EXPECT_EQ(InferStr("nn.conv2d", {{"out_layout", std::string("NCHW8c")}},
                      {In(F32({1, 3, 8, 8})), In(F32({16, 3, 3, 3}))}),
             "f32[1, 2, 6, 6, 8]");
-  EXPECT_EQ(InferStr("nn.conv2d", {{"data_layout", std::string("NCHW8c")}, {"out_layout", std::string("NCHW")}},
+  EXPECT_EQ(InferStr("nn.conv2d",
+                     {{"data_layout", std::string("NCHW8c")}, {"out_layout", std::string("NCHW")}},
                      {In(F32({1, 2, 5, 5, 8})), In(F32({3, 16, 1, 1}))}),
             "f32[1, 3, 5, 5]");
   EXPECT_THAT(InferStr("nn.conv2d", {{"out_layout", std::string("NCHW16c")}},
@@ -187,9 +190,9 @@ TEST(Conv2dTest, ReferenceBlockedEqualsNchw) {
   ASSERT_TRUE(blocked.ok()) << blocked.status();
   EXPECT_EQ((*blocked)[0].shape(), (std::vector<int64_t>{1, 1, 1, 2, 2}));
   EXPECT_THAT(Doubles((*blocked)[0]), ElementsAre(10, 50, 12, 52));
-  auto plain = RunRef("nn.conv2d",
-                      {{"data_layout", std::string("NCHW2c")}, {"out_layout", std::string("NCHW")}},
-                      {x, w});
+  auto plain =
+      RunRef("nn.conv2d",
+             {{"data_layout", std::string("NCHW2c")}, {"out_layout", std::string("NCHW")}}, {x, w});
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_THAT(Doubles((*plain)[0]), ElementsAre(10, 12, 50, 52));
 }

@@ -242,9 +242,10 @@ absl::StatusOr<LayoutPair> ReadLayouts(const ShapeContext& ctx) {
     const std::string& v = ctx.attrs().GetString(name);
     std::optional<int64_t> block = ParseChannelLayout(v);
     if (!block) {
-      return ctx.Error(absl::StrFormat("%s '%s' is not a channel layout (NCHW or NCHW<b>c, e.g. "
-                                       "NCHW16c)",
-                                       name, v));
+      return ctx.Error(
+          absl::StrFormat("%s '%s' is not a channel layout (NCHW or NCHW<b>c, e.g. "
+                          "NCHW16c)",
+                          name, v));
     }
     *out = *block;
   }
@@ -658,8 +659,9 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .Attr("src_layout", AttrType::kString)
       .Attr("dst_layout", AttrType::kString)
       .Pattern(FusionPattern::kInjective)
-      .Doc("converts [N, C, H, W] data between the channel layouts NCHW and NCHW<b>c "
-           "([N, C/b, H, W, b])")
+      .Doc(
+          "converts [N, C, H, W] data between the channel layouts NCHW and NCHW<b>c "
+          "([N, C/b, H, W, b])")
       .Rule(LayoutTransformRule)
       .Reference(LayoutTransformKernel);
   b.Register("expand_dims")

@@ -131,14 +131,16 @@ Attrs Layouts(const std::string& src, const std::string& dst) {
 
 TEST(LayoutTransformTest, Inference) {
   EXPECT_EQ(Op("layout_transform")->dep(0), InputDep::kShape);
-  EXPECT_EQ(InferStr("layout_transform", Layouts("NCHW", "NCHW16c"),
-                     {In(F32({S("n"), 32, S("h"), 7}))}),
-            "f32[n, 2, h, 7, 16]");
-  EXPECT_EQ(InferStr("layout_transform", Layouts("NCHW16c", "NCHW"), {In(F32({S("n"), 2, 3, 3, 16}))}),
-            "f32[n, 32, 3, 3]");
+  EXPECT_EQ(
+      InferStr("layout_transform", Layouts("NCHW", "NCHW16c"), {In(F32({S("n"), 32, S("h"), 7}))}),
+      "f32[n, 2, h, 7, 16]");
+  EXPECT_EQ(
+      InferStr("layout_transform", Layouts("NCHW16c", "NCHW"), {In(F32({S("n"), 2, 3, 3, 16}))}),
+      "f32[n, 32, 3, 3]");
   // Re-blocking with a symbolic block count: 16 = 2 x 8 keeps the count exact.
-  EXPECT_EQ(InferStr("layout_transform", Layouts("NCHW16c", "NCHW8c"), {In(F32({1, S("cb"), 3, 3, 16}))}),
-            "f32[1, cb*2, 3, 3, 8]");
+  EXPECT_EQ(
+      InferStr("layout_transform", Layouts("NCHW16c", "NCHW8c"), {In(F32({1, S("cb"), 3, 3, 16}))}),
+      "f32[1, cb*2, 3, 3, 8]");
   EXPECT_THAT(InferStr("layout_transform", Layouts("NCHW", "NCHW16c"), {In(F32({1, 24, 3, 3}))}),
               HasSubstr("24 channels do not split into blocks of 16"));
   EXPECT_THAT(InferStr("layout_transform", Layouts("NHWC", "NCHW"), {In(F32({1, 2, 3, 3}))}),

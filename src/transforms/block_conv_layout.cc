@@ -18,17 +18,20 @@
 // and every value computed blocked gets a "twin": uses of %y by ops that can compute blocked
 // read %y_b instead, so between two convolutions only the twin is used and dce removes the
 // transform back. Ops that compute blocked:
-//   - nn.conv2d, NCHW / OIHW, groups 1, f32, constant input channels and output channels a
-//     multiple of b. The data is the input's twin if it has one; else, with C divisible by
-//     b, a layout_transform of it (one per value, shared by its convolutions); else (C below
-//     b: an image's 3 channels) plain NCHW data with a blocked result, which oneDNN's
-//     first-layer kernels compute directly.
+//   - nn.conv2d, NCHW / OIHW, f32, constant input channels and output channels a multiple of
+//     b; grouped only when each group's input and output channels are whole blocks, or
+//     depthwise (a group per channel, no channel multiplier). The data is the input's twin if it
+//     has one; else, with C divisible by b, a layout_transform of it (one per value, shared by its
+//     convolutions); else (C below b: an image's 3 channels) plain NCHW data with a blocked
+//     result, which oneDNN's first-layer kernels compute directly.
 //   - nn.bias_add on the channel axis of a value with a twin: an `add` of the bias reshaped to
 //     [C/b, 1, 1, b] (the same bytes: channel c is at [c / b, 0, 0, c % b]), which broadcasts
 //     over the blocked tensor and which the conv kernels fuse as their bias.
 //   - elementwise ops (elementwise_ops.def: relu, the residual add, ...) whose tensor operands
-//     all have twins and all the result's NCHW shape, or are scalars: an elementwise op
-//     computes the same function of each element wherever the element is stored.
+//     have twins of the result's NCHW shape, or broadcast the same way in both layouts: all
+//     dims 1 (scalars), or one value per channel ([C, 1, 1] / [1, C, 1, 1]: an unfolded
+//     BatchNorm's scale and shift), reshaped like a bias. An elementwise op computes the same
+//     function of each element wherever the element is stored.
 //   - sum / mean / max / min / prod over H and/or W with keepdims (global pooling): the same
 //     axes of the blocked tensor; the transform back then moves one value per channel.
 // Everything else (pooling, reductions, reshapes, outputs) reads the NCHW value, i.e. the
@@ -46,8 +49,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "passes/ir/builder.h"
 #include "passes/shape_funcs/channel_layout.h"
 #include "passes/shape_funcs/op_ids.h"
@@ -118,10 +121,10 @@ class Rewriter {
 
   absl::StatusOr<Value*> Transform(Value* v, int64_t from, int64_t to, const Node& at,
                                    std::string name) {
-    ASSIGN_OR_RETURN(Value* out, builder_.Call(OpIdName(OpId::kLayoutTransform), {v},
-                                               Attrs{{"src_layout", ChannelLayoutName(from)},
-                                                     {"dst_layout", ChannelLayoutName(to)}},
-                                               std::move(name)));
+    ASSIGN_OR_RETURN(Value * out, builder_.Call(OpIdName(OpId::kLayoutTransform), {v},
+                                                Attrs{{"src_layout", ChannelLayoutName(from)},
+                                                      {"dst_layout", ChannelLayoutName(to)}},
+                                                std::move(name)));
     out->producer()->set_loc(at.loc());
     return out;
   }
@@ -131,7 +134,7 @@ class Rewriter {
   absl::Status Finish(Node& n, Value* blocked) {
     Value* old = n.result(0);
     blocked->producer()->set_loc(n.loc());
-    ASSIGN_OR_RETURN(Value* back, Transform(blocked, block_, 0, n, old->name()));
+    ASSIGN_OR_RETURN(Value * back, Transform(blocked, block_, 0, n, old->name()));
     back->set_type(old->type());
     old->set_name(absl::StrCat(old->name(), "_replaced"));
     renamed_[old] = back;
@@ -175,8 +178,8 @@ class Rewriter {
     }
     if (axes.empty()) return false;  // empty: every axis, the block included
     attrs.Set("axis", axes);
-    ASSIGN_OR_RETURN(Value* y, builder_.Call(n.op()->name(), {twin}, std::move(attrs),
-                                             BlockedName(n.result(0))));
+    ASSIGN_OR_RETURN(Value * y, builder_.Call(n.op()->name(), {twin}, std::move(attrs),
+                                              BlockedName(n.result(0))));
     RETURN_IF_ERROR(Finish(n, y));
     return true;
   }
@@ -185,15 +188,24 @@ class Rewriter {
     ASSIGN_OR_RETURN(Attrs attrs, n.op()->CheckAttrs(n.attrs()));
     const std::string& out_layout = attrs.GetString("out_layout");
     if (n.num_operands() != 2 || attrs.GetString("data_layout") != "NCHW" ||
-        attrs.GetString("kernel_layout") != "OIHW" || (!out_layout.empty() && out_layout != "NCHW") ||
-        attrs.GetInt("groups") != 1) {
+        attrs.GetString("kernel_layout") != "OIHW" ||
+        (!out_layout.empty() && out_layout != "NCHW")) {
       return false;
     }
     Value* x = n.operand(0);
     const int64_t channels = ConstantChannels(x->type());
-    const Type& w = n.operand(1)->type();
-    if (channels < 0 || ConstantChannels(n.result(0)->type()) < 0 || !w.is_tensor() ||
-        w.rank() != 4 || !w.shape()[0].is_constant() || w.shape()[0].constant() % block_ != 0) {
+    const int64_t out_channels = ConstantChannels(n.result(0)->type());
+    const int64_t groups = attrs.GetInt("groups");
+    if (channels < 0 || out_channels < 0 || out_channels % block_ != 0 || groups < 1 ||
+        channels % groups != 0 || out_channels % groups != 0) {
+      return false;
+    }
+    // Groups: each group's channels in whole blocks, or depthwise (a group per channel, no
+    // multiplier: oneDNN has no blocked kernel for a multiplier and would reorder anyway).
+    const bool depthwise = groups == channels && out_channels == channels;
+    if (groups > 1 &&
+        !(channels % block_ == 0 && (depthwise || ((channels / groups) % block_ == 0 &&
+                                                   (out_channels / groups) % block_ == 0)))) {
       return false;
     }
     Value* data = TwinOf(x);
@@ -203,11 +215,42 @@ class Rewriter {
     }
     attrs.Set("data_layout", data != nullptr ? layout_ : std::string("NCHW"));
     attrs.Set("out_layout", layout_);
-    ASSIGN_OR_RETURN(Value* y, builder_.Call(OpIdName(OpId::kNnConv2d),
-                                             {data != nullptr ? data : x, n.operand(1)},
-                                             std::move(attrs), BlockedName(n.result(0))));
+    ASSIGN_OR_RETURN(Value * y, builder_.Call(OpIdName(OpId::kNnConv2d),
+                                              {data != nullptr ? data : x, n.operand(1)},
+                                              std::move(attrs), BlockedName(n.result(0))));
     RETURN_IF_ERROR(Finish(n, y));
     return true;
+  }
+
+  // How an elementwise operand without a twin can join a blocked computation.
+  enum class Operand { kNo, kAnyLayout, kPerChannel };
+  static Operand Broadcast(const Type& t, int64_t channels) {
+    if (t.rank() > 4) return Operand::kNo;
+    bool ones = true;
+    for (const DimExpr& d : t.shape()) ones = ones && d.is_constant() && d.constant() == 1;
+    if (ones) return Operand::kAnyLayout;  // a scalar or [1, 1, 1]: the same in any layout
+    // [C, 1, 1] or [1, C, 1, 1] (an unfolded BatchNorm's scale and shift): one value per channel.
+    const std::vector<DimExpr>& s = t.shape();
+    const size_t c = s.size() == 3 ? 0 : (s.size() == 4 ? 1 : s.size());
+    if (c == s.size() || channels < 0 || !s[c].is_constant() || s[c].constant() != channels) {
+      return Operand::kNo;
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (i != c && (!s[i].is_constant() || s[i].constant() != 1)) return Operand::kNo;
+    }
+    return Operand::kPerChannel;
+  }
+
+  // A per-channel vector (C values in channel order) as [C/b, 1, 1, b]: the same bytes, which
+  // broadcast over [N, C/b, H, W, b] channel by channel.
+  absl::StatusOr<Value*> PerChannel(Value* v, int64_t channels, const Node& at) {
+    ASSIGN_OR_RETURN(
+        Value * r,
+        builder_.Call(OpIdName(OpId::kReshape), {v},
+                      Attrs{{"newshape", std::vector<int64_t>{channels / block_, 1, 1, block_}}},
+                      BlockedName(v)));
+    r->producer()->set_loc(at.loc());
+    return r;
   }
 
   absl::StatusOr<bool> RewriteBiasAdd(Node& n) {
@@ -223,14 +266,9 @@ class Rewriter {
     ASSIGN_OR_RETURN(const Attrs attrs, n.op()->CheckAttrs(n.attrs()));
     const int64_t axis = attrs.GetInt("axis");
     if (axis != 1 && axis != -3) return false;
-    ASSIGN_OR_RETURN(Value* bias,
-                     builder_.Call(OpIdName(OpId::kReshape), {n.operand(1)},
-                                   Attrs{{"newshape", std::vector<int64_t>{channels / block_, 1, 1,
-                                                                           block_}}},
-                                   BlockedName(n.operand(1))));
-    bias->producer()->set_loc(n.loc());
-    ASSIGN_OR_RETURN(Value* y, builder_.Call(OpIdName(OpId::kAdd), {twin, bias}, Attrs{},
-                                             BlockedName(n.result(0))));
+    ASSIGN_OR_RETURN(Value * bias, PerChannel(n.operand(1), channels, n));
+    ASSIGN_OR_RETURN(Value * y, builder_.Call(OpIdName(OpId::kAdd), {twin, bias}, Attrs{},
+                                              BlockedName(n.result(0))));
     RETURN_IF_ERROR(Finish(n, y));
     return true;
   }
@@ -238,22 +276,33 @@ class Rewriter {
   absl::StatusOr<bool> RewriteElementwise(Node& n) {
     const Type& t = n.result(0)->type();
     if (!t.is_tensor() || t.rank() != 4) return false;
+    const int64_t channels = ConstantChannels(t);
     std::vector<Value*> operands;
     bool any_twin = false;
     for (Value* v : n.operands()) {
       const Type& vt = v->type();
-      if (vt.is_tensor() && vt.rank() == 0) {
-        operands.push_back(v);  // a scalar broadcasts in any layout
+      if (!vt.is_tensor()) return false;
+      if (Value* twin = TwinOf(v); twin != nullptr && vt.shape() == t.shape()) {
+        operands.push_back(twin);
+        any_twin = true;
         continue;
       }
-      Value* twin = TwinOf(v);
-      if (twin == nullptr || !vt.is_tensor() || vt.shape() != t.shape()) return false;
-      operands.push_back(twin);
-      any_twin = true;
+      switch (Broadcast(vt, channels)) {
+        case Operand::kAnyLayout:
+          operands.push_back(v);
+          break;
+        case Operand::kPerChannel: {
+          ASSIGN_OR_RETURN(Value * r, PerChannel(v, channels, n));
+          operands.push_back(r);
+          break;
+        }
+        case Operand::kNo:
+          return false;
+      }
     }
     if (!any_twin) return false;
-    ASSIGN_OR_RETURN(Value* y, builder_.Call(n.op()->name(), std::move(operands), n.attrs(),
-                                             BlockedName(n.result(0))));
+    ASSIGN_OR_RETURN(Value * y, builder_.Call(n.op()->name(), std::move(operands), n.attrs(),
+                                              BlockedName(n.result(0))));
     RETURN_IF_ERROR(Finish(n, y));
     return true;
   }

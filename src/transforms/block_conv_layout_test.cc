@@ -47,6 +47,27 @@ def @main(%x: f32[n, 3, 12, 12], %scale: f32[1, 32, 1, 1]) {
 }
 )";
 
+// MobileNet-style: depthwise and grouped convolutions, an unfolded BatchNorm (per-channel
+// scale [C, 1, 1] and shift [1, C, 1, 1]), a scalar, a depthwise conv with a multiplier (left
+// NCHW).
+constexpr char kMobile[] = R"(
+def @main(%x: f32[n, 32, 9, 9], %s: f32[1]) {
+  %dw = constant<elided> : f32[32, 1, 3, 3]
+  %g = constant<elided> : f32[64, 16, 1, 1]
+  %a = constant<elided> : f32[64, 1, 1]
+  %b = constant<elided> : f32[1, 64, 1, 1]
+  %dm = constant<elided> : f32[128, 1, 3, 3]
+  %c0 = nn.conv2d(%x, %dw) {padding = [1, 1], groups = 32, strides = [2, 2]}
+  %c1 = nn.conv2d(%c0, %g) {groups = 2}
+  %m = multiply(%c1, %a)
+  %p = add(%m, %b)
+  %q = multiply(%p, %s)
+  %r = nn.relu(%q)
+  %d = nn.conv2d(%r, %dm) {groups = 64, padding = [1, 1]}
+  return %d, %r
+}
+)";
+
 std::string WithoutThePass(const std::string& pipeline) {
   const size_t at = pipeline.find("block-conv-layout");
   EXPECT_NE(at, std::string::npos) << pipeline;
@@ -64,31 +85,41 @@ std::string WithThePass(DeviceKind device) {
   return p;
 }
 
+struct Case {
+  const char* text;
+  std::vector<int64_t> x;  // the input's dims after N
+  std::vector<int64_t> second;
+};
+
 TEST(BlockConvLayout, SameOutputsAndCopiesAsWritten) {
-  for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kSim}) {
-    SCOPED_TRACE(DeviceName(device));
-    auto blocked = CompileForVm(kBlock, WithThePass(device));
-    ASSERT_TRUE(blocked.ok()) << blocked.status();
-    auto plain = CompileForVm(kBlock, WithoutThePass(WithThePass(device)));
-    ASSERT_TRUE(plain.ok()) << plain.status();
-    const std::string text = PrintModule(*blocked->compiled);
-    EXPECT_THAT(text, HasSubstr("data_layout = \"NCHW16c\""));
-    auto a = vm::VirtualMachine::Load(blocked->executable);
-    auto b = vm::VirtualMachine::Load(plain->executable);
-    ASSERT_TRUE(a.ok() && b.ok());
-    for (int64_t n : {1, 3}) {
-      const std::vector<Tensor> inputs = {
-          testing::RandomTensor(DType::kF32, {n, 3, 12, 12}, 7 + n),
-          testing::RandomTensor(DType::kF32, {1, 32, 1, 1}, 3)};
-      auto got = (*a)->RunWithHostTensors("main", inputs);
-      ASSERT_TRUE(got.ok()) << got.status();
-      auto want = (*b)->RunWithHostTensors("main", inputs);
-      ASSERT_TRUE(want.ok()) << want.status();
-      ASSERT_EQ(got->size(), want->size());
-      for (size_t i = 0; i < got->size(); ++i) {
-        EXPECT_TRUE(testing::TensorsNear((*got)[i], (*want)[i], 1e-4)) << "output " << i;
+  const Case cases[] = {{kBlock, {3, 12, 12}, {1, 32, 1, 1}}, {kMobile, {32, 9, 9}, {1}}};
+  for (const Case& c : cases) {
+    for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kSim}) {
+      SCOPED_TRACE(absl::StrCat(DeviceName(device), c.text));
+      auto blocked = CompileForVm(c.text, WithThePass(device));
+      ASSERT_TRUE(blocked.ok()) << blocked.status();
+      auto plain = CompileForVm(c.text, WithoutThePass(WithThePass(device)));
+      ASSERT_TRUE(plain.ok()) << plain.status();
+      const std::string text = PrintModule(*blocked->compiled);
+      EXPECT_THAT(text, HasSubstr("data_layout = \"NCHW16c\""));
+      auto a = vm::VirtualMachine::Load(blocked->executable);
+      auto b = vm::VirtualMachine::Load(plain->executable);
+      ASSERT_TRUE(a.ok() && b.ok());
+      for (int64_t n : {1, 3}) {
+        std::vector<int64_t> x = {n};
+        x.insert(x.end(), c.x.begin(), c.x.end());
+        const std::vector<Tensor> inputs = {testing::RandomTensor(DType::kF32, x, 7 + n),
+                                            testing::RandomTensor(DType::kF32, c.second, 3)};
+        auto got = (*a)->RunWithHostTensors("main", inputs);
+        ASSERT_TRUE(got.ok()) << got.status();
+        auto want = (*b)->RunWithHostTensors("main", inputs);
+        ASSERT_TRUE(want.ok()) << want.status();
+        ASSERT_EQ(got->size(), want->size());
+        for (size_t i = 0; i < got->size(); ++i) {
+          EXPECT_TRUE(testing::TensorsNear((*got)[i], (*want)[i], 1e-4)) << "output " << i;
+        }
+        ExpectSameCopies((*a)->LastRunCounters(), (*b)->LastRunCounters());
       }
-      ExpectSameCopies((*a)->LastRunCounters(), (*b)->LastRunCounters());
     }
   }
 }

@@ -182,7 +182,9 @@ inline Trial LayoutTransformTrial(Gen& g) {
   const int64_t n = g.Int(0, 2), c = 4 * g.Int(1, 2), h = g.Int(1, 3), w = g.Int(1, 3);
   const std::vector<int64_t> x =
       src == 0 ? std::vector<int64_t>{n, c, h, w} : std::vector<int64_t>{n, c / src, h, w, src};
-  const auto name = [](int64_t b) { return b == 0 ? std::string("NCHW") : absl::StrCat("NCHW", b, "c"); };
+  const auto name = [](int64_t b) {
+    return b == 0 ? std::string("NCHW") : absl::StrCat("NCHW", b, "c");
+  };
   return Trial{{{"src_layout", name(src)}, {"dst_layout", name(dst)}}, {g.F(x)}};
 }
 
@@ -322,7 +324,10 @@ inline const std::map<std::string, Generator>& Generators() {
          return Trial{{{"src", std::string("cpu")}, {"dst", std::string(g.Pick<std::string>({"sim", "cuda"}))}},
                       {g.F(g.Shape(g.Int(0, 3)))}};
        }},
-      {"count_nonzero", [](Gen& g) { return Trial{{}, {g.F(g.Shape(g.Int(0, 3)))}}; }},
+      {"count_nonzero",
+       [](Gen& g) {
+         return Trial{{}, {g.F(g.Shape(g.Int(0, 3)))}};
+       }},
       {"cast",
        [](Gen& g) {
          return Trial{{{"dtype", g.Pick<DType>({DType::kF32, DType::kI32, DType::kI64})}},

@@ -212,8 +212,8 @@ absl::Status InjectiveStepShape(const Plan& plan, const Step& step, int v,
     case JitOp::kLayoutTransform: {
       const int64_t src = step.ints[0], dst = step.ints[1];
       if (src > 0 && in[4] != src) {
-        return absl::InvalidArgumentError(absl::StrCat("layout_transform: data's last dim is ",
-                                                       in[4], ", not its block ", src));
+        return absl::InvalidArgumentError(
+            absl::StrCat("layout_transform: data's last dim is ", in[4], ", not its block ", src));
       }
       const int64_t channels = src > 0 ? in[1] * src : in[1];
       if (dst == 0) {

@@ -400,8 +400,8 @@ class Emitter {
         // Through the logical channel c: c = cb * dst + ci on the result's side, split by the
         // source's block on the data's (constant blocks: the divisions become shifts / masks).
         const int64_t src = step.ints[0], dst = step.ints[1];
-        llvm::Value* c = dst == 0 ? idx[1]
-                                  : b_.CreateAdd(b_.CreateMul(idx[1], b_.getInt64(dst)), idx[4]);
+        llvm::Value* c =
+            dst == 0 ? idx[1] : b_.CreateAdd(b_.CreateMul(idx[1], b_.getInt64(dst)), idx[4]);
         in = {idx[0], c, idx[2], idx[3]};
         if (src > 0) {
           in[1] = b_.CreateUDiv(c, b_.getInt64(src));
