@@ -39,8 +39,9 @@
 //
 // Exactness: layout_transform only moves elements, and each rewritten op computes the same
 // elements as before, so the results are unchanged (the kernels' arithmetic may differ, as
-// any kernel choice may). The pass needs types (run infer-types first) and reruns infer-types
-// and dce when it changed something.
+// any kernel choice may). The pass needs types (run infer-types first) and runs before
+// plan-devices (its new bindings carry no device); it reruns dce and infer-types when it
+// changed something.
 #include "passes/transforms/block_conv_layout.h"
 
 #include <memory>
@@ -83,18 +84,24 @@ class Rewriter {
     std::vector<std::unique_ptr<Node>> old = std::move(body_.mutable_nodes());
     body_.mutable_nodes().clear();
     bool changed = false;
+    absl::Status error;
     for (std::unique_ptr<Node>& owned : old) {
       Node& n = *owned;
       Rename(n);
-      ASSIGN_OR_RETURN(bool rewritten, Rewrite(n));
-      if (rewritten) {
-        changed = true;
-        dropped_.push_back(std::move(owned));  // its results stay valid until the sweep ends
-        continue;
+      if (error.ok()) {
+        absl::StatusOr<bool> rewritten = Rewrite(n);
+        if (rewritten.ok() && *rewritten) {
+          changed = true;
+          dropped_.push_back(std::move(owned));  // its results stay valid until the sweep ends
+          continue;
+        }
+        // After an error the rest is kept as it is, so the body stays well formed.
+        if (!rewritten.ok()) error = rewritten.status();
       }
       body_.Append(std::move(owned));
     }
     for (Value*& v : body_.mutable_results()) v = Renamed(v);
+    if (!error.ok()) return error;
     return changed;
   }
 
@@ -325,6 +332,15 @@ class BlockConvLayoutPass : public Pass {
     if (!ParseChannelLayout(ChannelLayoutName(options_.block)) || options_.block < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "block-conv-layout: block must be between 1 and 4096, got ", options_.block));
+    }
+    for (const auto& f : module.functions()) {
+      for (const auto& n : f->body().nodes()) {
+        if (n->device() != DeviceKind::kUnset) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "block-conv-layout: @", f->name(),
+              " is already placed on devices; run the pass before plan-devices"));
+        }
+      }
     }
     bool changed = false;
     for (const auto& f : module.functions()) {

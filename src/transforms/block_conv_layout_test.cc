@@ -135,5 +135,16 @@ TEST(BlockConvLayout, BadBlockIsAnError) {
   EXPECT_THAT(r.status().message(), HasSubstr("block must be between 1 and 4096, got 0"));
 }
 
+// Tests that the pass refuses a module already placed (its new bindings would have no device).
+TEST(BlockConvLayout, AfterPlanDevicesIsAnError) {
+  auto m = testing::Parse(
+      "def @main(%x: f32[1, 16, 4, 4], %w: f32[16, 16, 1, 1]) {\n"
+      "  %y = nn.conv2d(%x, %w)\n  return %y\n}\n");
+  ASSERT_NE(m, nullptr);
+  auto r = testing::RunPipeline(*m, "infer-types,plan-devices{target=cpu},block-conv-layout");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("run the pass before plan-devices"));
+}
+
 }  // namespace
 }  // namespace hetpass
