@@ -551,8 +551,7 @@ class ConvKernel final : public CompiledKernel {
 
 bool IsConvGroup(const Function& primitive) { return MatchConvGroup(primitive).has_value(); }
 
-int64_t PreferredConvBlock(DeviceKind device) {
-  if (device != DeviceKind::kCpu && device != DeviceKind::kSim) return 0;
+int64_t OnednnConvBlock() {
   static const int64_t block = [] {
     const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
     if (isa >= dnnl::cpu_isa::avx512_core) return int64_t{16};

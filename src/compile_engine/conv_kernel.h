@@ -74,6 +74,10 @@ inline constexpr int kMaxCachedShapes = 64;
 // "onednn.conv2d": conv groups (IsConvGroup); fuses the bias and ReLU epilogue.
 const KernelProvider& ConvKernelProvider();
 
+// The channel block oneDNN's convolutions compute in on this machine: 16 (nChw16c) on AVX-512,
+// 8 on AVX2, else 0 (PreferredConvBlock for the host's devices).
+int64_t OnednnConvBlock();
+
 }  // namespace hetpass
 
 #endif  // HETPASS_COMPILE_ENGINE_CONV_KERNEL_H_

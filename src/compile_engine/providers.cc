@@ -84,4 +84,8 @@ absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
   }
 }
 
+int64_t PreferredConvBlock(DeviceKind device) {
+  return device == DeviceKind::kCpu || device == DeviceKind::kSim ? OnednnConvBlock() : 0;
+}
+
 }  // namespace hetpass

@@ -39,9 +39,9 @@
 //
 // Exactness: layout_transform only moves elements, and each rewritten op computes the same
 // elements as before, so the results are unchanged (the kernels' arithmetic may differ, as
-// any kernel choice may). The pass needs types (run infer-types first) and runs before
-// plan-devices (its new bindings carry no device); it reruns dce and infer-types when it
-// changed something.
+// any kernel choice may). The pass needs types (run infer-types first); new bindings take the
+// device of the binding they stand for, so the pass may also run after plan-devices. It reruns
+// dce and infer-types when it changed something.
 #include "passes/transforms/block_conv_layout.h"
 
 #include <memory>
@@ -121,6 +121,13 @@ class Rewriter {
     for (const auto& n : b.nodes()) Rename(*n);
   }
 
+  // A new binding takes the location and device of the one it stands for (devices are unset
+  // before plan-devices; a module placed by hand keeps its placement).
+  static void Place(Value* v, const Node& at) {
+    v->producer()->set_loc(at.loc());
+    v->producer()->set_device(at.device());
+  }
+
   Value* TwinOf(const Value* v) const {
     auto it = twin_.find(v);
     return it == twin_.end() ? nullptr : it->second;
@@ -132,7 +139,7 @@ class Rewriter {
                                                 Attrs{{"src_layout", ChannelLayoutName(from)},
                                                       {"dst_layout", ChannelLayoutName(to)}},
                                                 std::move(name)));
-    out->producer()->set_loc(at.loc());
+    Place(out, at);
     return out;
   }
 
@@ -140,7 +147,7 @@ class Rewriter {
   // n's NCHW result, which every later use of that result reads.
   absl::Status Finish(Node& n, Value* blocked) {
     Value* old = n.result(0);
-    blocked->producer()->set_loc(n.loc());
+    Place(blocked, n);
     ASSIGN_OR_RETURN(Value * back, Transform(blocked, block_, 0, n, old->name()));
     back->set_type(old->type());
     old->set_name(absl::StrCat(old->name(), "_replaced"));
@@ -256,7 +263,7 @@ class Rewriter {
         builder_.Call(OpIdName(OpId::kReshape), {v},
                       Attrs{{"newshape", std::vector<int64_t>{channels / block_, 1, 1, block_}}},
                       BlockedName(v)));
-    r->producer()->set_loc(at.loc());
+    Place(r, at);
     return r;
   }
 
@@ -332,15 +339,6 @@ class BlockConvLayoutPass : public Pass {
     if (!ParseChannelLayout(ChannelLayoutName(options_.block)) || options_.block < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "block-conv-layout: block must be between 1 and 4096, got ", options_.block));
-    }
-    for (const auto& f : module.functions()) {
-      for (const auto& n : f->body().nodes()) {
-        if (n->device() != DeviceKind::kUnset) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "block-conv-layout: @", f->name(),
-              " is already placed on devices; run the pass before plan-devices"));
-        }
-      }
     }
     bool changed = false;
     for (const auto& f : module.functions()) {

@@ -135,15 +135,21 @@ TEST(BlockConvLayout, BadBlockIsAnError) {
   EXPECT_THAT(r.status().message(), HasSubstr("block must be between 1 and 4096, got 0"));
 }
 
-// Tests that the pass refuses a module already placed (its new bindings would have no device).
-TEST(BlockConvLayout, AfterPlanDevicesIsAnError) {
+// Tests that after plan-devices the new bindings are placed like the ones they stand for.
+TEST(BlockConvLayout, AfterPlanDevicesKeepsThePlacement) {
   auto m = testing::Parse(
       "def @main(%x: f32[1, 16, 4, 4], %w: f32[16, 16, 1, 1]) {\n"
       "  %y = nn.conv2d(%x, %w)\n  return %y\n}\n");
   ASSERT_NE(m, nullptr);
-  auto r = testing::RunPipeline(*m, "infer-types,plan-devices{target=cpu},block-conv-layout");
-  ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("run the pass before plan-devices"));
+  auto r = testing::RunPipeline(*m, "infer-types,plan-devices{target=sim},block-conv-layout");
+  ASSERT_TRUE(r.ok()) << r.status();
+  int placed = 0;
+  for (const auto& n : m->FindFunction("main")->body().nodes()) {
+    if (n->OpName() == "device_copy") continue;  // plan-devices' copies of the inputs and result
+    EXPECT_EQ(n->device(), DeviceKind::kSim) << n->OpName();
+    ++placed;
+  }
+  EXPECT_EQ(placed, 3);  // transform in, conv, transform back
 }
 
 }  // namespace

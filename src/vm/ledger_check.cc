@@ -12,13 +12,14 @@
 //                "exact"
 // Bytes of a direction with some `?`-sized copy are not checked, even when the known part could
 // be subtracted: a partial sum is not a promise.
+#include "passes/vm/vm.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/compile_engine/kernel_provider.h"
-#include "passes/vm/vm.h"
 
 namespace hetpass::vm {
 namespace {

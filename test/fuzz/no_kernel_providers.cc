@@ -22,4 +22,8 @@ absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
   return {};
 }
 
+// No blocked convolution kernels here (the reference runs any layout): default pipelines keep
+// NCHW.
+int64_t PreferredConvBlock(DeviceKind) { return 0; }
+
 }  // namespace hetpass

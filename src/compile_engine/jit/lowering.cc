@@ -74,6 +74,8 @@
 // generic entry is not vectorised; log, pow and every f64 transcendental are scalar libm calls
 // inside the vector loop (no vector math library); negative/abs of INT64_MIN wrap where the
 // reference (which goes through double) saturates.
+#include "compile_engine/jit/loop_plan.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -84,7 +86,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compile_engine/jit/loop_plan.h"
 #include "passes/shape_funcs/channel_layout.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
@@ -107,7 +108,7 @@ constexpr OpForm BinaryForm(ElementwiseDTypes d) {
 }
 
 constexpr Lowering kLowerings[] = {
-// Every row of elementwise_ops.def, typed by its dtype class.
+    // Every row of elementwise_ops.def, typed by its dtype class.
 #define HETPASS_UNARY(id, name, cls, expr, doc) \
   {OpId::id, JitOp::id, UnaryForm(ElementwiseDTypes::cls)},
 #define HETPASS_BINARY(id, name, cls, expr, doc) \
