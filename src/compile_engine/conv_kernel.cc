@@ -24,6 +24,11 @@
 //                at 32 channels 16x16, 17 vs 27 us at 64 channels 8x8, but 41 vs 30 us at 16
 //                channels 32x32, hence the 32-channel floor. Its rounding differs from direct
 //                convolution's in the last bits (~1e-6 relative), like any reassociation.
+//                Tiered: oneDNN's Winograd weight transform is slow (~0.7 ms for 64x64x3x3,
+//                against 10 us for the direct layout; resnet_tiny's six such convs added ~2.6
+//                ms to a ~4 ms load), so a shape starts on the direct kernel and switches to
+//                Winograd on its kWinogradAfterRuns-th run, which pays the transform: loading
+//                stays cheap, a shape that keeps running gets the faster kernel.
 //   run          arguments checked (count, dtype, rank, channels, groups, bias, output shape);
 //                the primitive for this (data shape, weight shape) taken from the instance's
 //                cache or created; executed on a per-thread stream and a per-thread user
@@ -33,6 +38,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cstdlib>
 #include <dnnl.hpp>
@@ -157,6 +163,11 @@ class ConvInstance final : public KernelInstance {
     // time uses them, a caller finding them busy builds its own.
     mutable std::mutex args_mu;
     mutable std::optional<ExecArgs> args;  // guarded by args_mu
+    // Winograd tiering (see the file comment): a direct primitive of a Winograd-eligible
+    // group counts its runs and is replaced by the Winograd one at kWinogradAfterRuns.
+    bool winograd = false;
+    mutable std::atomic<bool> upgrade{false};
+    mutable std::atomic<int> runs{0};
   };
 
   ExecArgs MakeArgs(const Primitive& p, const Pointers& ptr) const;
@@ -165,7 +176,14 @@ class ConvInstance final : public KernelInstance {
   // The problem for data [n, c, h, w] and weight [oc, icg, kh, kw], or InvalidArgument if the
   // channels, groups or window do not fit.
   absl::StatusOr<ConvShape> Shape(absl::Span<const int64_t> x, absl::Span<const int64_t> w) const;
+  // The cached primitive for `s`, built (direct) on first request.
   absl::StatusOr<std::shared_ptr<const Primitive>> GetPrimitive(const ConvShape& s);
+  // Replaces `seen`, the direct primitive of a Winograd-eligible shape, by the Winograd one
+  // (or keeps it, no longer upgradable, where oneDNN has no Winograd kernel for the shape).
+  absl::StatusOr<std::shared_ptr<const Primitive>> Upgrade(const ConvShape& s,
+                                                           const Primitive* seen);
+  // A new primitive for `s`, Winograd if asked and available. Requires mu_.
+  absl::StatusOr<std::shared_ptr<Primitive>> Build(const ConvShape& s, bool winograd);
   // The constant weights in `layout`, reordered on first request. Requires mu_.
   std::shared_ptr<const memory> PackedWeights(const ConvShape& s, const memory::desc& layout);
   absl::Status CheckArg(const TensorArg& a, absl::string_view role, int index, int rank) const;
@@ -275,13 +293,36 @@ std::shared_ptr<const memory> ConvInstance::PackedWeights(const ConvShape& s,
 
 absl::StatusOr<std::shared_ptr<const ConvInstance::Primitive>> ConvInstance::GetPrimitive(
     const ConvShape& s) {
-  const ConvGroup& g = group_;
   std::lock_guard<std::mutex> lock(mu_);
   const std::array<int64_t, 8> key = s.Key();
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   if (cache_.size() >= static_cast<size_t>(conv_kernel_internal::kMaxCachedShapes)) {
     cache_.clear();  // in-flight runs keep their primitives alive (shared_ptr)
   }
+  ASSIGN_OR_RETURN(std::shared_ptr<Primitive> primitive, Build(s, /*winograd=*/false));
+  primitive->upgrade = winograd_ && (group_.in_block > 0 || group_.out_block > 0);
+  cache_.emplace(key, primitive);
+  return std::shared_ptr<const Primitive>(std::move(primitive));
+}
+
+absl::StatusOr<std::shared_ptr<const ConvInstance::Primitive>> ConvInstance::Upgrade(
+    const ConvShape& s, const Primitive* seen) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(s.Key());
+  if (it != cache_.end() && it->second.get() != seen) return it->second;  // upgraded meanwhile
+  ASSIGN_OR_RETURN(std::shared_ptr<Primitive> winograd, Build(s, /*winograd=*/true));
+  seen->upgrade = false;
+  if (!winograd->winograd) {  // oneDNN has no Winograd kernel for this problem after all
+    if (it != cache_.end()) return it->second;
+    return std::shared_ptr<const Primitive>(std::move(winograd));
+  }
+  cache_[s.Key()] = winograd;
+  return std::shared_ptr<const Primitive>(std::move(winograd));
+}
+
+absl::StatusOr<std::shared_ptr<ConvInstance::Primitive>> ConvInstance::Build(const ConvShape& s,
+                                                                             bool use_winograd) {
+  const ConvGroup& g = group_;
   try {
     ScopedLibraryThreads threads;  // oneDNN sizes its blocking for the thread count it sees
     // The caller's layouts, and what the convolution is asked for: oneDNN's choice (`any`)
@@ -315,9 +356,11 @@ absl::StatusOr<std::shared_ptr<const ConvInstance::Primitive>> ConvInstance::Get
       return dnnl::convolution_forward::primitive_desc(desc, attr, engine_);
     };
     std::optional<dnnl::convolution_forward::primitive_desc> chosen;
-    if (winograd_) {
+    bool is_winograd = false;
+    if (winograd_ && use_winograd) {
       try {
         chosen = make_pd(dnnl::algorithm::convolution_winograd, src_plain, dst_plain);
+        is_winograd = true;
       } catch (const dnnl::error&) {
         // No Winograd kernel for this problem: direct below.
       }
@@ -338,8 +381,8 @@ absl::StatusOr<std::shared_ptr<const ConvInstance::Primitive>> ConvInstance::Get
     static_cast<PlainLayoutBridge&>(p) = MakePlainLayoutBridge(
         engine_, src_plain, pd.src_desc(), pd.dst_desc(), dst_plain, p.conv_scratchpad);
     if (weight_) p.weights = PackedWeights(s, pd.weights_desc());
-    cache_.emplace(key, primitive);
-    return std::shared_ptr<const Primitive>(std::move(primitive));
+    p.winograd = is_winograd;
+    return primitive;
   } catch (const std::exception& e) {
     return LibraryError(g.function, e);
   }
@@ -428,6 +471,11 @@ absl::Status ConvInstance::Run(const KernelContext& ctx, absl::Span<const Tensor
   }
 
   ASSIGN_OR_RETURN(std::shared_ptr<const Primitive> primitive, GetPrimitive(s));
+  if (primitive->upgrade.load(std::memory_order_relaxed) &&
+      primitive->runs.fetch_add(1, std::memory_order_relaxed) + 1 >=
+          conv_kernel_internal::kWinogradAfterRuns) {
+    ASSIGN_OR_RETURN(primitive, Upgrade(s, primitive.get()));
+  }
   const Primitive& p = *primitive;
   Pointers ptr{x.data, y.data, w.data, const_cast<float*>(bias_data), nullptr};
   if (p.scratch_bytes > 0) {
@@ -537,7 +585,9 @@ class ConvKernel final : public CompiledKernel {
       absl::StrAppend(&s, " ", ChannelLayoutName(group_.in_block), "->",
                       ChannelLayoutName(group_.out_block));
     }
-    if (UsesWinograd(group_)) absl::StrAppend(&s, " winograd");
+    if (UsesWinograd(group_)) {
+      absl::StrAppend(&s, " winograd from run ", conv_kernel_internal::kWinogradAfterRuns);
+    }
     absl::StrAppend(&s, " packed");
     return s;
   }

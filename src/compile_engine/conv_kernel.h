@@ -69,6 +69,9 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileConvGroup(const Function&
 namespace conv_kernel_internal {
 // Primitives cached per instance before the cache restarts.
 inline constexpr int kMaxCachedShapes = 64;
+// The run of a shape on which a Winograd-eligible group switches from the direct kernel to
+// Winograd (conv_kernel.cc: the Winograd weight transform is paid there, not at load).
+inline constexpr int kWinogradAfterRuns = 2;
 }  // namespace conv_kernel_internal
 
 // "onednn.conv2d": conv groups (IsConvGroup); fuses the bias and ReLU epilogue.

@@ -338,7 +338,7 @@ TEST(ConvKernelTest, BlockedLayoutsMatchReference) {
   CheckBlocked({16, 16, 3, 32, 16, 16}, "onednn conv2d[bias,relu] NCHW16c->NCHW16c packed");
   CheckBlocked({32, 32, 3, 16, 16, 16},
                PreferredConvBlock(DeviceKind::kCpu) == 16  // AVX-512
-                   ? "onednn conv2d[bias,relu] NCHW16c->NCHW16c winograd packed"
+                   ? "onednn conv2d[bias,relu] NCHW16c->NCHW16c winograd from run 2 packed"
                    : "onednn conv2d[bias,relu] NCHW16c->NCHW16c packed");
   CheckBlocked({64, 64, 3, 8, 16, 16});
   CheckBlocked({16, 32, 3, 32, 16, 16, /*stride=*/2});
@@ -348,6 +348,36 @@ TEST(ConvKernelTest, BlockedLayoutsMatchReference) {
   CheckBlocked({8, 16, 3, 10, 8, 8});
   CheckBlocked({4, 8, 3, 7, 4, 4, 2});
   CheckBlocked({16, 8, 3, 7, 8, 4});
+}
+
+// Tests the Winograd tiering: one shape run four times in one instance (direct first, Winograd
+// from run kWinogradAfterRuns on), every run against the reference, while another thread runs
+// the same instance.
+TEST(ConvKernelTest, WinogradTierUpKeepsResults) {
+  const BlockedCase k{64, 64, 3, 8, 16, 16};
+  Group g = Compile(BlockedFunction(k));
+  ASSERT_NE(g.kernel, nullptr);
+  const Tensor w = Random({64, 64, 3, 3}, 1, 1.0 / 24), b = Random({4, 1, 1, 16}, 2, 0.5);
+  std::vector<Tensor> load = {Tensor(), w, b};
+  auto instance = g.kernel->Instantiate(Constants(load, {false, true, true}));
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  const std::vector<Tensor> params = {Random({2, 4, 8, 8, 16}, 3), w, b};
+  auto want = Interpret(*g.f, params);
+  ASSERT_TRUE(want.ok()) << want.status();
+  double other = 0;
+  std::thread t([&] {
+    for (int i = 0; i < 4; ++i) {
+      auto got = RunKernel(**instance, params, want->shape());
+      other = std::max(other, got.ok() ? MaxError(*got, *want) : 1e30);
+    }
+  });
+  for (int i = 0; i < 4; ++i) {
+    auto got = RunKernel(**instance, params, want->shape());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_LE(MaxError(*got, *want), kTolerance) << "run " << i + 1;
+  }
+  t.join();
+  EXPECT_LE(other, kTolerance);
 }
 
 // Tests grouped convolutions in NCHW16c as block-conv-layout writes them: depthwise (with and
