@@ -211,6 +211,8 @@ std::optional<Group> MatchWindowGroup(const Function& f, OpId anchor) {
 
 }  // namespace
 
+namespace {
+
 // The conv's data and result layouts as blocks (0 = NCHW) when the kernels take them: NCHW or
 // NCHW<b>c with b in {4, 8, 16} (oneDNN's nChw4c / nChw8c / nChw16c), an OIHW kernel.
 std::optional<std::array<int64_t, 2>> ConvLayouts(const Attrs& attrs) {
@@ -225,6 +227,8 @@ std::optional<std::array<int64_t, 2>> ConvLayouts(const Attrs& attrs) {
   }
   return std::array<int64_t, 2>{*in, *out};
 }
+
+}  // namespace
 
 std::optional<ConvGroup> MatchConvGroup(const Function& f) {
   if (!IsPrimitive(f) || f.body().nodes().empty()) return std::nullopt;
