@@ -120,13 +120,6 @@ bool UsesWinograd(const ConvGroup& g) {
          ic >= 32 && dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
 }
 
-// The number of elements of a shape.
-int64_t Elements(absl::Span<const int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 // ---- instance ------------------------------------------------------------------------------
 
 class ConvInstance final : public KernelInstance {
@@ -439,10 +432,10 @@ absl::Status ConvInstance::Run(const KernelContext& ctx, absl::Span<const Tensor
   if (g.has_bias()) {
     const TensorArg& b = args[g.bias];
     RETURN_IF_ERROR(CheckArg(b, "bias", g.bias, g.out_block > 0 ? 4 : 1));
-    if (Elements(b.shape) != s.oc) {
+    if (b.num_elements() != s.oc) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: %s has %d elements but %s has %d output channels", g.function, g.Arg("bias", g.bias),
-          Elements(b.shape), g.Arg("weight", g.weight), s.oc));
+          b.num_elements(), g.Arg("weight", g.weight), s.oc));
     }
     if (bias_ && bias_->num_elements() != s.oc) {
       return absl::InvalidArgumentError(absl::StrFormat(

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "passes/ir/attributes.h"
 #include "passes/ir/tensor.h"
+#include "passes/shape_funcs/channel_layout.h"
 #include "shape_funcs/test_util.h"
 
 namespace hetpass::testing {
@@ -166,12 +167,11 @@ inline Trial ConvTrial(Gen& g, bool pool) {
   if (g.Coin()) {  // blocked channel layouts (NCHW<b>c) for data and result, where b divides
     const int64_t in_block = g.Pick<int64_t>({0, 1, 2}), out_block = g.Pick<int64_t>({0, 1, 2});
     if (in_block > 0 && x[1] % in_block == 0) {
-      a.Set("data_layout", absl::StrCat("NCHW", in_block, "c"));
+      a.Set("data_layout", ChannelLayoutName(in_block));
       data = {x[0], x[1] / in_block, x[2], x[3], in_block};
     }
-    a.Set("out_layout", out_block > 0 && cout % out_block == 0
-                            ? absl::StrCat("NCHW", out_block, "c")
-                            : std::string("NCHW"));
+    a.Set("out_layout", out_block > 0 && cout % out_block == 0 ? ChannelLayoutName(out_block)
+                                                               : std::string("NCHW"));
   }
   return Trial{a, {g.F(data), g.F({cout, cin, k[0], k[1]})}};
 }
@@ -182,10 +182,8 @@ inline Trial LayoutTransformTrial(Gen& g) {
   const int64_t n = g.Int(0, 2), c = 4 * g.Int(1, 2), h = g.Int(1, 3), w = g.Int(1, 3);
   const std::vector<int64_t> x =
       src == 0 ? std::vector<int64_t>{n, c, h, w} : std::vector<int64_t>{n, c / src, h, w, src};
-  const auto name = [](int64_t b) {
-    return b == 0 ? std::string("NCHW") : absl::StrCat("NCHW", b, "c");
-  };
-  return Trial{{{"src_layout", name(src)}, {"dst_layout", name(dst)}}, {g.F(x)}};
+  return Trial{{{"src_layout", ChannelLayoutName(src)}, {"dst_layout", ChannelLayoutName(dst)}},
+               {g.F(x)}};
 }
 
 // nn.conv2d_transpose: groups, channels, kernels, strides, dilations and output_padding (below
