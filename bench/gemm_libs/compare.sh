@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the four GEMM-library MLP benchmarks (gemm_lib_<name>) in one go, pinned to one core, and
+# Runs the GEMM-library MLP benchmarks (gemm_lib_<name>: four libraries and our own kernels) in one go, pinned to one core, and
 # prints a table: per library, the best variant's median forward time per batch size and its
 # ratio to ONNX Runtime's CPU provider on the same MLP (63 / 253 / 963 us at M = 1 / 16 / 64, one
 # thread; ratio < 1 means faster than ORT). PyTorch on OpenBLAS (49 / 655 / 1294 us) is shown
@@ -14,6 +14,7 @@
 #   blis[zen3]          BLIS_ARCH_TYPE=6: BLIS 0.9.0 does not know CPU family 0x1A (Zen 5) and
 #                       falls back to the generic C kernels (about 10x slower); 6 = zen3
 #   onednn, libxsmm     as detected (oneDNN: avx512_core_bf16; LIBXSMM: cpx)
+#   own                 our own AVX-512 small-M micro-kernels (gemm_own.cc), no library
 # Every binary checks its outputs against a double-precision reference; the script exits 1 if
 # any check failed.
 set -euo pipefail
@@ -41,6 +42,7 @@ run_cfg "openblas[auto]" gemm_lib_openblas -u OPENBLAS_CORETYPE
 run_cfg "blis[zen3]" gemm_lib_blis BLIS_ARCH_TYPE=6
 run_cfg onednn gemm_lib_onednn
 run_cfg libxsmm gemm_lib_libxsmm
+run_cfg own gemm_lib_own
 
 awk '
   function kv(line, key,   re, s) {
