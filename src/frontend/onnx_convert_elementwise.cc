@@ -1,12 +1,15 @@
 // ONNX converters of the elementwise family: unary math, binary arithmetic and comparisons
-// (variadic Max/Min/Sum/Mean folded left), boolean logic, activations built from elementwise ops
-// (LeakyRelu, HardSigmoid), Cast, Clip, Where, and the inference identities Identity and Dropout.
+// (variadic Max/Min/Sum/Mean folded left), Mod, boolean logic (Not/And/Or/Xor), the predicates
+// Sign/IsNaN/IsInf, activations built from elementwise ops (LeakyRelu, HardSigmoid, HardSwish,
+// Elu, Selu, Celu, Softplus, Softsign, ThresholdedRelu, Shrink, PRelu), Cast, CastLike, Clip,
+// Where, and the inference identities Identity and Dropout.
 // The registry side is shape_funcs/elementwise.cc; the conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "frontend/onnx_converter_helpers.h"
 #include "passes/support/status_macros.h"
 
@@ -42,7 +45,142 @@ constexpr char kRelu[] = "nn.relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kE
                kFloor[] = "floor", kCeil[] = "ceil",
                kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv[] = "divide",
                kPow[] = "power", kEqual[] = "equal", kLess[] = "less", kGreater[] = "greater",
-               kMaximum[] = "maximum", kMinimum[] = "minimum";
+               kMaximum[] = "maximum", kMinimum[] = "minimum", kRound[] = "round", kErf[] = "erf",
+               kSin[] = "sin", kCos[] = "cos", kTan[] = "tan", kAsin[] = "asin", kAcos[] = "acos",
+               kAtan[] = "atan", kSinh[] = "sinh", kCosh[] = "cosh", kAsinh[] = "asinh",
+               kAcosh[] = "acosh", kAtanh[] = "atanh";
+
+// Mod: fmod = 0 is the floor modulo (integers only, as the spec says), fmod = 1 C's fmod.
+Outs Mod(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * a, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * b, Need(ctx, in, 1));
+  const int64_t fmod = IntAttr(n, "fmod", 0);
+  if (fmod != 0 && fmod != 1) return ctx.Error(absl::StrCat("fmod must be 0 or 1, got ", fmod));
+  if (fmod == 0 && ctx.TypeOf(a).is_tensor() && IsFloat(ctx.DTypeOf(a))) {
+    return ctx.Error("fmod = 0 on a floating-point input (the spec requires fmod = 1 there)");
+  }
+  return One(ctx.Op(fmod == 1 ? "fmod" : "mod", {a, b}));
+}
+
+// Sign: 1, -1 or 0, and NaN for NaN (x * 0 keeps it, as numpy's sign does).
+Outs Sign(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * pos, ctx.Op("greater", {x, ctx.ScalarLike(x, 0.0)}));
+  ASSIGN_OR_RETURN(Value * neg, ctx.Op("less", {x, ctx.ScalarLike(x, 0.0)}));
+  ASSIGN_OR_RETURN(Value * rest, ctx.Op("multiply", {x, ctx.ScalarLike(x, 0.0)}));
+  ASSIGN_OR_RETURN(Value * lower, ctx.Op("where", {neg, ctx.ScalarLike(x, -1.0), rest}));
+  return One(ctx.Op("where", {pos, ctx.ScalarLike(x, 1.0), lower}));
+}
+
+// IsNaN: x != x.
+Outs IsNaN(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * same, ctx.Op("equal", {x, x}));
+  return One(ctx.Op("equal", {same, ctx.Const(Tensor::Scalar(DType::kBool, 0))}));
+}
+
+// IsInf: x == +inf (detect_positive) or x == -inf (detect_negative); neither gives all false.
+Outs IsInf(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  const bool pos = IntAttr(n, "detect_positive", 1) != 0, neg = IntAttr(n, "detect_negative", 1) != 0;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (pos && neg) {
+    ASSIGN_OR_RETURN(Value * a, ctx.Op("abs", {x}));
+    return One(ctx.Op("equal", {a, ctx.ScalarLike(x, inf)}));
+  }
+  if (pos || neg) return One(ctx.Op("equal", {x, ctx.ScalarLike(x, pos ? inf : -inf)}));
+  return One(ctx.Op("greater", {x, x}));  // false everywhere, NaN included
+}
+
+// alpha * (e^x - 1), the negative branch of Elu and Selu.
+absl::StatusOr<Value*> ExpMinusOne(ImportContext& ctx, Value* x, double alpha) {
+  ASSIGN_OR_RETURN(Value * e, ctx.Op("exp", {x}));
+  ASSIGN_OR_RETURN(e, ctx.Op("subtract", {e, ctx.ScalarLike(x, 1.0)}));
+  return ctx.Op("multiply", {e, ctx.ScalarLike(x, alpha)});
+}
+
+// Elu: x > 0 ? x : alpha * (e^x - 1).
+Outs Elu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * pos, ctx.Op("greater", {x, ctx.ScalarLike(x, 0.0)}));
+  ASSIGN_OR_RETURN(Value * e, ExpMinusOne(ctx, x, FloatAttr(n, "alpha", 1.0f)));
+  return One(ctx.Op("where", {pos, x, e}));
+}
+
+// Selu: gamma * (x > 0 ? x : alpha * (e^x - 1)), the spec's default constants as floats.
+Outs Selu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * pos, ctx.Op("greater", {x, ctx.ScalarLike(x, 0.0)}));
+  ASSIGN_OR_RETURN(Value * e, ExpMinusOne(ctx, x, FloatAttr(n, "alpha", 1.67326319217681884765625f)));
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("where", {pos, x, e}));
+  return One(ctx.Op("multiply", {y, ctx.ScalarLike(x, FloatAttr(n, "gamma", 1.05070102214813232421875f))}));
+}
+
+// Celu: max(0, x) + min(0, alpha * (e^(x / alpha) - 1)).
+Outs Celu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  const double alpha = FloatAttr(n, "alpha", 1.0f);
+  if (alpha == 0) return ctx.Error("alpha must not be 0");
+  ASSIGN_OR_RETURN(Value * scaled, ctx.Op("divide", {x, ctx.ScalarLike(x, alpha)}));
+  ASSIGN_OR_RETURN(Value * e, ExpMinusOne(ctx, scaled, alpha));
+  ASSIGN_OR_RETURN(e, ctx.Op("minimum", {e, ctx.ScalarLike(x, 0.0)}));
+  ASSIGN_OR_RETURN(Value * p, ctx.Op("maximum", {x, ctx.ScalarLike(x, 0.0)}));
+  return One(ctx.Op("add", {p, e}));
+}
+
+// Softplus: log(e^x + 1), as the spec writes it.
+Outs Softplus(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * e, ctx.Op("exp", {x}));
+  ASSIGN_OR_RETURN(e, ctx.Op("add", {e, ctx.ScalarLike(x, 1.0)}));
+  return One(ctx.Op("log", {e}));
+}
+
+// Softsign: x / (1 + |x|).
+Outs Softsign(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * a, ctx.Op("abs", {x}));
+  ASSIGN_OR_RETURN(a, ctx.Op("add", {a, ctx.ScalarLike(x, 1.0)}));
+  return One(ctx.Op("divide", {x, a}));
+}
+
+// ThresholdedRelu: x > alpha ? x : 0.
+Outs ThresholdedRelu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * keep, ctx.Op("greater", {x, ctx.ScalarLike(x, FloatAttr(n, "alpha", 1.0f))}));
+  return One(ctx.Op("where", {keep, x, ctx.ScalarLike(x, 0.0)}));
+}
+
+// Shrink: x < -lambd ? x + bias : (x > lambd ? x - bias : 0).
+Outs Shrink(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  const double lambd = FloatAttr(n, "lambd", 0.5f), bias = FloatAttr(n, "bias", 0.0f);
+  ASSIGN_OR_RETURN(Value * low, ctx.Op("less", {x, ctx.ScalarLike(x, -lambd)}));
+  ASSIGN_OR_RETURN(Value * high, ctx.Op("greater", {x, ctx.ScalarLike(x, lambd)}));
+  ASSIGN_OR_RETURN(Value * plus, ctx.Op("add", {x, ctx.ScalarLike(x, bias)}));
+  ASSIGN_OR_RETURN(Value * minus, ctx.Op("subtract", {x, ctx.ScalarLike(x, bias)}));
+  ASSIGN_OR_RETURN(Value * upper, ctx.Op("where", {high, minus, ctx.ScalarLike(x, 0.0)}));
+  return One(ctx.Op("where", {low, plus, upper}));
+}
+
+// PRelu: x < 0 ? slope * x : x, slope broadcast to x.
+Outs PRelu(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * slope, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(Value * neg, ctx.Op("less", {x, ctx.ScalarLike(x, 0.0)}));
+  ASSIGN_OR_RETURN(Value * scaled, ctx.Op("multiply", {x, slope}));
+  return One(ctx.Op("where", {neg, scaled, x}));
+}
+
+// CastLike: Cast to the second input's dtype.
+Outs CastLike(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * like, Need(ctx, in, 1));
+  if (!ctx.TypeOf(like).is_tensor()) return ctx.Unimplemented("target_type whose dtype is not known");
+  const DType dt = ctx.DTypeOf(like);
+  if (ctx.TypeOf(x).is_tensor() && ctx.DTypeOf(x) == dt) return std::vector<Value*>{x};
+  return One(ctx.Op("cast", {x}, {{"dtype", dt}}));
+}
 
 // Pow's exponent may have another dtype than the base; the result has the base's.
 Outs Pow(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
@@ -96,13 +234,32 @@ Outs LeakyRelu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return One(ctx.Op("where", {pos, x, ax}));
 }
 
-// HardSigmoid: max(0, min(1, alpha * x + beta)).
+// max(0, min(1, alpha * x + beta)): HardSigmoid, and HardSwish's factor.
+absl::StatusOr<Value*> HardSigmoidOf(ImportContext& ctx, Value* x, double alpha, double beta) {
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("multiply", {x, ctx.ScalarLike(x, alpha)}));
+  ASSIGN_OR_RETURN(y, ctx.Op("add", {y, ctx.ScalarLike(x, beta)}));
+  ASSIGN_OR_RETURN(y, ctx.Op("minimum", {y, ctx.ScalarLike(x, 1.0)}));
+  return ctx.Op("maximum", {y, ctx.ScalarLike(x, 0.0)});
+}
+
 Outs HardSigmoid(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  ASSIGN_OR_RETURN(Value * y, ctx.Op("multiply", {x, ctx.ScalarLike(x, FloatAttr(n, "alpha", 0.2f))}));
-  ASSIGN_OR_RETURN(y, ctx.Op("add", {y, ctx.ScalarLike(x, FloatAttr(n, "beta", 0.5f))}));
-  ASSIGN_OR_RETURN(y, ctx.Op("minimum", {y, ctx.ScalarLike(x, 1.0)}));
-  return One(ctx.Op("maximum", {y, ctx.ScalarLike(x, 0.0)}));
+  return One(HardSigmoidOf(ctx, x, FloatAttr(n, "alpha", 0.2f), FloatAttr(n, "beta", 0.5f)));
+}
+
+// HardSwish: x * HardSigmoid(x) with alpha = 1/6, beta = 0.5.
+Outs HardSwish(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * f, HardSigmoidOf(ctx, x, 1.0f / 6.0f, 0.5));
+  return One(ctx.Op("multiply", {x, f}));
+}
+
+// Xor: a ? !b : b.
+Outs Xor(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * a, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * b, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(Value * not_b, ctx.Op("equal", {b, ctx.Const(Tensor::Scalar(DType::kBool, 0))}));
+  return One(ctx.Op("where", {a, not_b, b}));
 }
 
 // Mean of several inputs: their sum divided by the count.
@@ -171,6 +328,34 @@ Outs Where(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
 void AddElementwiseConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
       {"Abs", Unary<kAbs>},
+      {"Acos", Unary<kAcos>},
+      {"Acosh", Unary<kAcosh>},
+      {"Asin", Unary<kAsin>},
+      {"Asinh", Unary<kAsinh>},
+      {"Atan", Unary<kAtan>},
+      {"Atanh", Unary<kAtanh>},
+      {"CastLike", CastLike},
+      {"Celu", Celu},
+      {"Cos", Unary<kCos>},
+      {"Cosh", Unary<kCosh>},
+      {"Elu", Elu},
+      {"Erf", Unary<kErf>},
+      {"HardSwish", HardSwish},
+      {"IsInf", IsInf},
+      {"IsNaN", IsNaN},
+      {"Mod", Mod},
+      {"PRelu", PRelu},
+      {"Round", Unary<kRound>},
+      {"Selu", Selu},
+      {"Shrink", Shrink},
+      {"Sign", Sign},
+      {"Sin", Unary<kSin>},
+      {"Sinh", Unary<kSinh>},
+      {"Softplus", Softplus},
+      {"Softsign", Softsign},
+      {"Tan", Unary<kTan>},
+      {"ThresholdedRelu", ThresholdedRelu},
+      {"Xor", Xor},
       {"Add", Binary<kAdd>},
       {"And", And},
       {"Cast", Cast},

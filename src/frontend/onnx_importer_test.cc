@@ -509,6 +509,29 @@ TEST(OnnxImporter, UnmappableFormNamesTheNode) {
   EXPECT_THAT(m.status().message(), HasSubstr("1-D operands are not supported"));
 }
 
+// Tests that Mod's fmod picks the op (mod / fmod), and that the forms the spec forbids (fmod = 0
+// on floats, fmod not 0 or 1) are InvalidArgument naming the node.
+TEST(OnnxImporter, ModPicksFloorOrTruncatedAndRefusesInvalidForms) {
+  for (int64_t fmod : {0, 1}) {
+    ModelMaker mm;
+    mm.Input("a", {{3}}, onnx::TensorProto::INT64).Input("b", {{3}}, onnx::TensorProto::INT64);
+    ModelMaker::IntAttr(mm.Node("Mod", "mod_0", {"a", "b"}, {"y"}), "fmod", fmod);
+    mm.Output("y");
+    EXPECT_THAT(Import(mm.Bytes()), HasSubstr(fmod == 1 ? "= fmod(%a, %b)" : "= mod(%a, %b)"));
+  }
+  for (int64_t fmod : {0, 2}) {
+    ModelMaker mm;
+    mm.Input("a", {{3}}).Input("b", {{3}});  // f32
+    ModelMaker::IntAttr(mm.Node("Mod", "mod_1", {"a", "b"}, {"y"}), "fmod", fmod);
+    mm.Output("y");
+    auto m = ImportOnnx(mm.Bytes());
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(m.status().message(), HasSubstr("Mod 'mod_1'"));
+    EXPECT_THAT(m.status().message(), HasSubstr(fmod == 0 ? "floating-point" : "must be 0 or 1"));
+  }
+}
+
 // ---- the real models -----------------------------------------------------------------------
 
 std::string ModelDir(const std::string& name) {

@@ -69,6 +69,19 @@ int64_t TruncDivWrapping(int64_t x, int64_t y) {
   return x / y;
 }
 
+// x mod y with the sign of y (floor modulo, Python's %): C's fmod, moved by y when the signs
+// differ. Exact in double (fmod is), unlike x - floor(x / y) * y.
+double FloorMod(double x, double y) {
+  const double r = std::fmod(x, y);
+  return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+// The integer forms, for y != 0 (INT64_MIN % -1 is 0, never C++'s UB/SIGFPE).
+int64_t TruncModInt(int64_t x, int64_t y) { return y == -1 ? 0 : x % y; }
+int64_t FloorModInt(int64_t x, int64_t y) {
+  const int64_t r = TruncModInt(x, y);
+  return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+
 // Integer tensors are computed in int64 (exact), floats in double.
 ReferenceKernel BinaryKernel(BinaryFn fn, IntBinaryFn int_fn) {
   return [fn, int_fn](absl::Span<const Tensor> in, const Attrs&,
@@ -224,6 +237,16 @@ IntBinaryFn IntSemantics(OpId id) {
         if (y == 0) return std::nullopt;
         return TruncDivWrapping(x, y);
       };
+    case OpId::kMod:
+      return [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        if (y == 0) return std::nullopt;
+        return FloorModInt(x, y);
+      };
+    case OpId::kFmod:
+      return [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        if (y == 0) return std::nullopt;
+        return TruncModInt(x, y);
+      };
     case OpId::kMaximum: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return std::max(x, y); };
     case OpId::kMinimum: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return std::min(x, y); };
     case OpId::kEqual: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return x == y; };
@@ -261,6 +284,21 @@ std::function<std::optional<DimExpr>(DimExpr, DimExpr)> SymbolicSemantics(OpId i
         }
         if (y.is_constant() && y.constant() > 0) return DimExpr::FloorDiv(x, y);
         return std::nullopt;
+      };
+    case OpId::kMod:
+      return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> {
+        if (x.is_constant() && y.is_constant()) {
+          if (y.constant() == 0) return std::nullopt;
+          return DimExpr(FloorModInt(x.constant(), y.constant()));
+        }
+        // Floor modulo is x - floor(x / y) * y for any integer x once y > 0.
+        if (y.is_constant() && y.constant() > 0) return x - DimExpr::FloorDiv(x, y) * y;
+        return std::nullopt;
+      };
+    case OpId::kFmod:
+      return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> {
+        if (!x.is_constant() || !y.is_constant() || y.constant() == 0) return std::nullopt;
+        return DimExpr(TruncModInt(x.constant(), y.constant()));
       };
     case OpId::kMaximum: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Max(x, y); };
     case OpId::kMinimum: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return DimExpr::Min(x, y); };

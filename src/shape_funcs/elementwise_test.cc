@@ -75,6 +75,33 @@ TEST(ElementwiseTest, SymbolicValuesOfShapeArithmetic) {
   EXPECT_EQ(SymValuesStr("cast", {{"dtype", DType::kI32}}, {InSym(n)}), "[n]");
 }
 
+// Tests mod (floor: the sign of the divisor) and fmod (truncated: the sign of the dividend) on
+// every sign combination, integers and floats, INT64_MIN % -1 = 0, a zero divisor (an error
+// on integers, NaN on floats), and their symbolic values.
+TEST(ElementwiseTest, ModAndFmod) {
+  const Tensor a = IT({6}, {7, -7, 7, -7, INT64_MIN, 6}), b = IT({6}, {3, 3, -3, -3, -1, 3});
+  auto m = RunRef("mod", {}, {a, b});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(Ints((*m)[0]), ElementsAre(1, 2, -2, -1, 0, 0));
+  auto f = RunRef("fmod", {}, {a, b});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(Ints((*f)[0]), ElementsAre(1, -1, 1, -1, 0, 0));
+  auto mf = RunRef("mod", {}, {FT({4}, {7.5, -7.5, 7.5, 1}), FT({4}, {2, 2, -2, 0})});
+  ASSERT_TRUE(mf.ok()) << mf.status();
+  const std::vector<double> mv = Doubles((*mf)[0]);
+  EXPECT_THAT(std::vector<double>(mv.begin(), mv.begin() + 3), ElementsAre(1.5, 0.5, -0.5));
+  EXPECT_TRUE(std::isnan(mv[3]));
+  auto ff = RunRef("fmod", {}, {FT({2}, {-7.5, 7.5}), FT({2}, {2, -2})});
+  ASSERT_TRUE(ff.ok()) << ff.status();
+  EXPECT_THAT(Doubles((*ff)[0]), ElementsAre(-1.5, 1.5));
+  for (const char* op : {"mod", "fmod"}) EXPECT_FALSE(RunRef(op, {}, {IT({1}, {7}), IT({}, {0})}).ok()) << op;
+  const std::vector<DimExpr> n = {S("n")};
+  EXPECT_EQ(SymValuesStr("mod", {}, {InSymScalar(n), InV(I64Scalar(4))}), "[n - (n//4)*4]");
+  EXPECT_EQ(SymValuesStr("mod", {}, {InV(I64Scalar(-7)), InV(I64Scalar(3))}), "[2]");
+  EXPECT_EQ(SymValuesStr("fmod", {}, {InV(I64Scalar(-7)), InV(I64Scalar(3))}), "[-1]");
+  EXPECT_EQ(SymValuesStr("fmod", {}, {InSymScalar(n), InV(I64Scalar(4))}), "<unknown>");
+}
+
 // Tests that the one int64 quotient that does not fit, INT64_MIN / -1, wraps to INT64_MIN (two's
 // complement, like the wrapping add/subtract/multiply) in the kernel and the symbolic values,
 // instead of being undefined behaviour.

@@ -251,7 +251,7 @@ TEST(RegistryTest, ElementwiseRowsMatchTheirOps) {
                                                                   : FusionPattern::kBroadcast)
         << op.name();
   }
-  EXPECT_EQ(rows, 20);
+  EXPECT_EQ(rows, 35);
   EXPECT_EQ(ElementwiseInfoOf(OpId::kNnDense), nullptr);
   EXPECT_EQ(ElementwiseInfoOf(OpId::kUnknown), nullptr);
 }

@@ -24,6 +24,8 @@ ALLOWED = {
     ("src/compile_engine/image_match.cc", "floor"): "a nearest-rounding mode (attribute value)",
     ("src/compile_engine/image_match.cc", "ceil"): "a nearest-rounding mode (attribute value)",
     ("src/compile_engine/cuda/nvrtc_image.cc", "ceil"): "a nearest-rounding mode (attribute value)",
+    ("src/compile_engine/image_match.cc", "round"): "a nearest-rounding mode (attribute value)",
+    ("src/compile_engine/cuda/nvrtc_image.cc", "round"): "a nearest-rounding mode (attribute value)",
     ("src/analysis/baseline_masks.cc", "*"): "Relay's op names (another system's), cited in the "
                                             "baseline table's relay_op column",
     ("tools/viz/picture.cc", "device_copy"): "legend text of the copy colour",

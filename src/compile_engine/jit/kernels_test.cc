@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,9 +164,25 @@ std::string BinaryFunc(const std::string& op, const std::string& ta, const std::
 }
 
 bool Transcendental(absl::string_view op) {
-  return op == "exp" || op == "log" || op == "sqrt" || op == "tanh" || op == "sigmoid" ||
-         op == "power";
+  static const std::set<std::string>* ops = new std::set<std::string>{
+      "exp", "log", "sqrt", "tanh", "sigmoid", "power", "erf", "sin", "cos", "tan",
+      "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"};
+  return ops->count(std::string(op)) > 0;
 }
+
+// The input range a unary op is tested on: inside its domain, away from poles.
+std::pair<double, double> UnaryDomain(absl::string_view op) {
+  if (op == "log" || op == "sqrt") return {0.01, 20};
+  if (op == "asin" || op == "acos" || op == "atanh") return {-0.99, 0.99};
+  if (op == "acosh") return {1, 20};
+  if (op == "tan") return {-1.5, 1.5};
+  return {-6, 6};
+}
+
+constexpr const char* kUnaryOps[] = {
+    "nn.relu", "negative", "abs", "exp",  "log",  "sqrt", "tanh", "sigmoid", "floor",
+    "ceil",    "round",    "erf", "sin",  "cos",  "tan",  "asin", "acos",    "atan",
+    "sinh",    "cosh",     "asinh", "acosh", "atanh"};
 
 // ---- unary ops ------------------------------------------------------------------------------
 
@@ -173,9 +190,8 @@ bool Transcendental(absl::string_view op) {
 // including sizes that leave vector remainders.
 TEST(JitElementwiseTest, UnaryF32OpsMatchReference) {
   std::mt19937 rng(1);
-  for (const char* op : {"nn.relu", "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil"}) {
-    const bool positive = std::string(op) == "log" || std::string(op) == "sqrt";
-    const double lo = positive ? 0.01 : -6, hi = positive ? 20 : 6;
+  for (const char* op : kUnaryOps) {
+    const auto [lo, hi] = UnaryDomain(op);
     const double rtol = Transcendental(op) ? 1e-5 : 1e-6;
     SCOPED_TRACE(op);
     CheckAgainstReference(UnaryFunc(op, "f32[7, 33]"), {Random(DType::kF32, {7, 33}, rng, lo, hi)},
@@ -233,10 +249,10 @@ TEST(JitElementwiseTest, F32TranscendentalsSweep) {
 // Tests that unary ops on f64 and integer dtypes match the reference.
 TEST(JitElementwiseTest, UnaryOtherDTypesMatchReference) {
   std::mt19937 rng(2);
-  for (const char* op : {"nn.relu", "negative", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil"}) {
-    const bool positive = std::string(op) == "log" || std::string(op) == "sqrt";
-    CheckAgainstReference(UnaryFunc(op, "f64[n, 9]"),
-                          {Random(DType::kF64, {4, 9}, rng, positive ? 0.01 : -6, 6)}, 1e-12);
+  for (const char* op : kUnaryOps) {
+    const auto [lo, hi] = UnaryDomain(op);
+    CheckAgainstReference(UnaryFunc(op, "f64[n, 9]"), {Random(DType::kF64, {4, 9}, rng, lo, hi)},
+                          1e-12);
   }
   for (const char* type : {"i8", "i32", "i64", "u8"}) {
     for (const char* op : {"nn.relu", "negative", "abs"}) {
@@ -298,7 +314,8 @@ std::vector<BroadcastCase> BroadcastCases() {
 // Tests every f32 binary op with each broadcasting form against the reference.
 TEST(JitElementwiseTest, BinaryF32OpsWithBroadcastingMatchReference) {
   std::mt19937 rng(3);
-  for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"}) {
+  for (const char* op :
+       {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod", "fmod"}) {
     for (const BroadcastCase& c : BroadcastCases()) {
       SCOPED_TRACE(absl::StrCat(op, " ", c.name));
       const bool power = std::string(op) == "power";
@@ -315,7 +332,8 @@ TEST(JitElementwiseTest, BinaryOtherDTypesMatchReference) {
   std::mt19937 rng(4);
   for (const char* type : {"f64", "i8", "i32", "i64", "u8"}) {
     const DType dt = *ParseDType(type);
-    for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"}) {
+    for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum", "mod",
+                           "fmod"}) {
       SCOPED_TRACE(absl::StrCat(op, " ", type));
       Tensor a = Random(dt, {5, 19}, rng, -100, 100);
       Tensor b = Random(dt, {19}, rng, 1, 9);  // no zero divisors
@@ -336,6 +354,51 @@ TEST(JitElementwiseTest, IntegerDivisionEdgeCases) {
   Tensor a = Tensor::FromInt64s(DType::kI32, {6}, {7, -7, 7, -7, INT32_MIN, INT32_MIN});
   Tensor b = Tensor::FromInt64s(DType::kI32, {6}, {2, 2, -2, -2, -1, 1});
   CheckAgainstReference(BinaryFunc("divide", "i32[6]", "i32[6]", "i32[6]"), {a, b});
+}
+
+// Tests round's halves to even, and mod / fmod with every sign combination, zero results and
+// zero divisors (NaN) on floats.
+TEST(JitElementwiseTest, RoundAndFloatModEdgeCases) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CheckAgainstReference(UnaryFunc("round", "f32[9]"),
+                        {Tensor::FromDoubles(DType::kF32, {9},
+                                             {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999, nan, -0.0})});
+  Tensor a = Tensor::FromDoubles(DType::kF32, {10}, {7, -7, 7, -7, 6, -6, 0.5, 7, 1e30, nan});
+  Tensor b = Tensor::FromDoubles(DType::kF32, {10}, {3, 3, -3, -3, 3, -3, 0.25, 0, 7, 3});
+  for (const char* op : {"mod", "fmod"}) {
+    SCOPED_TRACE(op);
+    CheckAgainstReference(BinaryFunc(op, "f32[10]", "f32[10]", "f32[10]"), {a, b});
+  }
+}
+
+// Tests integer mod / fmod with every sign combination and INT_MIN % -1 (0, not a trap), on
+// signed and unsigned types.
+TEST(JitElementwiseTest, IntegerModEdgeCases) {
+  Tensor a = Tensor::FromInt64s(DType::kI32, {8}, {7, -7, 7, -7, 6, -6, INT32_MIN, INT32_MIN});
+  Tensor b = Tensor::FromInt64s(DType::kI32, {8}, {3, 3, -3, -3, 3, -3, -1, 3});
+  for (const char* op : {"mod", "fmod"}) {
+    SCOPED_TRACE(op);
+    CheckAgainstReference(BinaryFunc(op, "i32[8]", "i32[8]", "i32[8]"), {a, b});
+    CheckAgainstReference(BinaryFunc(op, "u8[3]", "u8[3]", "u8[3]"),
+                          {Tensor::FromInt64s(DType::kU8, {3}, {200, 7, 0}),
+                           Tensor::FromInt64s(DType::kU8, {3}, {7, 200, 5})});
+  }
+}
+
+// Tests that an integer modulo by zero is reported like a division by zero.
+TEST(JitElementwiseTest, IntegerModByZeroIsAnError) {
+  for (const char* op : {"mod", "fmod"}) {
+    std::unique_ptr<Module> m = Parse(BinaryFunc(op, "i32[n]", "i32[n]", "i32[n]"));
+    ASSERT_NE(m, nullptr);
+    auto kernel = CompileJitElementwise(OnlyFunction(*m));
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    Tensor a = Tensor::FromInt64s(DType::kI32, {3}, {5, 5, 5});
+    Tensor b = Tensor::FromInt64s(DType::kI32, {3}, {2, 0, 2});
+    Tensor out = Tensor::Zeros(DType::kI32, {3});
+    absl::Status s = RunKernel(**kernel, {a, b}, out);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << op;
+    EXPECT_THAT(s.message(), HasSubstr("integer division by zero")) << op;
+  }
 }
 
 // Tests that an integer division by zero is reported instead of trapping.

@@ -675,8 +675,13 @@ class Emitter {
   // or pow, libdevice's `libdevice_name` (+ "f" for f32), linked in by the PTX code generator.
   llvm::Value* MathCall(llvm::Intrinsic::ID id, absl::string_view libdevice_name,
                         std::vector<llvm::Value*> args) {
+    if (!gpu_) return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
+    return LibdeviceCall(libdevice_name, std::move(args));
+  }
+
+  // libdevice's `libdevice_name` (+ "f" for f32) on arguments of one float type.
+  llvm::Value* LibdeviceCall(absl::string_view libdevice_name, std::vector<llvm::Value*> args) {
     llvm::Type* type = args[0]->getType();
-    if (!gpu_) return b_.CreateIntrinsic(id, {type}, args);
     const std::string symbol = absl::StrCat(libdevice_name, type->isFloatTy() ? "f" : "");
     std::vector<llvm::Type*> types(args.size(), type);
     llvm::FunctionCallee callee =
@@ -775,6 +780,48 @@ class Emitter {
     return quotient;
   }
 
+  // x mod y for integers: C's remainder (truncated, the sign of x), or with `floor` the floor
+  // modulo (the sign of y). A zero divisor sets the division-by-zero flag and gives 0 instead of
+  // trapping; x % -1 is 0 (INT_MIN % -1 traps in hardware).
+  llvm::Value* EmitIntMod(llvm::Value* x, llvm::Value* y, DType t, bool floor) {
+    llvm::Type* type = x->getType();
+    llvm::Value* zero_v = llvm::ConstantInt::get(type, 0);
+    llvm::Value* one = llvm::ConstantInt::get(type, 1);
+    llvm::Value* zero = b_.CreateICmpEQ(y, zero_v);
+    llvm::Value* flags = b_.CreateLoad(i32_, flag_);
+    llvm::Value* bit = b_.CreateSelect(zero, b_.getInt32(kFlagDivisionByZero), b_.getInt32(0));
+    b_.CreateStore(b_.CreateOr(flags, bit), flag_);
+    if (!SignedIntDType(t)) return b_.CreateURem(x, b_.CreateSelect(zero, one, y));
+    llvm::Value* minus_one = b_.CreateICmpEQ(y, llvm::ConstantInt::getSigned(type, -1));
+    llvm::Value* safe = b_.CreateSelect(b_.CreateOr(zero, minus_one), one, y);
+    llvm::Value* r = b_.CreateSRem(x, safe);  // 0 for the divisors replaced by 1
+    if (!floor) return r;
+    // Signs differ (r ^ y < 0) and r != 0: move r by y.
+    llvm::Value* differ = b_.CreateICmpSLT(b_.CreateXor(r, y), zero_v);
+    llvm::Value* adjust = b_.CreateAnd(differ, b_.CreateICmpNE(r, zero_v));
+    return b_.CreateSelect(adjust, b_.CreateAdd(r, y), r);
+  }
+
+  // The same for floats: fmod (frem on the host, libdevice's fmod on the GPU), and with `floor`
+  // moved by y where a nonzero result has the other sign, as the reference's FloorMod.
+  llvm::Value* EmitFloatMod(llvm::Value* x, llvm::Value* y, bool floor) {
+    llvm::Value* r = gpu_ ? LibdeviceCall("__nv_fmod", {x, y}) : b_.CreateFRem(x, y);
+    if (!floor) return r;
+    llvm::Value* zero = llvm::ConstantFP::get(x->getType(), 0.0);
+    llvm::Value* differ = b_.CreateXor(b_.CreateFCmpOLT(r, zero), b_.CreateFCmpOLT(y, zero));
+    llvm::Value* adjust = b_.CreateAnd(differ, b_.CreateFCmpONE(r, zero));
+    return b_.CreateSelect(adjust, b_.CreateFAdd(r, y), r);
+  }
+
+  // libdevice's `libdevice_name` ("__nv_<f>") on the GPU, libm's <f> (<f>f for f32) on the
+  // host: the transcendentals LLVM has no intrinsic for, computed as the reference's libm does.
+  llvm::Value* Libm(absl::string_view libdevice_name, llvm::Value* x) {
+    if (gpu_) return LibdeviceCall(libdevice_name, {x});
+    absl::string_view name = libdevice_name;
+    name.remove_prefix(std::string_view("__nv_").size());
+    return LibmCall(absl::StrCat(name, "f"), name, x);
+  }
+
   llvm::Value* EmitStep(const Step& step, const std::vector<llvm::Value*>& v) {
     const DType t =
         step.form == OpForm::kWhere ? plan_.dtypes[step.args[1]] : plan_.dtypes[step.args[0]];
@@ -818,6 +865,38 @@ class Emitter {
         llvm::Value* one = llvm::ConstantFP::get(type, 1.0);
         llvm::Value* e = MathCall(llvm::Intrinsic::exp, "__nv_exp", {b_.CreateFNeg(x)});
         return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
+      }
+      case JitOp::kRound:  // halves to even, as the default rounding mode (libdevice: rint)
+        if (gpu_) return LibdeviceCall("__nv_rint", {x});
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
+      case JitOp::kErf:
+        return Libm("__nv_erf", x);
+      case JitOp::kSin:
+        return Libm("__nv_sin", x);
+      case JitOp::kCos:
+        return Libm("__nv_cos", x);
+      case JitOp::kTan:
+        return Libm("__nv_tan", x);
+      case JitOp::kAsin:
+        return Libm("__nv_asin", x);
+      case JitOp::kAcos:
+        return Libm("__nv_acos", x);
+      case JitOp::kAtan:
+        return Libm("__nv_atan", x);
+      case JitOp::kSinh:
+        return Libm("__nv_sinh", x);
+      case JitOp::kCosh:
+        return Libm("__nv_cosh", x);
+      case JitOp::kAsinh:
+        return Libm("__nv_asinh", x);
+      case JitOp::kAcosh:
+        return Libm("__nv_acosh", x);
+      case JitOp::kAtanh:
+        return Libm("__nv_atanh", x);
+      case JitOp::kMod:
+      case JitOp::kFmod: {
+        const bool floor = step.op == JitOp::kMod;
+        return fp ? EmitFloatMod(x, v[1], floor) : EmitIntMod(x, v[1], t, floor);
       }
       case JitOp::kAdd:
       case JitOp::kBiasAdd:

@@ -132,7 +132,7 @@ struct Lowered {
   std::vector<Access> accesses;
   std::vector<Expr> exprs;  // operands before users
   int root = -1;
-  bool divides_integers = false;
+  bool divides_integers = false;  // an integer divide / mod / fmod (the zero-divisor flag)
   // Every parameter and result dim is a constant: the static inner-stride guess is exact, so
   // `fast` always applies and `generic` is not emitted.
   bool static_shapes = true;

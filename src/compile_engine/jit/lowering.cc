@@ -528,7 +528,8 @@ class Lowerer {
     for (int d = 0; d < out_.out_rank; ++d) identity[d] = d;
     ASSIGN_OR_RETURN(out_.root, Place(plan_.result, identity));
     for (const Step& s : plan_.steps) {
-      if (s.op == JitOp::kDivide && !FloatDType(plan_.dtypes[s.args[0]])) {
+      const bool divides = s.op == JitOp::kDivide || s.op == JitOp::kMod || s.op == JitOp::kFmod;
+      if (divides && !FloatDType(plan_.dtypes[s.args[0]])) {
         out_.divides_integers = true;
       }
     }
