@@ -1,6 +1,7 @@
 // ONNX converters of shape queries and tensor creation: Shape and Size (shape_of, computed on
 // the host from the shape alone), ConstantOfShape (a folded constant, dyn.zeros or dyn.full),
-// Range (arange) and Constant. The registry side is shape_funcs/dynamic.cc; the conventions are
+// Range (arange), Constant, and the index masks EyeLike and Trilu (iotas of the last two dims
+// from the shape, compared). The registry side is shape_funcs/dynamic.cc; the conventions are
 // in onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "frontend/onnx_converter_helpers.h"
 #include "passes/support/status_macros.h"
 
@@ -96,15 +98,62 @@ Outs Constant(ImportContext& ctx, const onnx::NodeProto& n, const Ins&) {
   return ctx.Unimplemented("only value, value_float(s) and value_int(s) are supported");
 }
 
+// j - i for the last two dims [.., n, m] of x: an i64 [n, m] from two iotas.
+absl::StatusOr<Value*> ColumnMinusRow(ImportContext& ctx, Value* x) {
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank < 2) return ctx.Error(absl::StrCat("needs a tensor of rank >= 2, got rank ", rank));
+  ASSIGN_OR_RETURN(Value * rows, DimIota(ctx, x, rank - 2));
+  ASSIGN_OR_RETURN(rows, ctx.Op("expand_dims", {rows}, {{"axis", int64_t{1}}}));
+  ASSIGN_OR_RETURN(Value * cols, DimIota(ctx, x, rank - 1));
+  return ctx.Op("subtract", {cols, rows});
+}
+
+// EyeLike: ones where j - i == k, of x's 2-D shape, in `dtype` (x's when unset).
+Outs EyeLike(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank != 2) return ctx.Error(absl::StrCat("input must be 2-D, got rank ", rank));
+  DType dt = ctx.DTypeOf(x);
+  if (FindAttr(n, "dtype") != nullptr) {
+    auto d = DTypeFromOnnx(static_cast<int32_t>(IntAttr(n, "dtype", 0)));
+    if (!d.ok()) return ctx.Unimplemented(d.status().message());
+    dt = *d;
+  }
+  ASSIGN_OR_RETURN(Value * diff, ColumnMinusRow(ctx, x));
+  ASSIGN_OR_RETURN(Value * hit, ctx.Op("equal", {diff, ctx.Const(Tensor::Scalar(DType::kI64, IntAttr(n, "k", 0)))}));
+  return One(ctx.Op("cast", {hit}, {{"dtype", dt}}));
+}
+
+// Trilu: x where j - i >= k (upper) or j - i <= k (lower) over the last two dims, else 0; k is
+// an optional i64 scalar input, computed or constant.
+Outs Trilu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * d, ColumnMinusRow(ctx, x));
+  if (Value* k = In(in, 1)) {
+    const Type kt = ctx.TypeOf(k);
+    if (kt.is_tensor() && kt.rank() != 0) return ctx.Error("k must be a scalar");
+    if (kt.is_tensor() && ctx.DTypeOf(k) != DType::kI64) {
+      ASSIGN_OR_RETURN(k, ctx.Op("cast", {k}, {{"dtype", DType::kI64}}));
+    }
+    ASSIGN_OR_RETURN(d, ctx.Op("subtract", {d, k}));
+  }
+  Value* zero = ctx.Const(Tensor::Scalar(DType::kI64, 0));
+  const bool upper = IntAttr(n, "upper", 1) != 0;
+  ASSIGN_OR_RETURN(Value * drop, ctx.Op(upper ? "less" : "greater", {d, zero}));
+  return One(ctx.Op("where", {drop, ctx.ScalarLike(x, 0.0), x}));
+}
+
 }  // namespace
 
 void AddDynamicConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
       {"Constant", Constant},
       {"ConstantOfShape", ConstantOfShape},
+      {"EyeLike", EyeLike},
       {"Range", Range},
       {"Shape", Shape},
       {"Size", Size},
+      {"Trilu", Trilu},
   };
   table.insert(table.end(), std::begin(kEntries), std::end(kEntries));
 }

@@ -1,5 +1,6 @@
 // ONNX converters of the neural-network family: Pad, Conv, ConvTranspose, MaxPool,
-// GlobalAveragePool, LayerNormalization, Softmax and BatchNormalization. The registry side is
+// GlobalAveragePool, GlobalMaxPool, LayerNormalization, InstanceNormalization,
+// MeanVarianceNormalization, LRN, Softmax, LogSoftmax, Hardmax and BatchNormalization. The registry side is
 // shape_funcs/nn.cc; the conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
@@ -54,33 +55,104 @@ Outs Pad(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return One(ctx.Op("dyn.nn.pad", {x, pw, cv}, {{"pad_mode", mode}}));
 }
 
-absl::Status CheckAutoPad(ImportContext& ctx, const onnx::NodeProto& n) {
-  const std::string auto_pad = StringAttr(n, "auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
-    return ctx.Unimplemented(absl::StrCat("auto_pad = ", auto_pad, " (give explicit pads)"));
-  }
-  return absl::OkStatus();
-}
-
 std::vector<int64_t> Ints(const onnx::NodeProto& n, absl::string_view name,
                           std::vector<int64_t> def) {
   auto v = IntsAttr(n, name);
   return v ? *v : def;
 }
 
+// The pads of a windowed op over its spatial axes in ONNX order [begin.., end..], auto_pad
+// resolved: NOTSET reads `pads` (zeros by default), VALID is zeros, SAME_UPPER / SAME_LOWER pad
+// so that out = ceil(in / stride), an odd unit at the end (UPPER) or the start (LOWER). SAME
+// needs static spatial dims.
+absl::StatusOr<std::vector<int64_t>> WindowPads(ImportContext& ctx, const onnx::NodeProto& n,
+                                                Value* x, const std::vector<int64_t>& kernel,
+                                                const std::vector<int64_t>& strides,
+                                                const std::vector<int64_t>& dils) {
+  const size_t spatial = kernel.size();
+  const std::string auto_pad = StringAttr(n, "auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    std::vector<int64_t> pads = Ints(n, "pads", std::vector<int64_t>(2 * spatial, 0));
+    if (pads.size() != 2 * spatial) {
+      return ctx.Error(absl::StrFormat("pads has %d values for %d spatial axes", pads.size(), spatial));
+    }
+    return pads;
+  }
+  if (auto_pad == "VALID") return std::vector<int64_t>(2 * spatial, 0);
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
+    return ctx.Error(absl::StrCat("auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, got ", auto_pad));
+  }
+  const Type t = ctx.TypeOf(x);
+  std::vector<int64_t> pads(2 * spatial, 0);
+  for (size_t i = 0; i < spatial; ++i) {
+    const DimExpr& d = t.shape()[2 + i];
+    if (!d.is_constant()) {
+      return ctx.Unimplemented(absl::StrCat("auto_pad = ", auto_pad, " on a symbolic spatial dim"));
+    }
+    const int64_t in = d.constant(), out = (in + strides[i] - 1) / strides[i];
+    const int64_t total = std::max<int64_t>((out - 1) * strides[i] + (kernel[i] - 1) * dils[i] + 1 - in, 0);
+    const int64_t small = total / 2;
+    pads[i] = auto_pad == "SAME_UPPER" ? small : total - small;
+    pads[spatial + i] = total - pads[i];
+  }
+  return pads;
+}
+
+// A windowed op's attributes for its 2-D registry op: 1-D gets a unit height (no padding, unit
+// stride and dilation there); pads go from ONNX order to (top, left, bottom, right).
+struct Window2d {
+  std::vector<int64_t> kernel, strides, dils, pads;
+};
+Window2d To2d(std::vector<int64_t> kernel, std::vector<int64_t> strides, std::vector<int64_t> dils,
+              const std::vector<int64_t>& pads) {
+  if (kernel.size() == 2) return {kernel, strides, dils, pads};
+  return {{1, kernel[0]}, {1, strides[0]}, {1, dils[0]}, {0, pads[0], 0, pads[1]}};
+}
+
+// The spatial rank of a windowed op's input (1 or 2), or Unimplemented naming what it is.
+absl::StatusOr<int> SpatialRank(ImportContext& ctx, Value* x, absl::string_view what) {
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  const int spatial = rank - 2;
+  if (spatial != 1 && spatial != 2) {
+    return ctx.Unimplemented(absl::StrFormat("%d-D %s (1-D and 2-D are supported)", spatial, what));
+  }
+  return spatial;
+}
+
 Outs Conv(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(Value * w, Need(ctx, in, 1));
-  RETURN_IF_ERROR(CheckAutoPad(ctx, n));
-  const int rw = ctx.RankOf(w);
-  if (rw != 4) {
-    return ctx.Unimplemented(absl::StrFormat("only 2-D convolution (weight rank 4, got %d)", rw));
+  ASSIGN_OR_RETURN(int spatial, SpatialRank(ctx, x, "convolution"));
+  const Type wt = ctx.TypeOf(w);
+  if (!wt.is_tensor() || wt.rank() != spatial + 2) {
+    return ctx.Error(absl::StrFormat("weight must have rank %d", spatial + 2));
   }
-  Attrs attrs{{"strides", Ints(n, "strides", {1, 1})},
-              {"padding", Ints(n, "pads", {0, 0, 0, 0})},
-              {"dilation", Ints(n, "dilations", {1, 1})},
+  std::vector<int64_t> kernel;
+  if (auto k = IntsAttr(n, "kernel_shape")) {
+    kernel = *k;
+  } else {
+    for (int i = 0; i < spatial; ++i) {
+      const DimExpr& d = wt.shape()[2 + i];
+      kernel.push_back(d.is_constant() ? d.constant() : 1);  // only SAME pads read it
+    }
+  }
+  const std::vector<int64_t> ones(spatial, 1);
+  const std::vector<int64_t> strides = Ints(n, "strides", ones), dils = Ints(n, "dilations", ones);
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads, WindowPads(ctx, n, x, kernel, strides, dils));
+  const Window2d win = To2d(kernel, strides, dils, pads);
+  if (spatial == 1) {
+    const Attrs unit_height{{"axis", int64_t{2}}};
+    ASSIGN_OR_RETURN(x, ctx.Op("expand_dims", {x}, unit_height));
+    ASSIGN_OR_RETURN(w, ctx.Op("expand_dims", {w}, unit_height));
+  }
+  Attrs attrs{{"strides", win.strides},
+              {"padding", win.pads},
+              {"dilation", win.dils},
               {"groups", IntAttr(n, "group", 1)}};
   ASSIGN_OR_RETURN(Value * y, ctx.Op("nn.conv2d", {x, w}, attrs));
+  if (spatial == 1) {
+    ASSIGN_OR_RETURN(y, ctx.Op("squeeze", {y}, {{"axis", std::vector<int64_t>{2}}}));
+  }
   if (Value* b = In(in, 2)) {
     ASSIGN_OR_RETURN(y, ctx.Op("nn.bias_add", {y, b}, {{"axis", int64_t{1}}}));
   }
@@ -237,21 +309,42 @@ Outs ConvTranspose(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) 
   return std::vector<Value*>{y};
 }
 
-Outs MaxPool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+// MaxPool / AveragePool, 1-D (a unit height) and 2-D, every auto_pad.
+Outs Pool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in, bool average) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  RETURN_IF_ERROR(CheckAutoPad(ctx, n));
+  ASSIGN_OR_RETURN(int spatial, SpatialRank(ctx, x, "pooling"));
   if (n.output_size() > 1 && !n.output(1).empty()) {
     return ctx.Unimplemented("the Indices output");
   }
   auto kernel = IntsAttr(n, "kernel_shape");
-  if (!kernel || kernel->size() != 2) return ctx.Unimplemented("only 2-D max pooling");
+  if (!kernel || static_cast<int>(kernel->size()) != spatial) {
+    return ctx.Error(absl::StrFormat("kernel_shape must have %d values", spatial));
+  }
   if (IntAttr(n, "storage_order", 0) != 0) return ctx.Unimplemented("storage_order = 1");
-  Attrs attrs{{"pool_size", *kernel},
-              {"strides", Ints(n, "strides", {1, 1})},
-              {"padding", Ints(n, "pads", {0, 0, 0, 0})},
-              {"dilation", Ints(n, "dilations", {1, 1})},
+  const std::vector<int64_t> ones(spatial, 1);
+  const std::vector<int64_t> strides = Ints(n, "strides", ones), dils = Ints(n, "dilations", ones);
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads, WindowPads(ctx, n, x, *kernel, strides, dils));
+  const Window2d win = To2d(*kernel, strides, dils, pads);
+  if (spatial == 1) {
+    ASSIGN_OR_RETURN(x, ctx.Op("expand_dims", {x}, {{"axis", int64_t{2}}}));
+  }
+  Attrs attrs{{"pool_size", win.kernel},
+              {"strides", win.strides},
+              {"padding", win.pads},
+              {"dilation", win.dils},
               {"ceil_mode", IntAttr(n, "ceil_mode", 0) != 0}};
-  return One(ctx.Op("nn.max_pool2d", {x}, attrs));
+  if (average) attrs.Set("count_include_pad", IntAttr(n, "count_include_pad", 0) != 0);
+  ASSIGN_OR_RETURN(Value * y, ctx.Op(average ? "nn.avg_pool2d" : "nn.max_pool2d", {x}, attrs));
+  if (spatial == 1) {
+    ASSIGN_OR_RETURN(y, ctx.Op("squeeze", {y}, {{"axis", std::vector<int64_t>{2}}}));
+  }
+  return std::vector<Value*>{y};
+}
+Outs MaxPool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  return Pool(ctx, n, in, /*average=*/false);
+}
+Outs AveragePool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  return Pool(ctx, n, in, /*average=*/true);
 }
 
 Outs GlobalAveragePool(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
@@ -294,18 +387,162 @@ Outs LayerNormalization(ImportContext& ctx, const onnx::NodeProto& n, const Ins&
   return outs;
 }
 
+// The axes a Softmax / LogSoftmax / Hardmax normalises over: `axis` alone from opset 13
+// (default -1); below, the input coerced to 2-D at `axis` (default 1), i.e. every axis from
+// `axis` on.
+absl::StatusOr<std::vector<int64_t>> NormalisedAxes(ImportContext& ctx, const onnx::NodeProto& n,
+                                                    Value* x) {
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  const int64_t axis = NormAxis(IntAttr(n, "axis", ctx.opset() >= 13 ? -1 : 1), rank);
+  if (axis < 0 || axis >= rank) return ctx.Error("axis out of range");
+  if (ctx.opset() >= 13) return std::vector<int64_t>{axis};
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < rank; ++i) axes.push_back(i);
+  return axes;
+}
+
+// Softmax: nn.softmax over one axis; Softmax-11 over several trailing axes as e^(x - m) / sum.
 Outs Softmax(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  const int64_t axis = IntAttr(n, "axis", ctx.opset() >= 13 ? -1 : 1);
-  if (ctx.opset() < 13) {
-    // Softmax-11 normalises over the flattened dims from axis: equal to a 1-axis softmax
-    // only when axis is the last one.
-    ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
-    if (NormAxis(axis, rank) != rank - 1) {
-      return ctx.Unimplemented("Softmax-11 over several trailing axes");
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, NormalisedAxes(ctx, n, x));
+  if (axes.size() == 1) return One(ctx.Op("nn.softmax", {x}, {{"axis", axes[0]}}));
+  ASSIGN_OR_RETURN(Value * l, LogSoftmaxOver(ctx, x, axes));
+  return One(ctx.Op("exp", {l}));
+}
+
+Outs LogSoftmax(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, NormalisedAxes(ctx, n, x));
+  return One(LogSoftmaxOver(ctx, x, std::move(axes)));
+}
+
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere: equal(iota along the axis,
+// argmax with keepdims). Below opset 13 over several trailing axes only for static shapes
+// (reshaped to 2-D and back).
+Outs Hardmax(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, NormalisedAxes(ctx, n, x));
+  const Type t = ctx.TypeOf(x);
+  std::vector<int64_t> back;  // the shape to restore after a 2-D hardmax
+  if (axes.size() > 1) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < t.rank(); ++d) {
+      if (!t.shape()[d].is_constant()) {
+        return ctx.Unimplemented("Hardmax-11 over several trailing axes of a symbolic shape");
+      }
+      back.push_back(t.shape()[d].constant());
+      (d < axes[0] ? outer : inner) *= back.back();
+    }
+    ASSIGN_OR_RETURN(x, ctx.Op("reshape", {x}, {{"newshape", std::vector<int64_t>{outer, inner}}}));
+    axes = {1};
+  }
+  const int64_t axis = axes[0];
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  ASSIGN_OR_RETURN(Value * arg, ctx.Op("argmax", {x}, {{"axis", std::vector<int64_t>{axis}},
+                                                       {"keepdims", true},
+                                                       {"dtype", DType::kI64}}));
+  ASSIGN_OR_RETURN(Value * iota, DimIota(ctx, x, axis));
+  std::vector<int64_t> column = {-1};  // iota along `axis`, unit dims after it
+  for (int64_t d = axis + 1; d < rank; ++d) column.push_back(1);
+  ASSIGN_OR_RETURN(iota, ctx.Op("reshape", {iota}, {{"newshape", column}}));
+  ASSIGN_OR_RETURN(Value * hit, ctx.Op("equal", {iota, arg}));
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("cast", {hit}, {{"dtype", ctx.DTypeOf(x)}}));
+  if (back.empty()) return std::vector<Value*>{y};
+  return One(ctx.Op("reshape", {y}, {{"newshape", back}}));
+}
+
+// [C] -> [C, 1, .., 1] for a rank-`rank` NC.. tensor.
+absl::StatusOr<Value*> PerChannel(ImportContext& ctx, Value* v, int rank) {
+  std::vector<int64_t> shape = {-1};
+  for (int i = 2; i < rank; ++i) shape.push_back(1);
+  return ctx.Op("reshape", {v}, {{"newshape", shape}});
+}
+
+// InstanceNormalization: per (n, c), (x - mean) / sqrt(var + epsilon) over the spatial axes,
+// then scale and B per channel.
+Outs InstanceNormalization(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * scale, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(Value * bias, Need(ctx, in, 2));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank < 3) return ctx.Error(absl::StrCat("input must be [N, C, D1, ..], got rank ", rank));
+  std::vector<int64_t> axes;
+  for (int i = 2; i < rank; ++i) axes.push_back(i);
+  const Attrs red{{"axis", axes}, {"keepdims", true}};
+  ASSIGN_OR_RETURN(Value * mu, ctx.Op("mean", {x}, red));
+  ASSIGN_OR_RETURN(Value * d, ctx.Op("subtract", {x, mu}));
+  ASSIGN_OR_RETURN(Value * d2, ctx.Op("multiply", {d, d}));
+  ASSIGN_OR_RETURN(Value * var, ctx.Op("mean", {d2}, red));
+  ASSIGN_OR_RETURN(var, ctx.Op("add", {var, ctx.ScalarLike(x, FloatAttr(n, "epsilon", 1e-5f))}));
+  ASSIGN_OR_RETURN(Value * sd, ctx.Op("sqrt", {var}));
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("divide", {d, sd}));
+  ASSIGN_OR_RETURN(scale, PerChannel(ctx, scale, rank));
+  ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, rank));
+  ASSIGN_OR_RETURN(y, ctx.Op("multiply", {y, scale}));
+  return One(ctx.Op("add", {y, bias}));
+}
+
+// MeanVarianceNormalization as its function body defines it:
+// (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (default N, H, W).
+Outs MeanVarianceNormalization(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  const Attrs red{{"axis", IntsAttr(n, "axes").value_or(std::vector<int64_t>{0, 2, 3})},
+                  {"keepdims", true}};
+  ASSIGN_OR_RETURN(Value * mu, ctx.Op("mean", {x}, red));
+  ASSIGN_OR_RETURN(Value * mu2, ctx.Op("multiply", {mu, mu}));
+  ASSIGN_OR_RETURN(Value * x2, ctx.Op("multiply", {x, x}));
+  ASSIGN_OR_RETURN(Value * ex2, ctx.Op("mean", {x2}, red));
+  ASSIGN_OR_RETURN(Value * var, ctx.Op("subtract", {ex2, mu2}));
+  ASSIGN_OR_RETURN(Value * sd, ctx.Op("sqrt", {var}));
+  ASSIGN_OR_RETURN(sd, ctx.Op("add", {sd, ctx.ScalarLike(x, 1e-9)}));
+  ASSIGN_OR_RETURN(Value * d, ctx.Op("subtract", {x, mu}));
+  return One(ctx.Op("divide", {d, sd}));
+}
+
+// LRN: x / (bias + alpha / size * sum of x^2 over the channel window)^beta. The window
+// [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] is a sum of `size` channel slices of
+// x^2 padded with zeros (C must be static).
+Outs Lrn(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  const int64_t size = IntAttr(n, "size", 0);
+  if (size < 1) return ctx.Error(absl::StrCat("size must be >= 1, got ", size));
+  const Type t = ctx.TypeOf(x);
+  if (!t.is_tensor() || t.rank() < 3 || !t.shape()[1].is_constant()) {
+    return ctx.Unimplemented("LRN needs an input [N, C, ..] with a static C");
+  }
+  const int rank = t.rank();
+  const int64_t c = t.shape()[1].constant();
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  ASSIGN_OR_RETURN(Value * sq, ctx.Op("multiply", {x, x}));
+  std::vector<int64_t> pads(2 * rank, 0);  // [before0, after0, before1, ...]
+  pads[2] = before;
+  pads[3] = after;
+  ASSIGN_OR_RETURN(Value * padded, ctx.Op("nn.pad", {sq}, {{"pad_width", pads}}));
+  Value* sum = nullptr;
+  for (int64_t k = 0; k < size; ++k) {
+    ASSIGN_OR_RETURN(Value * slice,
+                     ctx.Op("strided_slice", {padded},
+                            {{"begin", std::vector<int64_t>{k}}, {"end", std::vector<int64_t>{k + c}},
+                             {"axes", std::vector<int64_t>{1}}}));
+    if (sum == nullptr) {
+      sum = slice;
+    } else {
+      ASSIGN_OR_RETURN(sum, ctx.Op("add", {sum, slice}));
     }
   }
-  return One(ctx.Op("nn.softmax", {x}, {{"axis", axis}}));
+  const double alpha = FloatAttr(n, "alpha", 1e-4f), beta = FloatAttr(n, "beta", 0.75f);
+  ASSIGN_OR_RETURN(Value * q, ctx.Op("multiply", {sum, ctx.ScalarLike(x, alpha / size)}));
+  ASSIGN_OR_RETURN(q, ctx.Op("add", {q, ctx.ScalarLike(x, FloatAttr(n, "bias", 1.0f))}));
+  ASSIGN_OR_RETURN(q, ctx.Op("power", {q, ctx.ScalarLike(x, beta)}));
+  return One(ctx.Op("divide", {x, q}));
+}
+
+Outs GlobalMaxPool(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  std::vector<int64_t> axes;
+  for (int i = 2; i < rank; ++i) axes.push_back(i);
+  return One(ctx.Op("max", {x}, {{"axis", axes}, {"keepdims", true}}));
 }
 
 // Inference BatchNormalization: y = x * a + b with a = scale / sqrt(var + eps) and
@@ -358,12 +595,19 @@ Outs BatchNormalization(ImportContext& ctx, const onnx::NodeProto& n, const Ins&
 
 void AddNnConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
+      {"AveragePool", AveragePool},
       {"BatchNormalization", BatchNormalization},
       {"Conv", Conv},
       {"ConvTranspose", ConvTranspose},
       {"GlobalAveragePool", GlobalAveragePool},
+      {"GlobalMaxPool", GlobalMaxPool},
+      {"Hardmax", Hardmax},
+      {"InstanceNormalization", InstanceNormalization},
+      {"LRN", Lrn},
+      {"LogSoftmax", LogSoftmax},
       {"LayerNormalization", LayerNormalization},
       {"MaxPool", MaxPool},
+      {"MeanVarianceNormalization", MeanVarianceNormalization},
       {"Pad", Pad},
       {"Softmax", Softmax},
   };

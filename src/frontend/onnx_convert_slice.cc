@@ -1,4 +1,5 @@
-// ONNX converters of the slicing and gathering family: Gather and GatherND (take), Split (one
+// ONNX converters of the slicing and gathering family: Gather and GatherND (take), GatherElements
+// (gather_elements), Split (one
 // strided_slice per output) and Slice (strided_slice, or dyn.strided_slice for computed starts and
 // ends). The registry side is shape_funcs/slice.cc; the conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
@@ -26,6 +27,13 @@ Outs Gather(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   auto ci = ConstInts(ctx, idx);
   if (!ci || std::any_of(ci->begin(), ci->end(), [](int64_t v) { return v < 0; })) mode = "wrap";
   return One(ctx.Op("take", {x, idx}, {{"axis", IntAttr(n, "axis", 0)}, {"mode", mode}}));
+}
+
+// GatherElements: gather_elements (negative indices count from the end there too).
+Outs GatherElements(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * idx, Need(ctx, in, 1));
+  return One(ctx.Op("gather_elements", {x, idx}, {{"axis", IntAttr(n, "axis", 0)}}));
 }
 
 // GatherND with batch_dims 0 and indices [.., 1] (boolean-mask indexing as PyTorch exports
@@ -188,6 +196,7 @@ Outs Slice(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
 void AddSliceConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
       {"Gather", Gather},
+      {"GatherElements", GatherElements},
       {"GatherND", GatherND},
       {"Slice", Slice},
       {"Split", Split},

@@ -1,6 +1,7 @@
 // ONNX converters of the shape-transformation family: Reshape, Concat, Unsqueeze, Squeeze,
 // Flatten, Transpose, Expand and Tile, each a static registry op when the shape-deciding input is
-// constant and its dyn.* form otherwise. The registry side is shape_funcs/transform.cc; the
+// constant and its dyn.* form otherwise; DepthToSpace and SpaceToDepth (reshape, transpose,
+// reshape, with the shapes computed from shape_of) and OneHot (an iota compared). The registry side is shape_funcs/transform.cc; the
 // conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
@@ -208,14 +209,124 @@ Outs Tile(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
   return One(ctx.Op("dyn.tile", {x, r}));
 }
 
+// The dims of a rank-`rank` x as i64 scalars, taken from its shape (symbolic dims stay
+// symbolic through the arithmetic below, so the dyn.reshape folds to a static one).
+absl::StatusOr<std::vector<Value*>> DimValues(ImportContext& ctx, Value* x, int rank) {
+  ASSIGN_OR_RETURN(Value * s, ctx.Op("shape_of", {x}));
+  std::vector<Value*> dims;
+  for (int64_t i = 0; i < rank; ++i) {
+    ASSIGN_OR_RETURN(Value * d, ctx.Op("take", {s, ctx.Const(Tensor::Scalar(DType::kI64, i))},
+                                       {{"axis", int64_t{0}}, {"mode", std::string("fast")}}));
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+// An i64 shape vector from scalar dims.
+absl::StatusOr<Value*> ShapeOfDims(ImportContext& ctx, const std::vector<Value*>& dims) {
+  std::vector<Value*> parts;
+  for (Value* d : dims) {
+    ASSIGN_OR_RETURN(Value * p, ctx.Op("expand_dims", {d}, {{"axis", int64_t{0}}}));
+    parts.push_back(p);
+  }
+  return ctx.Op("concatenate", parts, {{"axis", int64_t{0}}});
+}
+
+absl::StatusOr<Value*> ReshapeTransposeReshape(ImportContext& ctx, Value* x,
+                                               const std::vector<Value*>& split,
+                                               std::vector<int64_t> perm,
+                                               const std::vector<Value*>& merged) {
+  ASSIGN_OR_RETURN(Value * s1, ShapeOfDims(ctx, split));
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("dyn.reshape", {x, s1}));
+  ASSIGN_OR_RETURN(y, ctx.Op("transpose", {y}, {{"axes", std::move(perm)}}));
+  ASSIGN_OR_RETURN(Value * s2, ShapeOfDims(ctx, merged));
+  return ctx.Op("dyn.reshape", {y, s2});
+}
+
+// DepthToSpace: [N, C, H, W] -> [N, C / b^2, H * b, W * b] by reshape, transpose, reshape; the
+// DCR mode takes the block from the outer channel bits, CRD from the inner ones.
+Outs DepthToSpace(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank != 4) return ctx.Error(absl::StrFormat("input must be 4-D, got rank %d", rank));
+  const int64_t b = IntAttr(n, "blocksize", 0);
+  if (b < 1) return ctx.Error(absl::StrFormat("blocksize must be >= 1, got %d", b));
+  const std::string mode = StringAttr(n, "mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") return ctx.Error("mode must be DCR or CRD, got '" + mode + "'");
+  ASSIGN_OR_RETURN(std::vector<Value*> d, DimValues(ctx, x, rank));
+  Value* bv = ctx.Const(Tensor::Scalar(DType::kI64, b));
+  ASSIGN_OR_RETURN(Value * c, ctx.Op("divide", {d[1], ctx.Const(Tensor::Scalar(DType::kI64, b * b))}));
+  ASSIGN_OR_RETURN(Value * h, ctx.Op("multiply", {d[2], bv}));
+  ASSIGN_OR_RETURN(Value * w, ctx.Op("multiply", {d[3], bv}));
+  if (mode == "DCR") {
+    return One(ReshapeTransposeReshape(ctx, x, {d[0], bv, bv, c, d[2], d[3]}, {0, 3, 4, 1, 5, 2},
+                                       {d[0], c, h, w}));
+  }
+  return One(ReshapeTransposeReshape(ctx, x, {d[0], c, bv, bv, d[2], d[3]}, {0, 1, 4, 2, 5, 3},
+                                     {d[0], c, h, w}));
+}
+
+// SpaceToDepth: [N, C, H, W] -> [N, C * b^2, H / b, W / b], DepthToSpace-DCR's inverse.
+Outs SpaceToDepth(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank != 4) return ctx.Error(absl::StrFormat("input must be 4-D, got rank %d", rank));
+  const int64_t b = IntAttr(n, "blocksize", 0);
+  if (b < 1) return ctx.Error(absl::StrFormat("blocksize must be >= 1, got %d", b));
+  ASSIGN_OR_RETURN(std::vector<Value*> d, DimValues(ctx, x, rank));
+  Value* bv = ctx.Const(Tensor::Scalar(DType::kI64, b));
+  ASSIGN_OR_RETURN(Value * c, ctx.Op("multiply", {d[1], ctx.Const(Tensor::Scalar(DType::kI64, b * b))}));
+  ASSIGN_OR_RETURN(Value * h, ctx.Op("divide", {d[2], bv}));
+  ASSIGN_OR_RETURN(Value * w, ctx.Op("divide", {d[3], bv}));
+  return One(ReshapeTransposeReshape(ctx, x, {d[0], d[1], h, bv, w, bv}, {0, 3, 5, 1, 2, 4},
+                                     {d[0], c, h, w}));
+}
+
+// OneHot: values[1] where the index (negative: counted back from depth) equals the position
+// along the new `axis`, values[0] elsewhere; depth may be computed (arange on the host).
+Outs OneHot(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * idx, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * depth, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(Value * values, Need(ctx, in, 2));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, idx));
+  const int64_t axis = NormAxis(IntAttr(n, "axis", -1), rank + 1);
+  if (axis < 0 || axis > rank) return ctx.Error(absl::StrFormat("axis out of range for rank %d", rank + 1));
+  if (ctx.DTypeOf(idx) != DType::kI64) {
+    ASSIGN_OR_RETURN(idx, ctx.Op("cast", {idx}, {{"dtype", DType::kI64}}));
+  }
+  if (ctx.DTypeOf(depth) != DType::kI64) {
+    ASSIGN_OR_RETURN(depth, ctx.Op("cast", {depth}, {{"dtype", DType::kI64}}));
+  }
+  ASSIGN_OR_RETURN(depth, ctx.Op("reshape", {depth}, {{"newshape", std::vector<int64_t>{}}}));
+  ASSIGN_OR_RETURN(Value * neg, ctx.Op("less", {idx, ctx.Const(Tensor::Scalar(DType::kI64, 0))}));
+  ASSIGN_OR_RETURN(Value * wrapped, ctx.Op("add", {idx, depth}));
+  ASSIGN_OR_RETURN(idx, ctx.Op("where", {neg, wrapped, idx}));
+  ASSIGN_OR_RETURN(idx, ctx.Op("expand_dims", {idx}, {{"axis", axis}}));
+  ASSIGN_OR_RETURN(Value * iota,
+                   ctx.Op("arange", {ctx.Const(Tensor::Scalar(DType::kI64, 0)), depth,
+                                     ctx.Const(Tensor::Scalar(DType::kI64, 1))},
+                          {{"dtype", DType::kI64}}));
+  std::vector<int64_t> column = {-1};  // depth along `axis`, unit dims after it
+  for (int64_t d = axis + 1; d <= rank; ++d) column.push_back(1);
+  ASSIGN_OR_RETURN(iota, ctx.Op("reshape", {iota}, {{"newshape", column}}));
+  ASSIGN_OR_RETURN(Value * hit, ctx.Op("equal", {idx, iota}));
+  const Attrs first{{"axis", int64_t{0}}, {"mode", std::string("fast")}};
+  ASSIGN_OR_RETURN(Value * off, ctx.Op("take", {values, ctx.Const(Tensor::Scalar(DType::kI64, 0))}, first));
+  ASSIGN_OR_RETURN(Value * on, ctx.Op("take", {values, ctx.Const(Tensor::Scalar(DType::kI64, 1))}, first));
+  return One(ctx.Op("where", {hit, on, off}));
+}
+
 }  // namespace
 
 void AddTransformConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
       {"Concat", Concat},
+      {"DepthToSpace", DepthToSpace},
       {"Expand", Expand},
       {"Flatten", Flatten},
+      {"OneHot", OneHot},
       {"Reshape", Reshape},
+      {"SpaceToDepth", SpaceToDepth},
       {"Squeeze", Squeeze},
       {"Tile", Tile},
       {"Transpose", Transpose},

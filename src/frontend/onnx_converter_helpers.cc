@@ -80,4 +80,23 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> AxesOf(ImportContext& ctx,
   return std::optional<std::vector<int64_t>>(std::move(v));
 }
 
+absl::StatusOr<Value*> DimIota(ImportContext& ctx, Value* x, int64_t axis) {
+  ASSIGN_OR_RETURN(Value * shape, ctx.Op("shape_of", {x}));
+  ASSIGN_OR_RETURN(Value * d, ctx.Op("take", {shape, ctx.Const(Tensor::Scalar(DType::kI64, axis))},
+                                     {{"axis", int64_t{0}}, {"mode", std::string("fast")}}));
+  return ctx.Op("arange",
+                {ctx.Const(Tensor::Scalar(DType::kI64, 0)), d, ctx.Const(Tensor::Scalar(DType::kI64, 1))},
+                {{"dtype", DType::kI64}});
+}
+
+absl::StatusOr<Value*> LogSoftmaxOver(ImportContext& ctx, Value* x, std::vector<int64_t> axes) {
+  const Attrs reduce{{"axis", std::move(axes)}, {"keepdims", true}};
+  ASSIGN_OR_RETURN(Value * m, ctx.Op("max", {x}, reduce));
+  ASSIGN_OR_RETURN(Value * d, ctx.Op("subtract", {x, m}));
+  ASSIGN_OR_RETURN(Value * e, ctx.Op("exp", {d}));
+  ASSIGN_OR_RETURN(Value * s, ctx.Op("sum", {e}, reduce));
+  ASSIGN_OR_RETURN(Value * l, ctx.Op("log", {s}));
+  return ctx.Op("subtract", {d, l});
+}
+
 }  // namespace hetpass::onnx_frontend

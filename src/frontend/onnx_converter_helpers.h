@@ -58,6 +58,15 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> AxesOf(ImportContext& ctx,
                                                            const onnx::NodeProto& n,
                                                            const Ins& in, int64_t input_since);
 
+// ---- op-building helpers --------------------------------------------------------------------
+
+// [0, 1, .., d - 1] (i64) for dim `axis` of `x`, d read from its shape (no data of x is read;
+// symbolic dims stay symbolic).
+absl::StatusOr<Value*> DimIota(ImportContext& ctx, Value* x, int64_t axis);
+// log(softmax(x)) over `axes` in the stable form x - m - log(sum(e^(x - m))), m the max over
+// the same axes (keepdims reductions).
+absl::StatusOr<Value*> LogSoftmaxOver(ImportContext& ctx, Value* x, std::vector<int64_t> axes);
+
 }  // namespace hetpass::onnx_frontend
 
 #endif  // HETPASS_FRONTEND_ONNX_CONVERTER_HELPERS_H_

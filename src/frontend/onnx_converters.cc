@@ -19,6 +19,7 @@ const ConverterTable& AllConverters() {
     AddNnConverters(*table);
     AddImageConverters(*table);
     AddReduceConverters(*table);
+    AddLossConverters(*table);
     return table;
   }();
   return *kTable;

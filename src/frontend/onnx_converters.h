@@ -39,12 +39,13 @@ using ConverterTable = std::vector<ConverterEntry>;
 void AddElementwiseConverters(ConverterTable& table);  // unary, binary, logic, Cast, Clip, Where
 void AddLinalgConverters(ConverterTable& table);       // Gemm, MatMul
 void AddTransformConverters(ConverterTable& table);    // Reshape, Squeeze, Expand, Tile, ...
-void AddSliceConverters(ConverterTable& table);        // Gather, GatherND, Split, Slice
-void AddDynamicConverters(ConverterTable& table);      // Shape, Size, Range, Constant(OfShape)
+void AddSliceConverters(ConverterTable& table);        // Gather(Elements/ND), Split, Slice
+void AddDynamicConverters(ConverterTable& table);      // Shape, Size, Range, Constant, EyeLike
 void AddAlgorithmConverters(ConverterTable& table);    // NonZero, TopK, NonMaxSuppression
 void AddNnConverters(ConverterTable& table);           // Conv, pooling, normalization, Pad
 void AddImageConverters(ConverterTable& table);        // RoiAlign, Resize
 void AddReduceConverters(ConverterTable& table);       // Reduce*, ArgMax, ArgMin
+void AddLossConverters(ConverterTable& table);         // NegativeLogLikelihoodLoss, SCE loss
 
 }  // namespace hetpass::onnx_frontend
 

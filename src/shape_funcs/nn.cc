@@ -1,5 +1,5 @@
 // Neural-network ops: nn.dense, nn.bias_add, nn.conv2d, nn.conv2d_transpose, nn.max_pool2d,
-// nn.softmax, nn.pad and dyn.nn.pad.
+// nn.avg_pool2d, nn.softmax, nn.pad and dyn.nn.pad.
 //
 // Masks: every tensor operand is `shape`: output shapes follow from input shapes and
 // attributes, so type inference keeps them symbolic (`nn.dense` of f32[n, 1024] by
@@ -434,7 +434,7 @@ KernelResult Conv2dTransposeKernel(absl::Span<const Tensor> in, const Attrs& att
   return std::vector<Tensor>{std::move(out)};
 }
 
-// ---- nn.max_pool2d -------------------------------------------------------------------------
+// ---- nn.max_pool2d (and nn.avg_pool2d's shape) ----------------------------------------------
 
 // TVM's rule: ceil_mode adds stride-1 to the numerator (no PyTorch-style correction for a last
 // window that starts in the padding).
@@ -483,6 +483,47 @@ KernelResult MaxPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
           }
         }
         out.SetDouble(o_idx, m);
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+// ---- nn.avg_pool2d -------------------------------------------------------------------------
+
+// The mean of each window: over the positions inside the padded input (count_include_pad) or
+// inside the input only. Positions a ceil_mode window reaches beyond the padding never count
+// (ONNX Runtime's and PyTorch's divisor). An empty window (all padding, exclude mode) gives 0.
+KernelResult AvgPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                             absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const Window win = ConcreteWindow(attrs);
+  const auto& ps = attrs.GetIntList("pool_size");
+  const std::array<int64_t, 2> pool = {ps[0], ps.back()};
+  const bool include_pad = attrs.GetBool("count_include_pad");
+  const auto& xs = in[0].shape();
+  const auto& os = out.shape();
+  // Padded extents: [-pad_begin, in + pad_end) per axis.
+  const std::array<int64_t, 2> lo = {-win.pad[0], -win.pad[1]};
+  const std::array<int64_t, 2> hi = {xs[2] + win.pad[2], xs[3] + win.pad[3]};
+  int64_t o_idx = 0;
+  for (int64_t nc = 0; nc < os[0] * os[1]; ++nc) {
+    for (int64_t oh = 0; oh < os[2]; ++oh) {
+      for (int64_t ow = 0; ow < os[3]; ++ow, ++o_idx) {
+        double sum = 0;
+        int64_t count = 0;
+        for (int64_t kh = 0; kh < pool[0]; ++kh) {
+          const int64_t ih = oh * win.stride[0] - win.pad[0] + kh * win.dil[0];
+          if (ih < lo[0] || ih >= hi[0]) continue;
+          for (int64_t kw = 0; kw < pool[1]; ++kw) {
+            const int64_t iw = ow * win.stride[1] - win.pad[1] + kw * win.dil[1];
+            if (iw < lo[1] || iw >= hi[1]) continue;
+            const bool inside = ih >= 0 && ih < xs[2] && iw >= 0 && iw < xs[3];
+            if (inside) sum += in[0].GetDouble((nc * xs[2] + ih) * xs[3] + iw);
+            if (inside || include_pad) ++count;
+          }
+        }
+        out.SetDouble(o_idx, count > 0 ? sum / count : 0.0);
       }
     }
   }
@@ -683,18 +724,27 @@ void RegisterNnOps(OpRegistry::Builder& b) {
           "(top, left, bottom, right) crops the output, output_padding extends its far end")
       .Rule(Conv2dTransposeRule)
       .Reference(Conv2dTransposeKernel);
-  b.Register("nn.max_pool2d")
-      .Input("data", InputDep::kShape)
-      .Attr("pool_size", AttrType::kIntList)
-      .Attr("strides", AttrType::kIntList, std::vector<int64_t>{1, 1})
-      .Attr("padding", AttrType::kIntList, std::vector<int64_t>{0, 0})
-      .Attr("dilation", AttrType::kIntList, std::vector<int64_t>{1, 1})
-      .Attr("layout", AttrType::kString, std::string("NCHW"))
-      .Attr("ceil_mode", AttrType::kBool, false)
-      .Pattern(FusionPattern::kOutElementwiseFusable)
+  // The pooling window attributes both pooling ops share.
+  auto pool = [&b](std::string name) -> OpDefBuilder {
+    OpDefBuilder op = b.Register(std::move(name));
+    op.Input("data", InputDep::kShape)
+        .Attr("pool_size", AttrType::kIntList)
+        .Attr("strides", AttrType::kIntList, std::vector<int64_t>{1, 1})
+        .Attr("padding", AttrType::kIntList, std::vector<int64_t>{0, 0})
+        .Attr("dilation", AttrType::kIntList, std::vector<int64_t>{1, 1})
+        .Attr("layout", AttrType::kString, std::string("NCHW"))
+        .Attr("ceil_mode", AttrType::kBool, false)
+        .Pattern(FusionPattern::kOutElementwiseFusable)
+        .Rule(MaxPool2dRule);
+    return op;
+  };
+  pool("nn.max_pool2d")
       .Doc("2-D max pooling, NCHW; padded positions never win")
-      .Rule(MaxPool2dRule)
       .Reference(MaxPool2dKernel);
+  pool("nn.avg_pool2d")
+      .Attr("count_include_pad", AttrType::kBool, false)
+      .Doc("2-D average pooling, NCHW; padding counts in the divisor with count_include_pad")
+      .Reference(AvgPool2dKernel);
   b.Register("nn.softmax")
       .Input("data", InputDep::kShape)
       .Attr("axis", AttrType::kInt, int64_t{-1})

@@ -360,6 +360,34 @@ TEST(WindowTest, PadSumOverflowIsAnError) {
                         "9223372036854775807 overflows int64"));
 }
 
+// Tests nn.avg_pool2d's divisor: the positions inside the input (default), inside the padded
+// input (count_include_pad), never the part of a ceil_mode window beyond the padding; and that
+// its shape is max pooling's.
+TEST(AvgPool2dTest, DivisorsAndShape) {
+  EXPECT_EQ(Op("nn.avg_pool2d")->dep(0), InputDep::kShape);
+  const Tensor x = FT({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Attrs a = {{"pool_size", std::vector<int64_t>{2}},
+             {"strides", std::vector<int64_t>{2}},
+             {"padding", std::vector<int64_t>{1, 1, 0, 0}}};
+  EXPECT_EQ(InferStr("nn.avg_pool2d", a, {In(F32({S("n"), 1, 3, 3}))}), "f32[n, 1, 2, 2]");
+  auto exclude = RunRef("nn.avg_pool2d", a, {x});
+  ASSERT_TRUE(exclude.ok()) << exclude.status();
+  EXPECT_THAT(Doubles((*exclude)[0]), ElementsAre(1, 2.5, 5.5, 7));  // (2+3)/2, (4+7)/2, (5+6+8+9)/4
+  a.Set("count_include_pad", true);
+  auto include = RunRef("nn.avg_pool2d", a, {x});
+  ASSERT_TRUE(include.ok()) << include.status();
+  EXPECT_THAT(Doubles((*include)[0]), ElementsAre(0.25, 1.25, 2.75, 7));
+  // ceil_mode: the last window [2, 4) reaches one column past the 3 columns (no padding there):
+  // it averages the one column that exists in both modes.
+  Attrs c = {{"pool_size", std::vector<int64_t>{1, 2}},
+             {"strides", std::vector<int64_t>{1, 2}},
+             {"ceil_mode", true},
+             {"count_include_pad", true}};
+  auto ceil = RunRef("nn.avg_pool2d", c, {x});
+  ASSERT_TRUE(ceil.ok()) << ceil.status();
+  EXPECT_THAT(Doubles((*ceil)[0]), ElementsAre(1.5, 3, 4.5, 6, 7.5, 9));
+}
+
 TEST(MaxPool2dTest, Reference) {
   auto out = RunRef("nn.max_pool2d",
                     {{"pool_size", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}}},

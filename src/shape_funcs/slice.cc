@@ -1,4 +1,4 @@
-// Slicing and gathering: strided_slice, dyn.strided_slice and take.
+// Slicing and gathering: strided_slice, dyn.strided_slice, take and gather_elements.
 //
 // Masks: dyn.strided_slice is the motivating case of per-input masks. Its output shape needs
 // the *values* of begin/end/strides (`value`) but only the *shape* of the sliced tensor
@@ -12,6 +12,11 @@
 // means "to the end" (and a begin/end at or below -(2^31 - 1) "from the start"): every dim is
 // assumed to fit in 31 bits. A begin/end that is symbolic and not provably non-negative makes
 // the dim unknown.
+//
+// gather_elements (ONNX GatherElements, NumPy take_along_axis) picks one element per index:
+// out[i_0, .., i_r] = data[i_0, .., indices[i_0, .., i_r], .., i_r] along `axis`. Its output
+// is the shape of indices, so it needs the shapes of both inputs only. On the other axes an
+// indices dim may be smaller than data's (ONNX Runtime's rule), never larger.
 //
 // take on a 1-D integer tensor with constant indices propagates symbolic values, so
 // `take(shape_of(x), 0)` is the symbol `n` and shape subgraphs stay visible to type inference.
@@ -302,9 +307,77 @@ KernelResult TakeKernel(absl::Span<const Tensor> in, const Attrs& attrs,
   return std::vector<Tensor>{std::move(out)};
 }
 
+// ---- gather_elements -----------------------------------------------------------------------
+
+Result GatherElementsRule(ShapeContext& ctx) {
+  if (!IsInteger(ctx.dtype(1))) {
+    return ctx.Error(absl::StrFormat("indices must be integers, got %s", DTypeName(ctx.dtype(1))));
+  }
+  ASSIGN_OR_RETURN(auto data, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto indices, ctx.Shape(1));
+  if (data.empty() || data.size() != indices.size()) {
+    return ctx.Error(absl::StrFormat("data and indices must have the same rank >= 1, got %d and %d",
+                                     data.size(), indices.size()));
+  }
+  ASSIGN_OR_RETURN(int64_t axis,
+                   shape_rules::NormalizeAxis(ctx.attrs().GetInt("axis"), data.size(), ctx));
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (static_cast<int64_t>(d) == axis || !data[d].is_constant() || !indices[d].is_constant()) {
+      continue;  // symbolic dims: checked by the kernel
+    }
+    if (indices[d].constant() > data[d].constant()) {
+      return ctx.Error(absl::StrFormat("indices dim %d is %d, more than data's %d", d,
+                                       indices[d].constant(), data[d].constant()));
+    }
+  }
+  return One(Type::Tensor(ctx.dtype(0), {indices.begin(), indices.end()}));
+}
+
+KernelResult GatherElementsKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                  absl::Span<const Type> out_t) {
+  const Tensor& data = in[0];
+  const Tensor& indices = in[1];
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const int rank = data.rank();
+  int64_t axis = attrs.GetInt("axis");
+  if (axis < 0) axis += rank;
+  const std::vector<int64_t>& ds = data.shape();
+  const std::vector<int64_t>& is = indices.shape();
+  for (int d = 0; d < rank; ++d) {
+    if (d != axis && is[d] > ds[d]) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "gather_elements: indices dim %d is %d, more than data's %d", d, is[d], ds[d]));
+    }
+  }
+  std::vector<int64_t> stride(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * ds[d + 1];
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t i = 0; i < indices.num_elements(); ++i) {
+    const int64_t raw = indices.GetInt64(i);
+    auto r = ResolveIndex(raw, ds[axis], "fast");
+    if (!r) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "gather_elements: index %d is out of range for an axis of size %d", raw, ds[axis]));
+    }
+    int64_t src = 0;
+    for (int d = 0; d < rank; ++d) src += (d == axis ? *r : index[d]) * stride[d];
+    shape_rules::CopyElements(data, src, out, i, 1);
+    shape_rules::NextIndex(index, is);
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
 }  // namespace
 
 void RegisterSliceOps(OpRegistry::Builder& b) {
+  b.Register("gather_elements")
+      .Input("data", InputDep::kShape)
+      .Input("indices", InputDep::kShape)
+      .Attr("axis", AttrType::kInt, int64_t{0})
+      .Pattern(FusionPattern::kOpaque)
+      .Doc("one element per index along axis (take_along_axis); the shape of indices")
+      .Rule(GatherElementsRule)
+      .Reference(GatherElementsKernel);
   b.Register("strided_slice")
       .Input("data", InputDep::kShape)
       .Attr("begin", AttrType::kIntList)

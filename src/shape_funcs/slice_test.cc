@@ -123,6 +123,39 @@ TEST(DynStridedSliceTest, Reference) {
 
 // ---- take ----------------------------------------------------------------------------------
 
+// Tests gather_elements' masks (shapes only), its type (the shape of indices) and errors.
+TEST(GatherElementsTest, MaskAndInference) {
+  EXPECT_EQ(Op("gather_elements")->dep(0), InputDep::kShape);
+  EXPECT_EQ(Op("gather_elements")->dep(1), InputDep::kShape);
+  EXPECT_EQ(InferStr("gather_elements", {{"axis", int64_t{-1}}},
+                     {In(F32({S("n"), 10})), In(T(DType::kI64, {S("n"), S("k")}))}),
+            "f32[n, k]");
+  EXPECT_THAT(InferStr("gather_elements", {}, {In(F32({3, 4})), In(F32({3, 4}))}),
+              HasSubstr("indices must be integers, got f32"));
+  EXPECT_THAT(InferStr("gather_elements", {}, {In(F32({3, 4})), In(T(DType::kI64, {3}))}),
+              HasSubstr("the same rank >= 1, got 2 and 1"));
+  EXPECT_THAT(InferStr("gather_elements", {}, {In(F32({3, 4})), In(T(DType::kI64, {2, 5}))}),
+              HasSubstr("indices dim 1 is 5, more than data's 4"));
+  EXPECT_THAT(InferStr("gather_elements", {{"axis", int64_t{2}}},
+                       {In(F32({3, 4})), In(T(DType::kI64, {2, 4}))}),
+              HasSubstr("axis 2 is out of range for rank 2"));
+}
+
+// Tests gather_elements along each axis with negative indices, indices smaller than data on
+// the other axis, and an out-of-range index as an error naming it.
+TEST(GatherElementsTest, Reference) {
+  const Tensor x = FT({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto rows = RunRef("gather_elements", {}, {x, IT({1, 3}, {1, 0, -1})});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_THAT(Doubles((*rows)[0]), ElementsAre(4, 2, 6));
+  auto cols = RunRef("gather_elements", {{"axis", int64_t{1}}}, {x, IT({2, 2}, {2, 0, -3, 1})});
+  ASSERT_TRUE(cols.ok()) << cols.status();
+  EXPECT_THAT(Doubles((*cols)[0]), ElementsAre(3, 1, 4, 5));
+  auto bad = RunRef("gather_elements", {{"axis", int64_t{1}}}, {x, IT({1, 1}, {3})});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("index 3 is out of range for an axis of size 3"));
+}
+
 TEST(TakeTest, Mask) {
   EXPECT_EQ(Op("take")->dep(0), InputDep::kShape);
   EXPECT_EQ(Op("take")->dep(1), InputDep::kShape);

@@ -372,6 +372,12 @@ inline const std::map<std::string, Generator>& Generators() {
        }},
       {"nn.conv2d", [](Gen& g) { return ConvTrial(g, false); }},
       {"nn.max_pool2d", [](Gen& g) { return ConvTrial(g, true); }},
+      {"nn.avg_pool2d",
+       [](Gen& g) {
+         Trial t = ConvTrial(g, true);
+         t.attrs.Set("count_include_pad", g.Coin());
+         return t;
+       }},
       {"nn.conv2d_transpose", ConvTransposeTrial},
       {"layout_transform", LayoutTransformTrial},
       {"nn.softmax",
@@ -519,6 +525,18 @@ inline const std::map<std::string, Generator>& Generators() {
          const auto x = g.Shape(g.Int(1, 3));
          const SliceArgs s = RandomSlice(g, x);
          return Trial{{}, {g.F(x), g.Vec(s.begin), g.Vec(s.end), g.Vec(s.strides)}};
+       }},
+      {"gather_elements",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const int64_t axis = g.Int(0, x.size() - 1);
+         std::vector<int64_t> is;
+         for (size_t d = 0; d < x.size(); ++d) {
+           is.push_back(static_cast<int64_t>(d) == axis ? g.Int(0, 4) : g.Int(1, x[d]));
+         }
+         const int64_t n = x[axis];
+         return Trial{{{"axis", g.Coin() ? axis : axis - static_cast<int64_t>(x.size())}},
+                      {g.F(x), g.I(is, -n, n - 1)}};
        }},
       {"take",
        [](Gen& g) {
