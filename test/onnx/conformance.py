@@ -17,7 +17,10 @@ the unsupported ops; exits 1 on any failure of a supported op (unless on the kno
 list below with a reason) or any difference from the pinned list.
 
 usage: conformance.py HETPASS DATA_DIR [--devices=cpu,sim] [--jobs=2] [--filter=SUBSTR]
-                      [--json=FILE] [--expected=FILE] [--update]
+                      [--json=FILE] [--expected=FILE] [--update] [--passes=PIPELINE]
+
+--passes replaces hetpass's default pipeline (tools/gpu/run_cuda.sh puts inputs and results on
+the GPU with it, so one-op models run their op there).
 """
 import collections
 import concurrent.futures
@@ -78,9 +81,11 @@ def op_types(model_path):
     return ops
 
 
-def run_one(hetpass, test_dir, device):
+def run_one(hetpass, test_dir, device, passes=None):
+    extra = [f"--passes={passes}"] if passes else []
     p = subprocess.run([hetpass, "test-onnx", test_dir, f"--device={device}", "--json",
-                        "--rtol=1e-3", "--atol=1e-7"], capture_output=True, text=True, timeout=600)
+                        "--rtol=1e-3", "--atol=1e-7"] + extra, capture_output=True, text=True,
+                       timeout=600)
     if p.returncode == 3:
         return "unsupported", p.stderr.strip()
     if p.returncode == 0:
@@ -118,7 +123,8 @@ def main():
     work = [(t, d) for t in tests for d in devices]
     results = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_one, hetpass, os.path.join(data, t), d): (t, d) for t, d in work}
+        futures = {pool.submit(run_one, hetpass, os.path.join(data, t), d, opts.get("passes")): (t, d)
+                   for t, d in work}
         for f in concurrent.futures.as_completed(futures):
             results[futures[f]] = f.result()
 

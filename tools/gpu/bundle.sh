@@ -2,7 +2,8 @@
 # Makes the self-contained bundle that runs hetpass's CUDA checks on a GPU machine whose image
 # is not this one (docs/cuda.md, "Running on a GPU machine"): the binaries, every shared
 # library they load that is not part of glibc (found with ldd), CUDA's libdevice, the shared
-# models and the runner, compressed into one file under 64 MiB.
+# models, ONNX's node tests with the conformance runner, and the runner, compressed into one
+# file under 64 MiB.
 #
 #   tools/gpu/bundle.sh BUILD_DIR OUT.tar.xz [SHARED_DIR]
 #
@@ -57,6 +58,19 @@ for m in "$shared"/models/*/; do
   [ -f "$m/model.onnx" ] && cp -r "$m" "$root/models/"
 done
 cp "$here/run_cuda.sh" "$here/cuda_report.py" "$root/"
+
+# ONNX's node tests with the conformance runner and the cpu runs pinned as passing: on the GPU
+# every one of them must pass on cuda too (run_cuda.sh). Left out, with a note, where
+# libonnx-testdata is not installed here.
+node=${ONNX_NODE_TESTS:-/usr/share/libonnx-testdata/data/node}
+if [ -d "$node" ]; then
+  mkdir -p "$root/onnx"
+  cp -r "$node" "$root/onnx/node"
+  cp "$here/../../test/onnx/conformance.py" "$root/onnx/"
+  sed -n 's/ cpu$/ cuda/p' "$here/../../test/onnx/conformance_expected.txt" > "$root/onnx/cuda_expected.txt"
+else
+  echo "bundle.sh: $node is missing (libonnx-testdata): the bundle has no node tests" >&2
+fi
 
 tar -C "$stage" -cf - hetpass-gpu | xz -T0 -6 > "$out"
 size=$(stat -c %s "$out")

@@ -12,7 +12,9 @@
 #      for latency (first run and median), steady-state allocations and compile/load time, on
 #      cuda with CUPTI's count of the last run's memcpys next to the device counters;
 #      maskrcnn_tiny also with the relay and single-flag baseline masks on cuda;
-#   4. writes OUT_DIR/cuda_report.json and OUT_DIR/cuda_report.md (cuda_report.py).
+#   4. runs ONNX's node tests on cuda (conformance.py): every run pinned as passing on cpu must
+#      pass there too;
+#   5. writes OUT_DIR/cuda_report.json and OUT_DIR/cuda_report.md (cuda_report.py).
 # Exit status: 0 when every test and model check passed, 1 otherwise, 2 when it refused.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -85,8 +87,12 @@ cupti_lib=${HETPASS_CUPTI:-"libcupti.so.13 (on the loader path)"}
   ldd "$here/bin/hetpass" | grep -E "libstdc|libgcc_s" || true
 } > "$out/environment.txt"
 
+# HETPASS_GPU_STEPS: which of tests, models, conformance to run (default all three; the report
+# is written after models). GTEST_FILTER narrows the tests, HETPASS_GPU_CONFORMANCE the
+# conformance variants (default "default on_gpu").
+steps=" ${HETPASS_GPU_STEPS:-tests models conformance} "
 status=0
-for t in "$here"/bin/hetpass_*_tests; do
+[[ "$steps" == *" tests "* ]] && for t in "$here"/bin/hetpass_*_tests; do
   name=$(basename "$t")
   timeout 300 "$t" --gtest_output="json:$out/$name.json" > "$out/$name.log" 2>&1
   rc=$?
@@ -94,7 +100,8 @@ for t in "$here"/bin/hetpass_*_tests; do
   [ "$rc" -eq 0 ] || status=1
 done
 
-for m in "$here"/models/*/; do
+
+[[ "$steps" == *" models "* ]] && for m in "$here"/models/*/; do
   name=$(basename "$m")
   inputs=()
   i=0
@@ -122,5 +129,28 @@ for m in "$here"/models/*/; do
   fi
 done
 
-python3 "$here/cuda_report.py" "$out" || status=1
+# ONNX's node tests on cuda: every run pinned as passing on cpu must pass on cuda, twice: with
+# the default pipeline (inputs and results on the host, so plan-devices keeps a one-op model's
+# elementwise op there: no copy pays for itself) and with inputs and results on the GPU, which
+# puts every op a cuda kernel runs on the GPU.
+on_gpu="infer-types,fold-constants,cse,dce,loop-append-to-scan,plan-devices{target=cuda,inputs=target,outputs=target},fuse-ops,manifest-alloc,plan-memory{share=false}"
+if [[ "$steps" != *" conformance "* ]]; then
+  :
+elif [ -d "$here/onnx/node" ] && command -v python3 > /dev/null; then
+  for variant in ${HETPASS_GPU_CONFORMANCE:-default on_gpu}; do
+    args=()
+    [ "$variant" = on_gpu ] && args=(--passes="$on_gpu")
+    python3 "$here/onnx/conformance.py" "$here/bin/hetpass" "$here/onnx/node" --devices=cuda \
+      --jobs="$(nproc)" --expected="$here/onnx/cuda_expected.txt" "${args[@]}" \
+      --json="$out/conformance_cuda_$variant.json" > "$out/conformance_cuda_$variant.txt" 2>&1
+    rc=$?
+    echo "conformance cuda $variant exit $rc" | tee -a "$out/tests.txt"
+    grep -E "^overall|^pinned" "$out/conformance_cuda_$variant.txt" | tee -a "$out/tests.txt"
+    [ "$rc" -eq 0 ] || status=1
+  done
+else
+  echo "conformance cuda: not run (no node tests in the bundle, or no python3)" | tee -a "$out/tests.txt"
+fi
+
+[[ "$steps" == *" models "* ]] && { python3 "$here/cuda_report.py" "$out" || status=1; }
 exit $status

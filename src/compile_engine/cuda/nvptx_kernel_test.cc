@@ -59,6 +59,21 @@ TEST(NvptxKernel, PtxShape) {
   EXPECT_TRUE(ok.ok()) << ok;
 }
 
+// Tests that round's PTX rounds halves to even (cvt.rni) without a GPU: libdevice's
+// __nv_rintf, upgraded by LLVM 16 to llvm.round, rounded them away from zero on an H100.
+TEST(NvptxKernel, RoundIsHalvesToEven) {
+  std::unique_ptr<Module> m = testing::Parse(R"(
+def @f(%a: f32[n]) -> f32[n] attributes {primitive = true} {
+  %0 = round(%a) : f32[n]
+  return %0
+}
+)");
+  ASSERT_NE(m, nullptr);
+  absl::StatusOr<std::string> ptx = cuda::NvptxPtx(*m->functions().front());
+  ASSERT_TRUE(ptx.ok()) << ptx.status();
+  EXPECT_THAT(*ptx, HasSubstr("cvt.rni.f32.f32"));
+}
+
 // Tests that groups the JIT does not take are refused as Unimplemented naming the op.
 TEST(NvptxKernel, RefusesWhatTheJitDoesNot) {
   std::unique_ptr<Module> m = testing::Parse(R"(

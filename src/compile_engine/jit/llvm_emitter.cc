@@ -866,8 +866,10 @@ class Emitter {
         llvm::Value* e = MathCall(llvm::Intrinsic::exp, "__nv_exp", {b_.CreateFNeg(x)});
         return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
       }
-      case JitOp::kRound:  // halves to even, as the default rounding mode (libdevice: rint)
-        if (gpu_) return LibdeviceCall("__nv_rint", {x});
+      case JitOp::kRound:
+        // Halves to even, as the default rounding mode: cvt.rni on NVPTX. Not libdevice's
+        // __nv_rintf: LLVM 16 upgrades its llvm.nvvm.round.f to llvm.round, which rounds
+        // halves away from zero (caught on an H100: 0.5 gave 1, 2.5 gave 3).
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
       case JitOp::kErf:
         return Libm("__nv_erf", x);
