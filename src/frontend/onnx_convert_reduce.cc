@@ -1,5 +1,5 @@
 // ONNX converters of the reduction family: ReduceMax/Mean/Min/Prod/Sum, ArgMax/ArgMin, and
-// ReduceL1/L2/LogSum/LogSumExp/SumSquare as a sum of a transformed input. The registry side is
+// ReduceL1/L2/LogSum/LogSumExp/SumSquare as a sum of a transformed input, and CumSum. The registry side is
 // shape_funcs/reduce.cc; the conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
@@ -83,12 +83,21 @@ Outs ReduceSumOf(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return std::vector<Value*>{r};
 }
 
+// CumSum: cumsum; its axis input may be computed (only the kernel reads it).
+Outs CumSum(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * a, Need(ctx, in, 1));
+  return One(ctx.Op("cumsum", {x, a}, {{"exclusive", IntAttr(n, "exclusive", 0) != 0},
+                                       {"reverse", IntAttr(n, "reverse", 0) != 0}}));
+}
+
 }  // namespace
 
 void AddReduceConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
       {"ArgMax", ArgReduce<kArgmax>},
       {"ArgMin", ArgReduce<kArgmin>},
+      {"CumSum", CumSum},
       {"ReduceL1", ReduceSumOf<SumForm::kL1>},
       {"ReduceL2", ReduceSumOf<SumForm::kL2>},
       {"ReduceLogSum", ReduceSumOf<SumForm::kLog>},

@@ -1,5 +1,6 @@
-// ONNX converters of the slicing and gathering family: Gather and GatherND (take), GatherElements
-// (gather_elements), Split (one
+// ONNX converters of the slicing and gathering family: Gather (take), GatherND (take or
+// gather_nd), GatherElements, ScatterElements / Scatter and ScatterND (the registry ops of the
+// same names, shape_funcs/scatter.cc), Split (one
 // strided_slice per output) and Slice (strided_slice, or dyn.strided_slice for computed starts and
 // ends). The registry side is shape_funcs/slice.cc; the conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
@@ -36,19 +37,36 @@ Outs GatherElements(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in)
   return One(ctx.Op("gather_elements", {x, idx}, {{"axis", IntAttr(n, "axis", 0)}}));
 }
 
-// GatherND with batch_dims 0 and indices [.., 1] (boolean-mask indexing as PyTorch exports
-// it: x[mask] = GatherND(x, NonZero(mask)^T)) is a take along axis 0.
+// GatherND: gather_nd. The form PyTorch exports for boolean-mask indexing (batch_dims 0,
+// indices [.., 1]: x[mask] = GatherND(x, NonZero(mask)^T)) is a take along axis 0 instead, which
+// the JIT's injective kernels run.
 Outs GatherND(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(Value * idx, Need(ctx, in, 1));
-  if (IntAttr(n, "batch_dims", 0) != 0) return ctx.Unimplemented("batch_dims != 0");
+  const int64_t batch_dims = IntAttr(n, "batch_dims", 0);
   const Type ti = ctx.TypeOf(idx);
-  if (!ti.is_tensor() || ti.rank() < 1 || !ti.shape().back().is_constant() ||
-      ti.shape().back().constant() != 1) {
-    return ctx.Unimplemented("only indices whose last dim is statically 1");
+  if (batch_dims == 0 && ti.is_tensor() && ti.rank() >= 1 && ti.shape().back().is_constant() &&
+      ti.shape().back().constant() == 1) {
+    ASSIGN_OR_RETURN(Value * flat, ctx.Op("squeeze", {idx}, {{"axis", std::vector<int64_t>{ti.rank() - 1}}}));
+    return One(ctx.Op("take", {x, flat}, {{"axis", int64_t{0}}, {"mode", std::string("wrap")}}));
   }
-  ASSIGN_OR_RETURN(Value * flat, ctx.Op("squeeze", {idx}, {{"axis", std::vector<int64_t>{ti.rank() - 1}}}));
-  return One(ctx.Op("take", {x, flat}, {{"axis", int64_t{0}}, {"mode", std::string("wrap")}}));
+  return One(ctx.Op("gather_nd", {x, idx}, {{"batch_dims", batch_dims}}));
+}
+
+// ScatterElements (and Scatter, its deprecated name): scatter_elements.
+Outs ScatterElements(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * idx, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(Value * upd, Need(ctx, in, 2));
+  return One(ctx.Op("scatter_elements", {x, idx, upd},
+                    {{"axis", IntAttr(n, "axis", 0)}, {"reduction", StringAttr(n, "reduction", "none")}}));
+}
+
+Outs ScatterND(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * idx, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(Value * upd, Need(ctx, in, 2));
+  return One(ctx.Op("scatter_nd", {x, idx, upd}, {{"reduction", StringAttr(n, "reduction", "none")}}));
 }
 
 // Split into constant sizes (attribute below opset 13, input from 13; equal parts of a
@@ -197,6 +215,9 @@ void AddSliceConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
       {"Gather", Gather},
       {"GatherElements", GatherElements},
+      {"Scatter", ScatterElements},
+      {"ScatterElements", ScatterElements},
+      {"ScatterND", ScatterND},
       {"GatherND", GatherND},
       {"Slice", Slice},
       {"Split", Split},

@@ -44,6 +44,7 @@
 //   argwhere           condition: value (the only truly data-dependent op; its rank is static metadata)
 // When the values of a target are unknown at compile time, the rule fixes the output rank from
 // their count (ShapeContext::NumValues), which a `value` mask allows.
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -159,7 +160,13 @@ void CheckSymbolic(const OpDef& def, const Attrs& attrs, const Trial& trial,
       continue;
     }
     std::vector<DimExpr> dims;
+    const bool keep_last = std::find(trial.static_last_dim.begin(), trial.static_last_dim.end(),
+                                     static_cast<int>(i)) != trial.static_last_dim.end();
     for (int j = 0; j < t.rank(); ++j) {
+      if (keep_last && j == t.rank() - 1) {
+        dims.push_back(DimExpr(t.shape()[j]));
+        continue;
+      }
       const std::string name = absl::StrCat("s", i, "_", j);
       bindings[name] = t.shape()[j];
       dims.push_back(DimExpr::Symbol(name));

@@ -1,4 +1,5 @@
-// Reductions: sum, mean, prod, max, min, argmax and argmin.
+// Reductions: sum, mean, prod, max, min, argmax and argmin; and cumsum, the running sum along
+// an axis (its result has the input's shape).
 //
 // Masks: the reduced tensor is `shape`: the output shape is the input shape without (or with
 // unit) reduced axes, a function of the input shape and the attributes only.
@@ -184,9 +185,70 @@ void RegisterReduce(OpRegistry::Builder& b, std::string name, ReduceKind kind, s
   }
 }
 
+// ---- cumsum --------------------------------------------------------------------------------
+
+// Running sums along the axis (input 1, a scalar or one-element vector): out[.., i, ..] = sum of x[.., j, ..] for j <= i (j < i with
+// exclusive; from the end with reverse). Floats accumulate in double, integers in int64 with
+// wrapping, like the elementwise add.
+KernelResult CumsumKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                          absl::Span<const Type> out_t) {
+  const Tensor& x = in[0];
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const int rank = x.rank();
+  int64_t axis = in[1].GetInt64(0);
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cumsum: axis %d is out of range for rank %d", axis, rank));
+  }
+  if (axis < 0) axis += rank;
+  const bool exclusive = attrs.GetBool("exclusive"), reverse = attrs.GetBool("reverse");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.shape()[d];
+  const int64_t n = x.shape()[axis];
+  const bool fp = IsFloat(x.dtype());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t e = 0; e < inner; ++e) {
+      double acc = 0;
+      int64_t iacc = 0;
+      for (int64_t step = 0; step < n; ++step) {
+        const int64_t i = (o * n + (reverse ? n - 1 - step : step)) * inner + e;
+        if (exclusive) fp ? out.SetDouble(i, acc) : out.SetInt64(i, iacc);
+        if (fp) {
+          acc += x.GetDouble(i);
+        } else {
+          __builtin_add_overflow(iacc, x.GetInt64(i), &iacc);
+        }
+        if (!exclusive) fp ? out.SetDouble(i, acc) : out.SetInt64(i, iacc);
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
 }  // namespace
 
 void RegisterReduceOps(OpRegistry::Builder& b) {
+  // The axis is an input (ONNX's CumSum may compute it) that only the kernel reads: the
+  // result's shape is data's whatever it holds, so its mask is `none`.
+  b.Register("cumsum")
+      .Input("data", InputDep::kShape)
+      .Input("axis", InputDep::kNone)
+      .Attr("exclusive", AttrType::kBool, false)
+      .Attr("reverse", AttrType::kBool, false)
+      .Pattern(FusionPattern::kOpaque)
+      .Doc("running sums along axis (exclusive: of the elements before; reverse: from the end)")
+      .Rule([](ShapeContext& ctx) -> absl::StatusOr<std::vector<Type>> {
+        ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
+        if (x.empty()) return ctx.Error("data must have rank >= 1");
+        if (ctx.dtype(0) == DType::kBool) return ctx.Error("data must be numeric, got bool");
+        if (!IsInteger(ctx.dtype(1)) || ctx.rank(1) > 1) {
+          return ctx.Error(absl::StrFormat("axis must be an integer scalar, got %s of rank %d",
+                                           DTypeName(ctx.dtype(1)), ctx.rank(1)));
+        }
+        return shape_rules::One(Type::Tensor(ctx.dtype(0), {x.begin(), x.end()}));
+      })
+      .Reference(CumsumKernel);
   RegisterReduce(b, "sum", ReduceKind::kSum, "sum over axis (empty: all)");
   RegisterReduce(b, "mean", ReduceKind::kMean, "mean over axis (empty: all)");
   RegisterReduce(b, "prod", ReduceKind::kProd, "product over axis (empty: all)");

@@ -12,6 +12,7 @@
 #include "shape_funcs/linalg.h"
 #include "shape_funcs/nn.h"
 #include "shape_funcs/reduce.h"
+#include "shape_funcs/scatter.h"
 #include "shape_funcs/slice.h"
 #include "shape_funcs/transform.h"
 
@@ -24,6 +25,7 @@ void RegisterAllOps(OpRegistry::Builder& builder) {
   RegisterLinalgOps(builder);
   RegisterTransformOps(builder);
   RegisterSliceOps(builder);
+  RegisterScatterOps(builder);
   RegisterDynamicOps(builder);
   RegisterReduceOps(builder);
   RegisterAlgorithmOps(builder);

@@ -65,6 +65,9 @@ struct Trial {
   // Squeeze without axes: the symbolic rule keeps symbolic dims (documented), so the rank may
   // differ from the concrete one.
   bool symbolic_rank_may_differ = false;
+  // Inputs whose last dim decides the result's rank (gather_nd's and scatter_nd's index
+  // length): it stays a constant where the tests make dims symbolic.
+  std::vector<int> static_last_dim;
 };
 using Generator = std::function<Trial(Gen&)>;
 
@@ -537,6 +540,59 @@ inline const std::map<std::string, Generator>& Generators() {
          const int64_t n = x[axis];
          return Trial{{{"axis", g.Coin() ? axis : axis - static_cast<int64_t>(x.size())}},
                       {g.F(x), g.I(is, -n, n - 1)}};
+       }},
+      {"cumsum",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const int64_t rank = static_cast<int64_t>(x.size());
+         return Trial{{{"exclusive", g.Coin()}, {"reverse", g.Coin()}},
+                      {g.F(x), I64Scalar(g.Int(-rank, rank - 1))}};
+       }},
+      {"gather_nd",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const int64_t b = g.Int(0, static_cast<int64_t>(x.size()) - 1);
+         const int64_t k = g.Int(1, static_cast<int64_t>(x.size()) - b);
+         std::vector<int64_t> is(x.begin(), x.begin() + b);
+         for (int64_t extra = g.Int(0, 2); extra > 0; --extra) is.push_back(g.Int(1, 3));
+         is.push_back(k);
+         Tensor idx = Tensor::Zeros(DType::kI64, is);
+         for (int64_t i = 0; i < idx.num_elements(); ++i) {
+           const int64_t n = x[b + i % k];
+           idx.SetInt64(i, g.Int(-n, n - 1));
+         }
+         Trial t{{{"batch_dims", b}}, {g.F(x), idx}};
+         t.static_last_dim = {1};
+         return t;
+       }},
+      {"scatter_elements",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const int64_t axis = g.Int(0, x.size() - 1);
+         std::vector<int64_t> is;
+         for (size_t d = 0; d < x.size(); ++d) is.push_back(g.Int(1, x[d]));
+         const int64_t n = x[axis];
+         return Trial{{{"axis", axis},
+                       {"reduction", g.Pick<std::string>({"none", "add", "mul", "max", "min"})}},
+                      {g.F(x), g.I(is, -n, n - 1), g.F(is)}};
+       }},
+      {"scatter_nd",
+       [](Gen& g) {
+         const auto x = g.Shape(g.Int(1, 3));
+         const int64_t k = g.Int(1, x.size());
+         std::vector<int64_t> is = g.Shape(g.Int(0, 2));
+         is.push_back(k);
+         Tensor idx = Tensor::Zeros(DType::kI64, is);
+         for (int64_t i = 0; i < idx.num_elements(); ++i) {
+           const int64_t n = x[i % k];
+           idx.SetInt64(i, g.Int(-n, n - 1));
+         }
+         std::vector<int64_t> us(is.begin(), is.end() - 1);
+         us.insert(us.end(), x.begin() + k, x.end());
+         Trial t{{{"reduction", g.Pick<std::string>({"none", "add", "mul", "max", "min"})}},
+                 {g.F(x), idx, g.F(us)}};
+         t.static_last_dim = {1};
+         return t;
        }},
       {"take",
        [](Gen& g) {

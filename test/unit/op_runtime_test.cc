@@ -174,11 +174,13 @@ bool IsRunnable(const OpDef& def) {
 }
 
 // The parameter type of input i in `variant` (see the file comment).
-Type ParamType(const OpDef& def, int i, const Tensor& t, Variant variant) {
+Type ParamType(const OpDef& def, int i, const Tensor& t, Variant variant, bool static_last) {
   std::vector<DimExpr> dims;
   const bool symbolic = variant == Variant::kDynamic && !NeedsValue(def.dep(i));
-  for (int64_t d : t.shape()) {
-    dims.push_back(symbolic && d > 1 ? DimExpr::Symbol(absl::StrCat("s", d)) : DimExpr(d));
+  for (int j = 0; j < t.rank(); ++j) {
+    const int64_t d = t.shape()[j];
+    const bool keep = static_last && j == t.rank() - 1;
+    dims.push_back(symbolic && !keep && d > 1 ? DimExpr::Symbol(absl::StrCat("s", d)) : DimExpr(d));
   }
   return Type::Tensor(t.dtype(), std::move(dims));
 }
@@ -188,7 +190,11 @@ std::string OneOpModule(const OpDef& def, const Trial& trial, const Combo& combo
   for (size_t i = 0; i < trial.inputs.size(); ++i) {
     const int ii = static_cast<int>(i);
     params.push_back(absl::StrCat("%p", i, ": ",
-                                  ParamType(def, ii, trial.inputs[i], combo.variant).ToString(),
+                                  ParamType(def, ii, trial.inputs[i], combo.variant,
+                                            std::find(trial.static_last_dim.begin(),
+                                                      trial.static_last_dim.end(),
+                                                      ii) != trial.static_last_dim.end())
+                                      .ToString(),
                                   " @", DeviceName(combo.device)));
     args.push_back(absl::StrCat("%p", i));
   }
