@@ -114,6 +114,45 @@ Outs Split(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return results;
 }
 
+// Slice with computed axes or steps: full-rank begin/end/strides for dyn.strided_slice,
+// assembled on the host by scattering starts/ends/steps (as i64) into [0..], [INT64_MAX..] and
+// [1..] at the axes (negative axes counted from the rank). Only 2 x rank i64 values are
+// computed; nothing of x is read.
+absl::StatusOr<Value*> SliceComputedAxesOrSteps(ImportContext& ctx, Value* x, Value* starts,
+                                                Value* ends, Value* axes, Value* steps) {
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  auto as_i64 = [&](Value* v) -> absl::StatusOr<Value*> {
+    if (ctx.DTypeOf(v) == DType::kI64) return v;
+    return ctx.Op("cast", {v}, {{"dtype", DType::kI64}});
+  };
+  ASSIGN_OR_RETURN(starts, as_i64(starts));
+  ASSIGN_OR_RETURN(ends, as_i64(ends));
+  Value* ax;
+  if (axes != nullptr) {
+    ASSIGN_OR_RETURN(ax, as_i64(axes));
+    ASSIGN_OR_RETURN(Value * neg, ctx.Op("less", {ax, ctx.Const(Tensor::Scalar(DType::kI64, 0))}));
+    ASSIGN_OR_RETURN(Value * wrapped, ctx.Op("add", {ax, ctx.Const(Tensor::Scalar(DType::kI64, rank))}));
+    ASSIGN_OR_RETURN(ax, ctx.Op("where", {neg, wrapped, ax}));
+  } else {
+    ASSIGN_OR_RETURN(ax, DimIota(ctx, starts, 0));
+  }
+  Value* st;
+  if (steps != nullptr) {
+    ASSIGN_OR_RETURN(st, as_i64(steps));
+  } else {  // ones of starts' length
+    ASSIGN_OR_RETURN(Value * same, ctx.Op("equal", {starts, starts}));
+    ASSIGN_OR_RETURN(st, ctx.Op("cast", {same}, {{"dtype", DType::kI64}}));
+  }
+  auto full = [&](int64_t fill, Value* values) -> absl::StatusOr<Value*> {
+    Value* base = ctx.Const(Tensor::FromInt64s(DType::kI64, {rank}, std::vector<int64_t>(rank, fill)));
+    return ctx.Op("scatter_elements", {base, ax, values}, {{"axis", int64_t{0}}});
+  };
+  ASSIGN_OR_RETURN(Value * b, full(0, starts));
+  ASSIGN_OR_RETURN(Value * e, full(std::numeric_limits<int64_t>::max(), ends));
+  ASSIGN_OR_RETURN(Value * k, full(1, st));
+  return ctx.Op("dyn.strided_slice", {x, b, e, k});
+}
+
 Outs Slice(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(Value * starts, Need(ctx, in, 1));
@@ -124,7 +163,7 @@ Outs Slice(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   auto axes = axes_v ? ConstInts(ctx, axes_v) : std::optional<std::vector<int64_t>>();
   auto steps = steps_v ? ConstInts(ctx, steps_v) : std::optional<std::vector<int64_t>>();
   if ((axes_v && !axes) || (steps_v && !steps)) {
-    return ctx.Unimplemented("computed axes or steps");
+    return One(SliceComputedAxesOrSteps(ctx, x, starts, ends, axes_v, steps_v));
   }
   if (s && e) {
     const size_t k = s->size();
