@@ -4,7 +4,9 @@
 // shape_funcs/nn.cc; the conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,8 +91,17 @@ absl::StatusOr<std::vector<int64_t>> WindowPads(ImportContext& ctx, const onnx::
     if (!d.is_constant()) {
       return ctx.Unimplemented(absl::StrCat("auto_pad = ", auto_pad, " on a symbolic spatial dim"));
     }
-    const int64_t in = d.constant(), out = (in + strides[i] - 1) / strides[i];
-    const int64_t total = std::max<int64_t>((out - 1) * strides[i] + (kernel[i] - 1) * dils[i] + 1 - in, 0);
+    if (strides[i] < 1 || dils[i] < 1 || kernel[i] < 1) {
+      return ctx.Error("kernel_shape, strides and dilations must be >= 1");
+    }
+    // In 128 bits: hostile attributes must give an error, not a signed overflow.
+    const __int128 in = d.constant(), out = (in + strides[i] - 1) / strides[i];
+    const __int128 reach = (out - 1) * strides[i] + static_cast<__int128>(kernel[i] - 1) * dils[i] + 1;
+    const __int128 total128 = reach > in ? reach - in : 0;
+    if (total128 > std::numeric_limits<int32_t>::max()) {
+      return ctx.Error(absl::StrCat("auto_pad = ", auto_pad, " needs more padding than fits"));
+    }
+    const int64_t total = static_cast<int64_t>(total128);
     const int64_t small = total / 2;
     pads[i] = auto_pad == "SAME_UPPER" ? small : total - small;
     pads[spatial + i] = total - pads[i];
@@ -431,7 +442,8 @@ Outs Hardmax(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
         return ctx.Unimplemented("Hardmax-11 over several trailing axes of a symbolic shape");
       }
       back.push_back(t.shape()[d].constant());
-      (d < axes[0] ? outer : inner) *= back.back();
+      int64_t& side = d < axes[0] ? outer : inner;
+      if (__builtin_mul_overflow(side, back.back(), &side)) return ctx.Error("input too large");
     }
     ASSIGN_OR_RETURN(x, ctx.Op("reshape", {x}, {{"newshape", std::vector<int64_t>{outer, inner}}}));
     axes = {1};
@@ -512,14 +524,16 @@ Outs Lrn(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   }
   const int rank = t.rank();
   const int64_t c = t.shape()[1].constant();
-  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  // Window positions beyond the channels add zeros: at most C - 1 on either side matter.
+  const int64_t before = std::min((size - 1) / 2, std::max<int64_t>(c - 1, 0));
+  const int64_t after = std::min(size - 1 - (size - 1) / 2, std::max<int64_t>(c - 1, 0));
   ASSIGN_OR_RETURN(Value * sq, ctx.Op("multiply", {x, x}));
   std::vector<int64_t> pads(2 * rank, 0);  // [before0, after0, before1, ...]
   pads[2] = before;
   pads[3] = after;
   ASSIGN_OR_RETURN(Value * padded, ctx.Op("nn.pad", {sq}, {{"pad_width", pads}}));
   Value* sum = nullptr;
-  for (int64_t k = 0; k < size; ++k) {
+  for (int64_t k = 0; k <= before + after; ++k) {
     ASSIGN_OR_RETURN(Value * slice,
                      ctx.Op("strided_slice", {padded},
                             {{"begin", std::vector<int64_t>{k}}, {"end", std::vector<int64_t>{k + c}},

@@ -209,6 +209,9 @@ Outs Tile(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
   return One(ctx.Op("dyn.tile", {x, r}));
 }
 
+// A block's side, so that b * b cannot overflow (and no real model comes near it).
+constexpr int64_t kMaxBlocksize = 1 << 20;
+
 // The dims of a rank-`rank` x as i64 scalars, taken from its shape (symbolic dims stay
 // symbolic through the arithmetic below, so the dyn.reshape folds to a static one).
 absl::StatusOr<std::vector<Value*>> DimValues(ImportContext& ctx, Value* x, int rank) {
@@ -250,7 +253,9 @@ Outs DepthToSpace(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
   if (rank != 4) return ctx.Error(absl::StrFormat("input must be 4-D, got rank %d", rank));
   const int64_t b = IntAttr(n, "blocksize", 0);
-  if (b < 1) return ctx.Error(absl::StrFormat("blocksize must be >= 1, got %d", b));
+  if (b < 1 || b > kMaxBlocksize) {
+    return ctx.Error(absl::StrFormat("blocksize must be in [1, %d], got %d", kMaxBlocksize, b));
+  }
   const std::string mode = StringAttr(n, "mode", "DCR");
   if (mode != "DCR" && mode != "CRD") return ctx.Error("mode must be DCR or CRD, got '" + mode + "'");
   ASSIGN_OR_RETURN(std::vector<Value*> d, DimValues(ctx, x, rank));
@@ -272,7 +277,9 @@ Outs SpaceToDepth(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
   if (rank != 4) return ctx.Error(absl::StrFormat("input must be 4-D, got rank %d", rank));
   const int64_t b = IntAttr(n, "blocksize", 0);
-  if (b < 1) return ctx.Error(absl::StrFormat("blocksize must be >= 1, got %d", b));
+  if (b < 1 || b > kMaxBlocksize) {
+    return ctx.Error(absl::StrFormat("blocksize must be in [1, %d], got %d", kMaxBlocksize, b));
+  }
   ASSIGN_OR_RETURN(std::vector<Value*> d, DimValues(ctx, x, rank));
   Value* bv = ctx.Const(Tensor::Scalar(DType::kI64, b));
   ASSIGN_OR_RETURN(Value * c, ctx.Op("multiply", {d[1], ctx.Const(Tensor::Scalar(DType::kI64, b * b))}));

@@ -23,6 +23,7 @@ namespace hetpass {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::hetpass::testing::OneNodeModel;
 using ::testing::StartsWith;
 
@@ -57,6 +58,37 @@ TEST(OnnxHostileInput, ResizeNaNScale) {
   const std::string r = ResizeWithScales(std::numeric_limits<float>::quiet_NaN(), 1).Import();
   EXPECT_THAT(r, StartsWith("error INVALID_ARGUMENT"));
   EXPECT_THAT(r, HasSubstr("scales[2] = nan on dim 8 gives output size nan"));
+}
+
+// ---- attributes that would overflow in the converters added for the full op set ---------------
+
+// Tests that a DepthToSpace blocksize whose square overflows int64 is an error naming the range.
+TEST(OnnxHostileInput, DepthToSpaceHugeBlocksize) {
+  OneNodeModel m(13, "DepthToSpace", {"x"});
+  m.Input("x", {"1", "4", "2", "2"}).Int("blocksize", INT64_MAX);
+  const std::string r = m.Import();
+  EXPECT_THAT(r, StartsWith("error INVALID_ARGUMENT"));
+  EXPECT_THAT(r, HasSubstr("blocksize must be in [1, 1048576], got 9223372036854775807"));
+}
+
+// Tests that SAME padding with hostile strides and kernel is an error, not a signed overflow.
+TEST(OnnxHostileInput, SamePaddingOverflow) {
+  OneNodeModel m(11, "MaxPool", {"x"});
+  m.Input("x", {"1", "1", "8", "8"})
+      .Ints("kernel_shape", {INT64_MAX, 2})
+      .Ints("strides", {INT64_MAX, 1})
+      .Str("auto_pad", "SAME_UPPER");
+  const std::string r = m.Import();
+  EXPECT_THAT(r, StartsWith("error INVALID_ARGUMENT"));
+  EXPECT_THAT(r, HasSubstr("needs more padding than fits"));
+}
+
+// Tests that an LRN window far wider than the channels imports as the channels' sum (the
+// window is clamped, not INT64_MAX slices).
+TEST(OnnxHostileInput, LrnHugeWindowIsClamped) {
+  OneNodeModel m(13, "LRN", {"x"});
+  m.Input("x", {"1", "3", "2", "2"}).Int("size", INT64_MAX);
+  EXPECT_THAT(m.Import(), Not(StartsWith("error")));
 }
 
 // ---- Split -----------------------------------------------------------------------------------
