@@ -246,19 +246,25 @@ absl::StatusOr<Value*> ReshapeTransposeReshape(ImportContext& ctx, Value* x,
   return ctx.Op("dyn.reshape", {y, s2});
 }
 
-// DepthToSpace: [N, C, H, W] -> [N, C / b^2, H * b, W * b] by reshape, transpose, reshape; the
-// DCR mode takes the block from the outer channel bits, CRD from the inner ones.
-Outs DepthToSpace(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
-  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+// The blocksize of a DepthToSpace / SpaceToDepth over a 4-D x, checked.
+absl::StatusOr<int64_t> CheckedBlocksize(ImportContext& ctx, const onnx::NodeProto& n, Value* x) {
   ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
   if (rank != 4) return ctx.Error(absl::StrFormat("input must be 4-D, got rank %d", rank));
   const int64_t b = IntAttr(n, "blocksize", 0);
   if (b < 1 || b > kMaxBlocksize) {
     return ctx.Error(absl::StrFormat("blocksize must be in [1, %d], got %d", kMaxBlocksize, b));
   }
+  return b;
+}
+
+// DepthToSpace: [N, C, H, W] -> [N, C / b^2, H * b, W * b] by reshape, transpose, reshape; the
+// DCR mode takes the block from the outer channel bits, CRD from the inner ones.
+Outs DepthToSpace(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(const int64_t b, CheckedBlocksize(ctx, n, x));
   const std::string mode = StringAttr(n, "mode", "DCR");
   if (mode != "DCR" && mode != "CRD") return ctx.Error("mode must be DCR or CRD, got '" + mode + "'");
-  ASSIGN_OR_RETURN(std::vector<Value*> d, DimValues(ctx, x, rank));
+  ASSIGN_OR_RETURN(std::vector<Value*> d, DimValues(ctx, x, 4));
   Value* bv = ctx.Const(Tensor::Scalar(DType::kI64, b));
   ASSIGN_OR_RETURN(Value * c, ctx.Op("divide", {d[1], ctx.Const(Tensor::Scalar(DType::kI64, b * b))}));
   ASSIGN_OR_RETURN(Value * h, ctx.Op("multiply", {d[2], bv}));
@@ -274,13 +280,8 @@ Outs DepthToSpace(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
 // SpaceToDepth: [N, C, H, W] -> [N, C * b^2, H / b, W / b], DepthToSpace-DCR's inverse.
 Outs SpaceToDepth(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
-  if (rank != 4) return ctx.Error(absl::StrFormat("input must be 4-D, got rank %d", rank));
-  const int64_t b = IntAttr(n, "blocksize", 0);
-  if (b < 1 || b > kMaxBlocksize) {
-    return ctx.Error(absl::StrFormat("blocksize must be in [1, %d], got %d", kMaxBlocksize, b));
-  }
-  ASSIGN_OR_RETURN(std::vector<Value*> d, DimValues(ctx, x, rank));
+  ASSIGN_OR_RETURN(const int64_t b, CheckedBlocksize(ctx, n, x));
+  ASSIGN_OR_RETURN(std::vector<Value*> d, DimValues(ctx, x, 4));
   Value* bv = ctx.Const(Tensor::Scalar(DType::kI64, b));
   ASSIGN_OR_RETURN(Value * c, ctx.Op("multiply", {d[1], ctx.Const(Tensor::Scalar(DType::kI64, b * b))}));
   ASSIGN_OR_RETURN(Value * h, ctx.Op("divide", {d[2], bv}));

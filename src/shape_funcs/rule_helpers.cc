@@ -192,6 +192,11 @@ std::vector<int64_t> ConcreteShape(const Type& t) {
   return s;
 }
 
+std::optional<int64_t> ResolveNegativeIndex(int64_t i, int64_t n) {
+  if (i < -n || i >= n) return std::nullopt;
+  return i < 0 ? i + n : i;
+}
+
 std::vector<int64_t> Strides(absl::Span<const int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];

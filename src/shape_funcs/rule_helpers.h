@@ -30,6 +30,9 @@ absl::StatusOr<std::vector<int64_t>> NormalizeAxes(absl::Span<const int64_t> axe
 std::vector<int64_t> ConcreteShape(const Type& t);
 // A zero tensor of a concrete type (reference kernels allocate their outputs with it).
 Tensor ZerosOf(const Type& t);
+// An index along an axis of size n, negative counting from the end (ONNX's gather/scatter
+// indices); nullopt when out of [-n, n).
+std::optional<int64_t> ResolveNegativeIndex(int64_t i, int64_t n);
 // Row-major strides of a concrete shape.
 std::vector<int64_t> Strides(absl::Span<const int64_t> shape);
 // Index of the broadcast source element for output multi-index `out_index`.

@@ -33,21 +33,9 @@ using shape_rules::One;
 using Result = absl::StatusOr<std::vector<Type>>;
 using KernelResult = absl::StatusOr<std::vector<Tensor>>;
 
-// An index along an axis of size n, negative counting from the end; nullopt out of range.
-std::optional<int64_t> Resolve(int64_t i, int64_t n) {
-  if (i < -n || i >= n) return std::nullopt;
-  return i < 0 ? i + n : i;
-}
-
 absl::Status IndexError(absl::string_view op, int64_t index, int64_t n) {
   return absl::InvalidArgumentError(
       absl::StrFormat("%s: index %d is out of range for an axis of size %d", op, index, n));
-}
-
-std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
-  return s;
 }
 
 absl::Status CheckReduction(const ShapeContext& ctx) {
@@ -135,7 +123,7 @@ KernelResult GatherNdKernel(absl::Span<const Tensor> in, const Attrs& attrs,
   int64_t batch = 1, inner = 1;
   for (int64_t d = 0; d < b; ++d) batch *= ds[d];
   for (size_t d = b + k; d < ds.size(); ++d) inner *= ds[d];
-  const std::vector<int64_t> stride = Strides(ds);
+  const std::vector<int64_t> stride = shape_rules::Strides(ds);
   const int64_t tuples = batch == 0 ? 0 : idx.num_elements() / k / batch;  // per batch
   int64_t dst = 0;
   for (int64_t bi = 0; bi < batch; ++bi) {
@@ -143,7 +131,7 @@ KernelResult GatherNdKernel(absl::Span<const Tensor> in, const Attrs& attrs,
       int64_t src = bi * (b > 0 ? stride[b - 1] : 0);
       for (int64_t j = 0; j < k; ++j) {
         const int64_t raw = idx.GetInt64((bi * tuples + t) * k + j);
-        auto r = Resolve(raw, ds[b + j]);
+        auto r = shape_rules::ResolveNegativeIndex(raw, ds[b + j]);
         if (!r) return IndexError("gather_nd", raw, ds[b + j]);
         src += *r * stride[b + j];
       }
@@ -197,12 +185,12 @@ KernelResult ScatterElementsKernel(absl::Span<const Tensor> in, const Attrs& att
           "scatter_elements: indices dim %d is %d, more than data's %d", d, is[d], ds[d]));
     }
   }
-  const std::vector<int64_t> stride = Strides(ds);
+  const std::vector<int64_t> stride = shape_rules::Strides(ds);
   const std::string& reduction = attrs.GetString("reduction");
   std::vector<int64_t> index(rank, 0);
   for (int64_t i = 0; i < idx.num_elements(); ++i) {
     const int64_t raw = idx.GetInt64(i);
-    auto r = Resolve(raw, ds[axis]);
+    auto r = shape_rules::ResolveNegativeIndex(raw, ds[axis]);
     if (!r) return IndexError("scatter_elements", raw, ds[axis]);
     int64_t dst = 0;
     for (int d = 0; d < rank; ++d) dst += (d == axis ? *r : index[d]) * stride[d];
@@ -256,13 +244,13 @@ KernelResult ScatterNdKernel(absl::Span<const Tensor> in, const Attrs& attrs,
         "scatter_nd: updates have %d elements, %d index tuples of %d need %d", upd.num_elements(),
         tuples, inner, tuples * inner));
   }
-  const std::vector<int64_t> stride = Strides(ds);
+  const std::vector<int64_t> stride = shape_rules::Strides(ds);
   const std::string& reduction = attrs.GetString("reduction");
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t dst = 0;
     for (int64_t j = 0; j < k; ++j) {
       const int64_t raw = idx.GetInt64(t * k + j);
-      auto r = Resolve(raw, ds[j]);
+      auto r = shape_rules::ResolveNegativeIndex(raw, ds[j]);
       if (!r) return IndexError("scatter_nd", raw, ds[j]);
       dst += *r * stride[j];
     }

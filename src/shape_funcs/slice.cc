@@ -261,8 +261,7 @@ std::optional<int64_t> ResolveIndex(int64_t i, int64_t n, const std::string& mod
   if (n <= 0) return std::nullopt;
   if (mode == "clip") return std::clamp<int64_t>(i, 0, n - 1);
   if (mode == "wrap") return ((i % n) + n) % n;
-  if (i < -n || i >= n) return std::nullopt;
-  return i < 0 ? i + n : i;
+  return shape_rules::ResolveNegativeIndex(i, n);
 }
 
 std::optional<std::vector<std::vector<DimExpr>>> TakeSymbolic(ShapeContext& ctx) {
@@ -349,12 +348,11 @@ KernelResult GatherElementsKernel(absl::Span<const Tensor> in, const Attrs& attr
           "gather_elements: indices dim %d is %d, more than data's %d", d, is[d], ds[d]));
     }
   }
-  std::vector<int64_t> stride(rank, 1);
-  for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * ds[d + 1];
+  const std::vector<int64_t> stride = shape_rules::Strides(ds);
   std::vector<int64_t> index(rank, 0);
   for (int64_t i = 0; i < indices.num_elements(); ++i) {
     const int64_t raw = indices.GetInt64(i);
-    auto r = ResolveIndex(raw, ds[axis], "fast");
+    auto r = shape_rules::ResolveNegativeIndex(raw, ds[axis]);
     if (!r) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "gather_elements: index %d is out of range for an axis of size %d", raw, ds[axis]));
