@@ -282,18 +282,8 @@ absl::Status CheckResult(const ImageGroup& g, const TensorArg& out, absl::Span<c
 
 // Element i of an integer tensor (dtype checked by the caller).
 int64_t IntAt(const TensorArg& t, int64_t i) {
-  switch (t.dtype) {
-    case DType::kI8:
-      return t.as<const int8_t>()[i];
-    case DType::kI32:
-      return t.as<const int32_t>()[i];
-    case DType::kI64:
-      return t.as<const int64_t>()[i];
-    case DType::kU8:
-      return t.as<const uint8_t>()[i];
-    default:
-      return 0;
-  }
+  const void* p = static_cast<const char*>(t.data) + i * DTypeSize(t.dtype);
+  return LoadInteger(t.dtype, p).value_or(0);
 }
 
 std::vector<int64_t> Ints(const TensorArg& t) {

@@ -1,5 +1,5 @@
 // ONNX converters of the elementwise family: unary math, binary arithmetic and comparisons
-// (variadic Max/Min/Sum/Mean folded left), Mod, boolean logic (Not/And/Or/Xor), the predicates
+// (variadic Max/Min/Sum/Mean folded left), Mod, BitShift, boolean logic (Not/And/Or/Xor), the predicates
 // Sign/IsNaN/IsInf, activations built from elementwise ops (LeakyRelu, HardSigmoid, HardSwish,
 // Elu, Selu, Celu, Softplus, Softsign, ThresholdedRelu, Shrink, PRelu), Cast, CastLike, Clip,
 // Where, and the inference identities Identity and Dropout.
@@ -7,6 +7,7 @@
 #include "frontend/onnx_converters.h"
 
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,18 @@ Outs Mod(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
     return ctx.Error("fmod = 0 on a floating-point input (the spec requires fmod = 1 there)");
   }
   return One(ctx.Op(fmod == 1 ? "fmod" : "mod", {a, b}));
+}
+
+// BitShift: the direction attribute picks left_shift or right_shift (ONNX defines it on unsigned
+// integers; the registry ops take every integer dtype).
+Outs BitShift(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * a, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * b, Need(ctx, in, 1));
+  const std::string direction = StringAttr(n, "direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    return ctx.Error(absl::StrCat("direction must be LEFT or RIGHT, got '", direction, "'"));
+  }
+  return One(ctx.Op(direction == "LEFT" ? "left_shift" : "right_shift", {a, b}));
 }
 
 // Sign: 1, -1 or 0, and NaN for NaN (x * 0 keeps it, as numpy's sign does).
@@ -280,15 +293,27 @@ Outs Identity(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
 
 // Dropout in inference: the identity; the mask output is not produced. A training_mode that
 // is not a constant false is refused (the result would be random).
+// Dropout is the identity at inference, and also in training with a ratio of 0; its mask
+// output is then all true. Training with another ratio draws random numbers, whose values no
+// test could compare: refused.
 Outs Dropout(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   if (Value* training = In(in, 2)) {
     auto t = ctx.ConstValue(training);
-    if (!t || t->num_elements() != 1 || t->GetInt64(0) != 0) {
-      return ctx.Unimplemented("training_mode that is not a constant false");
+    const bool inference = t && t->num_elements() == 1 && t->GetInt64(0) == 0;
+    Value* ratio = In(in, 1);
+    auto r = ratio != nullptr ? ctx.ConstValue(ratio) : std::nullopt;
+    const bool zero_ratio = r && r->num_elements() == 1 && r->GetDouble(0) == 0;
+    if (!inference && !zero_ratio) {
+      return ctx.Unimplemented(
+          "training_mode that is not a constant false, with a ratio that is not a constant 0 "
+          "(random masks)");
     }
   }
-  return std::vector<Value*>{x};
+  if (n.output_size() < 2 || n.output(1).empty()) return std::vector<Value*>{x};
+  ASSIGN_OR_RETURN(Value * shape, ctx.Op("shape_of", {x}));
+  ASSIGN_OR_RETURN(Value * mask, ctx.Op("dyn.ones", {shape}, {{"dtype", DType::kBool}}));
+  return std::vector<Value*>{x, mask};
 }
 
 Outs Clip(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
@@ -334,6 +359,7 @@ void AddElementwiseConverters(ConverterTable& table) {
       {"Asinh", Unary<kAsinh>},
       {"Atan", Unary<kAtan>},
       {"Atanh", Unary<kAtanh>},
+      {"BitShift", BitShift},
       {"CastLike", CastLike},
       {"Celu", Celu},
       {"Cos", Unary<kCos>},

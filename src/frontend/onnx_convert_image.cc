@@ -1,5 +1,6 @@
 // ONNX converters of the image family: RoiAlign (image.roi_align) and Resize (image.resize2d,
-// or dyn.image.resize2d for computed sizes). The registry side is shape_funcs/image.cc; the
+// dyn.image.resize2d for computed sizes, dyn.image.resize2d_scaled for ONNX's own scales and
+// roi). The registry side is shape_funcs/image.cc; the
 // conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
@@ -41,14 +42,31 @@ Outs RoiAlign(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return One(ctx.Op("image.roi_align", {x, rois, batch_indices}, attrs));
 }
 
+// True when an optional tensor input is absent or empty (ONNX passes "" or an empty tensor).
+bool AbsentOrEmpty(ImportContext& ctx, Value* v) {
+  if (v == nullptr) return true;
+  const Type t = ctx.TypeOf(v);
+  return t.is_tensor() && t.rank() == 1 && t.shape()[0].is_constant() &&
+         t.shape()[0].constant() == 0;
+}
+
+// Resize onto the registry's three resize ops, by what the inputs fix at import:
+//   - sizes (constant or computed), or constant scales that give integral output sizes on
+//     static dims (then out / in is the scale itself): image.resize2d / dyn.image.resize2d,
+//     which have native kernels;
+//   - constant integral scales on symbolic dims: dyn.image.resize2d to shape_of(x) * scale,
+//     computed on the host (torch's interpolate(scale_factor=2) on a dynamic image);
+//   - everything else (computed or fractional scales, whose coordinates ONNX transforms with
+//     the scale, and tf_crop_and_resize's roi): dyn.image.resize2d_scaled with ONNX's inputs.
 Outs Resize(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
   if (rank != 4) return ctx.Unimplemented("only 4-D (NCHW) inputs");
   std::string mode = StringAttr(n, "mode", "nearest");
   if (mode == "nearest") mode = "nearest_neighbor";
-  // The registry models cubic resize's shape, but its kernel has no cubic method yet.
-  if (mode == "cubic") return ctx.Unimplemented("mode 'cubic' (no cubic resize kernel yet)");
+  if (mode != "nearest_neighbor" && mode != "linear" && mode != "cubic") {
+    return ctx.Error(absl::StrCat("mode must be nearest, linear or cubic, got '", mode, "'"));
+  }
   std::string nearest = StringAttr(n, "nearest_mode", "round_prefer_floor");
   if (nearest == "round_prefer_floor" || nearest == "round_prefer_ceil" || nearest == "floor" ||
       nearest == "ceil") {
@@ -57,19 +75,39 @@ Outs Resize(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
     return ctx.Unimplemented(absl::StrCat("nearest_mode '", nearest, "'"));
   }
   const std::string ctm = StringAttr(n, "coordinate_transformation_mode", "half_pixel");
-  if (ctm == "tf_crop_and_resize") return ctx.Unimplemented("tf_crop_and_resize (roi)");
+  const bool crop = ctm == "tf_crop_and_resize";
   Attrs attrs{{"method", mode},
               {"coordinate_transformation_mode", ctm},
               {"rounding_method", mode == "nearest_neighbor" ? nearest : std::string()},
               {"cubic_alpha", static_cast<double>(FloatAttr(n, "cubic_coeff_a", -0.75f))},
               {"cubic_exclude", IntAttr(n, "exclude_outside", 0)},
               {"extrapolation_value", static_cast<double>(FloatAttr(n, "extrapolation_value", 0))}};
+  Value* roi = In(in, 1);
   Value* scales = In(in, 2);
   Value* sizes = In(in, 3);
-  if (sizes != nullptr && ctx.RankOf(sizes) == 1) {
-    if (auto s = ConstInts(ctx, sizes)) {
-      if (s->size() != 4) return ctx.Error("sizes must have 4 elements");
-      attrs.Set("size", std::vector<int64_t>{(*s)[2], (*s)[3]});
+  const bool has_sizes = !AbsentOrEmpty(ctx, sizes);
+  const bool has_scales = !AbsentOrEmpty(ctx, scales);
+  if (has_sizes == has_scales) return ctx.Error("needs exactly one of scales and sizes");
+  const Type t = ctx.TypeOf(x);
+  if (has_sizes && ctx.RankOf(sizes) != 1) return ctx.Error("sizes must be 1-D");
+  if (has_scales && ctx.RankOf(scales) != 1) return ctx.Error("scales must be 1-D");
+
+  // Sizes: the static op for constant ones, dyn.image.resize2d for computed ones.
+  std::optional<std::vector<int64_t>> const_sizes =
+      has_sizes ? ConstInts(ctx, sizes) : std::nullopt;
+  if (const_sizes) {
+    if (const_sizes->size() != 4) return ctx.Error("sizes must have 4 elements");
+    for (int d : {0, 1}) {
+      if (t.shape()[d].is_constant() && (*const_sizes)[d] != t.shape()[d].constant()) {
+        return ctx.Unimplemented(absl::StrFormat(
+            "sizes[%d] = %d differs from the input's dim %d: only H and W are resized", d,
+            (*const_sizes)[d], t.shape()[d].constant()));
+      }
+    }
+  }
+  if (has_sizes && !crop) {
+    if (const_sizes) {
+      attrs.Set("size", std::vector<int64_t>{(*const_sizes)[2], (*const_sizes)[3]});
       return One(ctx.Op("image.resize2d", {x}, attrs));
     }
     ASSIGN_OR_RETURN(Value * hw, ctx.Op("strided_slice", {sizes},
@@ -77,32 +115,65 @@ Outs Resize(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
                                          {"end", std::vector<int64_t>{4}}}));
     return One(ctx.Op("dyn.image.resize2d", {x, hw}, attrs));
   }
-  if (scales == nullptr) return ctx.Error("needs scales or sizes");
-  auto sc = ctx.ConstValue(scales);
-  if (!sc) return ctx.Unimplemented("computed scales");
-  if (sc->num_elements() != 4 || sc->GetDouble(0) != 1.0 || sc->GetDouble(1) != 1.0) {
-    return ctx.Unimplemented("scales must be [1, 1, sh, sw]");
-  }
-  const Type t = ctx.TypeOf(x);
-  if (!t.shape()[2].is_constant() || !t.shape()[3].is_constant()) {
-    return ctx.Unimplemented("scales on symbolic spatial dims");
-  }
-  // floor(dim * scale), checked before the cast: a NaN or a value outside int64 (scales are user
-  // input; 3e38, or 2^62 * 4) would make the cast undefined.
-  std::vector<int64_t> size;
-  for (int axis : {2, 3}) {
-    const double scale = sc->GetDouble(axis);
-    const double out = std::floor(static_cast<double>(t.shape()[axis].constant()) * scale);
-    // 2^63 is exact in double; everything in [0, 2^63) converts to int64.
-    if (!(out >= 0 && out < 9223372036854775808.0)) {
-      return ctx.Error(absl::StrFormat(
-          "scales[%d] = %g on dim %d gives output size %g, which is not in [0, 2^63)", axis, scale,
-          t.shape()[axis].constant(), out));
+
+  // Constant scales of N and C 1 and integral output sizes: out / in is the scale.
+  std::optional<Tensor> sc = has_scales ? ctx.ConstValue(scales) : std::nullopt;
+  if (sc && !crop) {
+    if (sc->num_elements() != 4) return ctx.Error("scales must have 4 elements");
+    if (sc->GetDouble(0) != 1.0 || sc->GetDouble(1) != 1.0) {
+      return ctx.Unimplemented("scales of N and C other than 1 (only H and W are resized)");
     }
-    size.push_back(static_cast<int64_t>(out));
+    std::vector<int64_t> size;
+    bool integral = true;  // every in * scale an integer, known now
+    for (int axis : {2, 3}) {
+      const double scale = sc->GetDouble(axis);
+      if (!(scale > 0) || !std::isfinite(scale)) {
+        return ctx.Error(absl::StrFormat("scales[%d] = %g is not a positive number", axis, scale));
+      }
+      if (!t.shape()[axis].is_constant()) {
+        integral = integral && scale == std::floor(scale);
+        continue;
+      }
+      // in * scale, checked before the cast: 3e38, or 2^62 * 4, would make it undefined.
+      const double out = static_cast<double>(t.shape()[axis].constant()) * scale;
+      if (!(out >= 1 && out < 9223372036854775808.0)) {
+        return ctx.Error(absl::StrFormat(
+            "scales[%d] = %g on dim %d gives output size %g, which is not in [1, 2^63)", axis,
+            scale, t.shape()[axis].constant(), std::floor(out)));
+      }
+      integral = integral && out == std::floor(out);
+      size.push_back(static_cast<int64_t>(out));
+    }
+    if (integral && size.size() == 2) {
+      attrs.Set("size", std::move(size));
+      return One(ctx.Op("image.resize2d", {x}, attrs));
+    }
+    if (integral) {  // symbolic dims times integral scales, on the host
+      ASSIGN_OR_RETURN(Value * shape, ctx.Op("shape_of", {x}));
+      ASSIGN_OR_RETURN(Value * hw, ctx.Op("strided_slice", {shape},
+                                          {{"begin", std::vector<int64_t>{2}},
+                                           {"end", std::vector<int64_t>{4}}}));
+      Tensor factors = Tensor::FromInt64s(
+          ctx.DTypeOf(hw), {2},
+          {static_cast<int64_t>(sc->GetDouble(2)), static_cast<int64_t>(sc->GetDouble(3))});
+      ASSIGN_OR_RETURN(hw, ctx.Op("multiply", {hw, ctx.Const(std::move(factors))}));
+      return One(ctx.Op("dyn.image.resize2d", {x, hw}, attrs));
+    }
   }
-  attrs.Set("size", std::move(size));
-  return One(ctx.Op("image.resize2d", {x}, attrs));
+
+  // ONNX's own inputs: the scaled op's rule and kernel follow its reference.
+  if (crop && AbsentOrEmpty(ctx, roi)) return ctx.Error("tf_crop_and_resize needs a roi");
+  Value* empty_int = ctx.Const(Tensor::Zeros(DType::kI64, {0}));
+  Value* empty_float = ctx.Const(Tensor::Zeros(DType::kF32, {0}));
+  Value* size_in = empty_int;
+  if (has_sizes) {
+    ASSIGN_OR_RETURN(size_in, ctx.Op("strided_slice", {sizes},
+                                     {{"begin", std::vector<int64_t>{2}},
+                                      {"end", std::vector<int64_t>{4}}}));
+  }
+  Value* roi_in = crop ? roi : empty_float;
+  return One(ctx.Op("dyn.image.resize2d_scaled",
+                    {x, size_in, has_scales ? scales : empty_float, roi_in}, attrs));
 }
 
 }  // namespace

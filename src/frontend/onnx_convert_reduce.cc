@@ -23,14 +23,14 @@ Outs Reduce(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   if (axes_input) {
     if (Value* av = In(in, 1); av != nullptr && !ConstInts(ctx, av)) {
       // Computed axes: a statically empty input means what an empty constant means (every
-      // axis, or none with noop_with_empty_axes) whatever its values. Other lengths need a sum
-      // whose axes are read on the host at run time (a dyn.sum), which the registry lacks.
+      // axis, or none with noop_with_empty_axes) whatever its values. Other lengths become a
+      // dyn.sum, whose axes the host reads at run time.
       const Type at = ctx.TypeOf(av);
       if (!at.is_tensor() || at.rank() != 1 || !at.shape()[0].is_constant() ||
           at.shape()[0].constant() != 0) {
-        return ctx.Unimplemented(absl::StrCat(
-            "axes computed at run time (", at.is_tensor() ? at.ToString() : "?",
-            "): only constant or statically empty axes are supported (no dyn.sum yet)"));
+        return One(ctx.Op("dyn.sum", {x, av},
+                          {{"keepdims", IntAttr(n, "keepdims", 1) != 0},
+                           {"noop_with_empty_axes", IntAttr(n, "noop_with_empty_axes", 0) != 0}}));
       }
       axes = std::vector<int64_t>{};
     } else {

@@ -69,24 +69,83 @@ Outs ScatterND(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return One(ctx.Op("scatter_nd", {x, idx, upd}, {{"reduction", StringAttr(n, "reduction", "none")}}));
 }
 
+// Split with sizes known at run time only, `sizes` an i64[outs] on the host: part i is a
+// dyn.strided_slice along `axis` from the running sum of the sizes before it to the one
+// including it (cumsum on the host); nothing of x is read for it. `last_to_end`: the last part
+// runs to the end of the axis (an equal split whose dim the sizes may not cover exactly).
+absl::StatusOr<std::vector<Value*>> SplitAtRunTime(ImportContext& ctx, Value* x, int64_t axis,
+                                                   Value* sizes, int64_t outs, bool last_to_end) {
+  ASSIGN_OR_RETURN(Value * ends, ctx.Op("cumsum", {sizes, ctx.Const(Tensor::Scalar(DType::kI64, 0))}));
+  ASSIGN_OR_RETURN(Value * begins, ctx.Op("subtract", {ends, sizes}));
+  // Leading axes are taken whole: begin 0, end INT64_MAX, stride 1.
+  Value* lead_begin = ctx.Const(Tensor::FromInt64s(DType::kI64, {axis}, std::vector<int64_t>(axis, 0)));
+  Value* lead_end = ctx.Const(Tensor::FromInt64s(
+      DType::kI64, {axis}, std::vector<int64_t>(axis, std::numeric_limits<int64_t>::max())));
+  Value* strides =
+      ctx.Const(Tensor::FromInt64s(DType::kI64, {axis + 1}, std::vector<int64_t>(axis + 1, 1)));
+  std::vector<Value*> parts;
+  for (int64_t i = 0; i < outs; ++i) {
+    const Attrs one{{"begin", std::vector<int64_t>{i}}, {"end", std::vector<int64_t>{i + 1}}};
+    ASSIGN_OR_RETURN(Value * b, ctx.Op("strided_slice", {begins}, one));
+    Value* e = nullptr;
+    if (last_to_end && i == outs - 1) {
+      e = ctx.Const(Tensor::FromInt64s(DType::kI64, {1}, {std::numeric_limits<int64_t>::max()}));
+    } else {
+      ASSIGN_OR_RETURN(e, ctx.Op("strided_slice", {ends}, one));
+    }
+    if (axis > 0) {
+      ASSIGN_OR_RETURN(b, ctx.Op("concatenate", {lead_begin, b}, {{"axis", int64_t{0}}}));
+      ASSIGN_OR_RETURN(e, ctx.Op("concatenate", {lead_end, e}, {{"axis", int64_t{0}}}));
+    }
+    ASSIGN_OR_RETURN(Value * part, ctx.Op("dyn.strided_slice", {x, b, e, strides}));
+    parts.push_back(part);
+  }
+  return parts;
+}
+
 // Split into constant sizes (attribute below opset 13, input from 13; equal parts of a
-// static dim when absent): one strided_slice per output.
+// static dim when absent): one strided_slice per output. Computed sizes, and equal parts of a
+// symbolic dim, are split at run time (SplitAtRunTime); an indivisible symbolic dim gives its
+// last part the remainder.
 Outs Split(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
   const int64_t axis = NormAxis(IntAttr(n, "axis", 0), rank);
   if (axis < 0 || axis >= rank) return ctx.Error("axis out of range");
+  const int64_t outs = n.output_size();
   std::vector<int64_t> sizes;
   if (ctx.opset() < 13) {
     if (auto a = IntsAttr(n, "split")) sizes = *a;
   } else if (Value* sv = In(in, 1)) {
-    ASSIGN_OR_RETURN(sizes, RequireConstInts(ctx, sv, "split"));
+    if (auto c = ConstInts(ctx, sv)) {
+      sizes = *c;
+    } else {
+      const Type st = ctx.TypeOf(sv);
+      if (!st.is_tensor() || st.rank() != 1 || st.dtype() != DType::kI64) {
+        return ctx.Error("split must be a 1-D int64 tensor");
+      }
+      if (st.shape()[0].is_constant() && st.shape()[0].constant() != outs) {
+        return ctx.Error("split sizes and outputs differ in number");
+      }
+      return SplitAtRunTime(ctx, x, axis, sv, outs, /*last_to_end=*/false);
+    }
   }
-  const int64_t outs = n.output_size();
   if (sizes.empty()) {
     const DimExpr d = ctx.TypeOf(x).shape()[axis];
-    if (!d.is_constant() || outs == 0 || d.constant() % outs != 0) {
-      return ctx.Unimplemented("equal split of a symbolic or indivisible dim");
+    if (outs == 0) return ctx.Error("Split has no outputs");
+    if (!d.is_constant()) {
+      ASSIGN_OR_RETURN(Value * shape, ctx.Op("shape_of", {x}));
+      ASSIGN_OR_RETURN(Value * dim, ctx.Op("strided_slice", {shape},
+                                           {{"begin", std::vector<int64_t>{axis}},
+                                            {"end", std::vector<int64_t>{axis + 1}}}));
+      ASSIGN_OR_RETURN(Value * part, ctx.Op("divide", {dim, ctx.Const(Tensor::Scalar(ctx.DTypeOf(dim), outs))}));
+      Value* ones = ctx.Const(Tensor::FromInt64s(ctx.DTypeOf(dim), {outs}, std::vector<int64_t>(outs, 1)));
+      ASSIGN_OR_RETURN(Value * equal, ctx.Op("multiply", {ones, part}));
+      return SplitAtRunTime(ctx, x, axis, equal, outs, /*last_to_end=*/true);
+    }
+    if (d.constant() % outs != 0) {
+      return ctx.Error(absl::StrFormat("dim %d of size %d does not split into %d equal parts",
+                                       axis, d.constant(), outs));
     }
     sizes.assign(outs, d.constant() / outs);
   }

@@ -230,6 +230,10 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type) {
     case onnx::TensorProto::INT32: return DType::kI32;
     case onnx::TensorProto::INT64: return DType::kI64;
     case onnx::TensorProto::BOOL: return DType::kBool;
+    case onnx::TensorProto::INT16: return DType::kI16;
+    case onnx::TensorProto::UINT16: return DType::kU16;
+    case onnx::TensorProto::UINT32: return DType::kU32;
+    case onnx::TensorProto::UINT64: return DType::kU64;
     default: break;
   }
   const std::string name = onnx::TensorProto::DataType_IsValid(elem_type)
@@ -269,7 +273,9 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t) {
     case DType::kF32: have = t.float_data_size(); break;
     case DType::kF64: have = t.double_data_size(); break;
     case DType::kI64: have = t.int64_data_size(); break;
-    default: have = t.int32_data_size(); break;  // i32, i8, u8, bool; f16/bf16 bit patterns
+    case DType::kU32:
+    case DType::kU64: have = t.uint64_data_size(); break;
+    default: have = t.int32_data_size(); break;  // i32, i16, u16, i8, u8, bool; f16/bf16 bits
   }
   if (have != n) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -287,10 +293,16 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t) {
       for (int64_t i = 0; i < n; ++i) out.SetInt64(i, t.int64_data(i));
       return out;
     case DType::kI32:
+    case DType::kI16:
+    case DType::kU16:
     case DType::kI8:
     case DType::kU8:
     case DType::kBool:
       for (int64_t i = 0; i < n; ++i) out.SetInt64(i, t.int32_data(i));
+      return out;
+    case DType::kU32:
+    case DType::kU64:  // bit patterns: SetInt64 wraps the u64 values from 2^63 up back
+      for (int64_t i = 0; i < n; ++i) out.SetInt64(i, static_cast<int64_t>(t.uint64_data(i)));
       return out;
     case DType::kF16:
     case DType::kBF16: {

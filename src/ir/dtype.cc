@@ -56,6 +56,62 @@ bool IsInteger(DType t) {
   return false;
 }
 
+bool IsUnsigned(DType t) {
+  return t == DType::kU8 || t == DType::kU16 || t == DType::kU32 || t == DType::kU64;
+}
+
+namespace {
+template <typename T>
+int64_t Load(const void* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return static_cast<int64_t>(v);
+}
+template <typename T>
+void Store(int64_t v, void* p) {
+  const T x = static_cast<T>(v);  // modular since C++20
+  std::memcpy(p, &x, sizeof(T));
+}
+}  // namespace
+
+std::optional<int64_t> LoadInteger(DType t, const void* p) {
+  switch (t) {
+    case DType::kI8: return Load<int8_t>(p);
+    case DType::kI16: return Load<int16_t>(p);
+    case DType::kI32: return Load<int32_t>(p);
+    case DType::kI64: return Load<int64_t>(p);
+    case DType::kU8:
+    case DType::kBool: return Load<uint8_t>(p);
+    case DType::kU16: return Load<uint16_t>(p);
+    case DType::kU32: return Load<uint32_t>(p);
+    case DType::kU64: return Load<uint64_t>(p);
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kF32:
+    case DType::kF64: break;
+  }
+  return std::nullopt;
+}
+
+bool StoreInteger(DType t, int64_t v, void* p) {
+  switch (t) {
+    case DType::kI8:
+    case DType::kU8: Store<uint8_t>(v, p); return true;
+    case DType::kBool: Store<uint8_t>(v != 0 ? 1 : 0, p); return true;
+    case DType::kI16:
+    case DType::kU16: Store<uint16_t>(v, p); return true;
+    case DType::kI32:
+    case DType::kU32: Store<uint32_t>(v, p); return true;
+    case DType::kI64:
+    case DType::kU64: Store<int64_t>(v, p); return true;
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kF32:
+    case DType::kF64: break;
+  }
+  return false;
+}
+
 uint16_t FloatToHalf(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);

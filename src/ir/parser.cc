@@ -1149,8 +1149,20 @@ absl::StatusOr<Tensor> Parser::BuildConstant(const Type& type, const Token& type
         case DType::kU8:
           lo = 0, hi = UINT8_MAX;
           break;
+        case DType::kI16:
+          lo = INT16_MIN, hi = INT16_MAX;
+          break;
+        case DType::kU16:
+          lo = 0, hi = UINT16_MAX;
+          break;
         case DType::kI32:
           lo = INT32_MIN, hi = INT32_MAX;
+          break;
+        case DType::kU32:
+          lo = 0, hi = UINT32_MAX;
+          break;
+        case DType::kU64:  // parsed as int64: values from 2^63 up are not written in text
+          lo = 0;
           break;
         default:
           break;

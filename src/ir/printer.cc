@@ -92,17 +92,19 @@ void AppendElement(const Tensor& t, int64_t i, std::string* out) {
   }
 }
 
-bool HasNaN(const Tensor& t) {
-  if (!IsFloat(t.dtype())) return false;
+// Elements the number form cannot carry back to the same bits: NaN payloads, and u64 values
+// from 2^63 up (the parser reads integers as int64).
+bool NeedsHex(const Tensor& t) {
   for (int64_t i = 0; i < t.num_elements(); ++i) {
-    if (std::isnan(t.GetDouble(i))) return true;
+    if (IsFloat(t.dtype()) && std::isnan(t.GetDouble(i))) return true;
+    if (t.dtype() == DType::kU64 && t.GetInt64(i) < 0) return true;
   }
   return false;
 }
 
 void AppendLiteral(const Tensor& t, const PrintOptions& options, std::string* out) {
   const int64_t n = t.num_elements();
-  if (n <= options.max_inline_elements && !HasNaN(t)) {
+  if (n <= options.max_inline_elements && !NeedsHex(t)) {
     if (t.rank() == 0) {
       AppendElement(t, 0, out);
       return;

@@ -179,6 +179,10 @@ TEST(PrinterTest, ConstantsOfEveryDtype) {
   %f = constant<[-2147483648, 2147483647]> : i32[2]
   %g = constant<[-9223372036854775808, 9223372036854775807]> : i64[2]
   %h = constant<[0, 255]> : u8[2]
+  %h16 = constant<[-32768, 32767]> : i16[2]
+  %u16 = constant<[0, 65535]> : u16[2]
+  %u32 = constant<[0, 4294967295]> : u32[2]
+  %u64 = constant<[0, 9223372036854775807]> : u64[2]
   %i = constant<[true, false]> : bool[2]
   %j = constant<1.5> : f32[]
   %k = constant<[]> : f32[0, 3]
@@ -197,6 +201,26 @@ TEST(PrinterTest, ConstantsOfEveryDtype) {
   EXPECT_THAT(printed, HasSubstr("%k = constant<[]> : f32[0, 3]"));
   EXPECT_THAT(printed, HasSubstr("%l = constant<[7]> : i64[1]"));
   EXPECT_THAT(printed, HasSubstr("%i = constant<[true, false]> : bool[2]"));
+  EXPECT_THAT(printed, HasSubstr("%u32 = constant<[0, 4294967295]> : u32[2]"));
+}
+
+// Tests that u64 values from 2^63 up survive printing and parsing (the hex form; the parser
+// reads decimal integers as int64) and that out-of-range literals of the new integer dtypes
+// are errors naming the dtype.
+TEST(PrinterTest, WideUnsignedAndSixteenBitConstants) {
+  Module m;
+  Function* f = m.AddFunction("f");
+  Builder b(&f->body(), &TestRegistry());
+  Value* big = b.Constant(Tensor::FromInt64s(DType::kU64, {2}, {1, -1}), "big");  // 1, 2^64 - 1
+  f->body().set_results({big});
+  const std::string printed = ExpectRoundTrip(m);
+  EXPECT_THAT(printed, HasSubstr("%big = constant<0x0100000000000000ffffffffffffffff> : u64[2]"));
+  for (const char* text : {"constant<[65536]> : u16[1]", "constant<[-1]> : u32[1]",
+                           "constant<[32768]> : i16[1]", "constant<[-1]> : u64[1]"}) {
+    auto parsed = ParseModule(absl::StrCat("def @f() {\n  %a = ", text, "\n  return %a\n}\n"));
+    EXPECT_FALSE(parsed.ok()) << text;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("out of range")) << text;
+  }
 }
 
 TEST(PrinterTest, LargeConstantsPrintAsHexOrElided) {
@@ -237,6 +261,39 @@ TEST(PrinterTest, NaNConstantsKeepTheirBits) {
   std::memcpy(t.mutable_data() + 4, &payload_nan, 4);
   f->body().set_results({b.Constant(t)});
   EXPECT_THAT(ExpectRoundTrip(m), HasSubstr("constant<0x0000803f0100c0ff> : f32[2]"));
+}
+
+// Tests the element accessors of the 16-bit and unsigned dtypes: stores wrap to the width,
+// loads sign- or zero-extend, and u64 reads and writes its full range through doubles (values
+// from 2^63 up are not int64 values, so GetInt64 gives the bit pattern).
+TEST(TensorTest, IntegerDTypesWrapAndExtend) {
+  Tensor t = Tensor::Zeros(DType::kI16, {2});
+  t.SetInt64(0, 40000);  // wraps to 40000 - 65536
+  t.SetInt64(1, -1);
+  EXPECT_EQ(t.GetInt64(0), 40000 - 65536);
+  EXPECT_EQ(t.GetInt64(1), -1);
+  Tensor u16 = Tensor::Zeros(DType::kU16, {1});
+  u16.SetInt64(0, -1);
+  EXPECT_EQ(u16.GetInt64(0), 65535);
+  Tensor u32 = Tensor::Zeros(DType::kU32, {2});
+  u32.SetInt64(0, -1);
+  u32.SetDouble(1, 3e9);
+  EXPECT_EQ(u32.GetInt64(0), 4294967295);
+  EXPECT_EQ(u32.GetInt64(1), 3000000000);
+  Tensor u64 = Tensor::Zeros(DType::kU64, {4});
+  u64.SetDouble(0, 1.5e19);  // above INT64_MAX
+  u64.SetDouble(1, 1e30);    // saturates
+  u64.SetDouble(2, std::nan(""));
+  u64.SetInt64(3, -1);
+  EXPECT_EQ(static_cast<uint64_t>(u64.GetInt64(0)), 15000000000000000000u);
+  EXPECT_EQ(u64.GetDouble(0), 1.5e19);
+  EXPECT_EQ(static_cast<uint64_t>(u64.GetInt64(1)), UINT64_MAX);
+  EXPECT_EQ(u64.GetInt64(2), 0);
+  EXPECT_EQ(u64.GetDouble(3), 18446744073709551615.0);
+  EXPECT_EQ(DTypeSize(DType::kU32), 4);
+  EXPECT_TRUE(IsUnsigned(DType::kU16));
+  EXPECT_FALSE(IsUnsigned(DType::kI16));
+  EXPECT_TRUE(IsInteger(DType::kU64));
 }
 
 // Tests that Tensor::FromBytes rejects a shape whose byte size overflows instead of letting it

@@ -123,6 +123,11 @@ double Tensor::GetDouble(int64_t i) const {
       std::memcpy(&f, p, 8);
       return f;
     }
+    case DType::kU64: {
+      uint64_t u;
+      std::memcpy(&u, p, 8);
+      return static_cast<double>(u);
+    }
     default:
       return static_cast<double>(GetInt64(i));
   }
@@ -130,31 +135,13 @@ double Tensor::GetDouble(int64_t i) const {
 
 int64_t Tensor::GetInt64(int64_t i) const {
   const uint8_t* p = data() + i * DTypeSize(dtype_);
-  switch (dtype_) {
-    case DType::kI8:
-      return static_cast<int8_t>(*p);
-    case DType::kU8:
-    case DType::kBool:
-      return *p;
-    case DType::kI32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case DType::kI64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    default: {
-      const double d = GetDouble(i);
-      // Saturate instead of invoking undefined behaviour on out-of-range floats.
-      if (std::isnan(d)) return 0;
-      if (d >= 9.2233720368547758e18) return INT64_MAX;
-      if (d <= -9.2233720368547758e18) return INT64_MIN;
-      return static_cast<int64_t>(d);
-    }
-  }
+  if (std::optional<int64_t> v = LoadInteger(dtype_, p)) return *v;
+  const double d = GetDouble(i);
+  // Saturate instead of invoking undefined behaviour on out-of-range floats.
+  if (std::isnan(d)) return 0;
+  if (d >= 9.2233720368547758e18) return INT64_MAX;
+  if (d <= -9.2233720368547758e18) return INT64_MIN;
+  return static_cast<int64_t>(d);
 }
 
 void Tensor::SetDouble(int64_t i, double v) {
@@ -182,7 +169,14 @@ void Tensor::SetDouble(int64_t i, double v) {
       *p = v != 0 ? 1 : 0;
       return;
     default: {
+      // Integers: saturate to int64 (NaN is 0), then wrap to the width as SetInt64 does; a
+      // u64 takes the values from 2^63 up directly (the JIT's Convert does the same).
       int64_t x = 0;
+      if (dtype_ == DType::kU64 && v >= 9.2233720368547758e18) {
+        const uint64_t u = v >= 1.8446744073709552e19 ? UINT64_MAX : static_cast<uint64_t>(v);
+        std::memcpy(p, &u, 8);
+        return;
+      }
       if (!std::isnan(v)) {
         x = v >= 9.2233720368547758e18    ? INT64_MAX
             : v <= -9.2233720368547758e18 ? INT64_MIN
@@ -195,25 +189,7 @@ void Tensor::SetDouble(int64_t i, double v) {
 
 void Tensor::SetInt64(int64_t i, int64_t v) {
   uint8_t* p = mutable_data() + i * DTypeSize(dtype_);
-  switch (dtype_) {
-    case DType::kI8:
-    case DType::kU8:
-      *p = static_cast<uint8_t>(v);
-      return;
-    case DType::kBool:
-      *p = v != 0 ? 1 : 0;
-      return;
-    case DType::kI32: {
-      int32_t x = static_cast<int32_t>(v);
-      std::memcpy(p, &x, 4);
-      return;
-    }
-    case DType::kI64:
-      std::memcpy(p, &v, 8);
-      return;
-    default:
-      SetDouble(i, static_cast<double>(v));
-  }
+  if (!StoreInteger(dtype_, v, p)) SetDouble(i, static_cast<double>(v));
 }
 
 std::vector<int64_t> Tensor::ToInt64s() const {

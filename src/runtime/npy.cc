@@ -21,7 +21,8 @@ struct Descr {
 };
 constexpr Descr kDescrs[] = {{"<f4", DType::kF32}, {"<f8", DType::kF64}, {"<f2", DType::kF16},
                              {"<i8", DType::kI64}, {"<i4", DType::kI32}, {"|i1", DType::kI8},
-                             {"|u1", DType::kU8},  {"|b1", DType::kBool}};
+                             {"|u1", DType::kU8},  {"|b1", DType::kBool}, {"<i2", DType::kI16},
+                             {"<u2", DType::kU16}, {"<u4", DType::kU32},  {"<u8", DType::kU64}};
 
 absl::StatusOr<std::string> HeaderValue(absl::string_view header, absl::string_view key,
                                         absl::string_view name) {
@@ -87,7 +88,7 @@ absl::StatusOr<Tensor> ParseNpy(absl::string_view bytes, absl::string_view name)
   }
   if (d == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": npy dtype '", descr,
-                                                   "' is not supported (little-endian f2/f4/f8, i1/i4/i8, u1, b1)"));
+                                                   "' is not supported (little-endian f2/f4/f8, i1/i2/i4/i8, u1/u2/u4/u8, b1)"));
   }
   std::vector<int64_t> shape;
   absl::string_view inner = absl::StripSuffix(absl::StripPrefix(shape_text, "("), ")");

@@ -22,10 +22,14 @@ absl::StatusOr<std::vector<Type>> UnaryRule(ShapeContext& ctx) {
   return One(Type::Tensor(ctx.dtype(0), {shape.begin(), shape.end()}));
 }
 
-absl::StatusOr<std::vector<Type>> BinaryRule(ShapeContext& ctx, bool boolean_result) {
+absl::StatusOr<std::vector<Type>> BinaryRule(ShapeContext& ctx, bool boolean_result,
+                                             bool integer_only) {
   if (ctx.dtype(0) != ctx.dtype(1)) {
     return ctx.Error(absl::StrFormat("operand dtypes differ: %s vs %s", DTypeName(ctx.dtype(0)),
                                      DTypeName(ctx.dtype(1))));
+  }
+  if (integer_only && !IsInteger(ctx.dtype(0))) {
+    return ctx.Error(absl::StrFormat("operands must be integers, got %s", DTypeName(ctx.dtype(0))));
   }
   ASSIGN_OR_RETURN(auto a, ctx.Shape(0));
   ASSIGN_OR_RETURN(auto b, ctx.Shape(1));
@@ -82,19 +86,21 @@ int64_t FloorModInt(int64_t x, int64_t y) {
   return r != 0 && (r < 0) != (y < 0) ? r + y : r;
 }
 
-// Integer tensors are computed in int64 (exact), floats in double.
-ReferenceKernel BinaryKernel(BinaryFn fn, IntBinaryFn int_fn) {
-  return [fn, int_fn](absl::Span<const Tensor> in, const Attrs&,
+// Integer tensors are computed in int64 (exact), floats in double. u64 values are their bit
+// patterns in int64, exact for the wrapping ops; those that order or divide use u64_fn.
+ReferenceKernel BinaryKernel(BinaryFn fn, IntBinaryFn int_fn, IntBinaryFn u64_fn) {
+  return [fn, int_fn, u64_fn](absl::Span<const Tensor> in, const Attrs&,
                       absl::Span<const Type> out_types) -> absl::StatusOr<std::vector<Tensor>> {
     const std::vector<int64_t> shape = shape_rules::ConcreteShape(out_types[0]);
     Tensor out = Tensor::Zeros(out_types[0].dtype(), shape);
     const bool integer = !IsFloat(in[0].dtype());
+    const IntBinaryFn& ifn = in[0].dtype() == DType::kU64 ? u64_fn : int_fn;
     std::vector<int64_t> index(shape.size(), 0);
     for (int64_t i = 0; i < out.num_elements(); ++i) {
       const int64_t ia = shape_rules::BroadcastSourceIndex(index, in[0].shape());
       const int64_t ib = shape_rules::BroadcastSourceIndex(index, in[1].shape());
-      if (integer && int_fn) {
-        std::optional<int64_t> r = int_fn(in[0].GetInt64(ia), in[1].GetInt64(ib));
+      if (integer && ifn) {
+        std::optional<int64_t> r = ifn(in[0].GetInt64(ia), in[1].GetInt64(ib));
         if (!r) return absl::InvalidArgumentError("integer division by zero");
         out.SetInt64(i, *r);
       } else {
@@ -210,15 +216,17 @@ void RegisterUnary(OpRegistry::Builder& b, std::string name, UnaryFn fn, std::st
 }
 
 void RegisterBinary(OpRegistry::Builder& b, std::string name, BinaryFn fn, IntBinaryFn int_fn,
-                    std::function<std::optional<DimExpr>(DimExpr, DimExpr)> sym,
-                    bool boolean_result, std::string doc) {
+                    IntBinaryFn u64_fn, std::function<std::optional<DimExpr>(DimExpr, DimExpr)> sym,
+                    bool boolean_result, bool integer_only, std::string doc) {
   OpDefBuilder op = b.Register(std::move(name));
   op.Input("lhs", InputDep::kShape)
       .Input("rhs", InputDep::kShape)
       .Pattern(FusionPattern::kBroadcast)
       .Doc(std::move(doc))
-      .Rule([boolean_result](ShapeContext& ctx) { return BinaryRule(ctx, boolean_result); })
-      .Reference(BinaryKernel(std::move(fn), std::move(int_fn)));
+      .Rule([boolean_result, integer_only](ShapeContext& ctx) {
+        return BinaryRule(ctx, boolean_result, integer_only);
+      })
+      .Reference(BinaryKernel(std::move(fn), std::move(int_fn), std::move(u64_fn)));
   if (sym) op.SymbolicValues(BinarySymbolic(std::move(sym)));
 }
 
@@ -227,7 +235,39 @@ void RegisterBinary(OpRegistry::Builder& b, std::string name, BinaryFn fn, IntBi
 // Integer arithmetic wraps (two's complement) like the kernels; division truncates toward
 // zero, as in C, ONNX and TVM's `divide`, and the one quotient that does not fit, INT64_MIN /
 // -1, wraps to INT64_MIN (never C++'s UB/SIGFPE); x / 0 has no integer result.
-IntBinaryFn IntSemantics(OpId id) {
+// With u64, the operands are u64 bit patterns: the ops that order or divide compare and divide
+// them unsigned (floor and truncated modulo agree there), the rest wrap alike.
+IntBinaryFn IntSemantics(OpId id, bool u64) {
+  using U = uint64_t;
+  const auto unsigned_fn = [](std::function<std::optional<U>(U, U)> f) -> IntBinaryFn {
+    return [f](int64_t x, int64_t y) -> std::optional<int64_t> {
+      std::optional<U> r = f(static_cast<U>(x), static_cast<U>(y));
+      if (!r) return std::nullopt;
+      return static_cast<int64_t>(*r);
+    };
+  };
+  if (u64) {
+    switch (id) {
+      case OpId::kDivide:
+        return unsigned_fn([](U x, U y) -> std::optional<U> {
+          if (y == 0) return std::nullopt;
+          return x / y;
+        });
+      case OpId::kMod:
+      case OpId::kFmod:
+        return unsigned_fn([](U x, U y) -> std::optional<U> {
+          if (y == 0) return std::nullopt;
+          return x % y;
+        });
+      case OpId::kMaximum: return unsigned_fn([](U x, U y) -> std::optional<U> { return std::max(x, y); });
+      case OpId::kMinimum: return unsigned_fn([](U x, U y) -> std::optional<U> { return std::min(x, y); });
+      case OpId::kGreater: return unsigned_fn([](U x, U y) -> std::optional<U> { return x > y; });
+      case OpId::kLess: return unsigned_fn([](U x, U y) -> std::optional<U> { return x < y; });
+      case OpId::kRightShift:  // logical; y is unsigned too, so "negative" amounts are huge
+        return unsigned_fn([](U x, U y) -> std::optional<U> { return y >= 64 ? 0 : x >> y; });
+      default: break;
+    }
+  }
   switch (id) {
     case OpId::kAdd: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapAdd(x, y); };
     case OpId::kSubtract: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return WrapSub(x, y); };
@@ -252,6 +292,17 @@ IntBinaryFn IntSemantics(OpId id) {
     case OpId::kEqual: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return x == y; };
     case OpId::kGreater: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return x > y; };
     case OpId::kLess: return [](int64_t x, int64_t y) -> std::optional<int64_t> { return x < y; };
+    // Shifts of a value held in int64 (zero-extended for u8-u32, so arithmetic = logical there);
+    // the store truncates to the dtype, which turns shifts by [bits, 64) into 0 as well.
+    case OpId::kLeftShift:
+      return [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        if (y < 0 || y >= 64) return 0;
+        return static_cast<int64_t>(static_cast<uint64_t>(x) << y);
+      };
+    case OpId::kRightShift:
+      return [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        return x >> (y < 0 || y >= 64 ? 63 : y);
+      };
     default: return nullptr;
   }
 }
@@ -327,11 +378,13 @@ void RegisterElementwiseOps(OpRegistry::Builder& b) {
 #define HETPASS_UNARY(id, name, cls, expr, doc) \
   RegisterUnary(b, name, [](double x) { return expr; }, doc);
 #define HETPASS_BINARY(id, name, cls, expr, doc)                                             \
-  RegisterBinary(b, name, [](double x, double y) { return expr; }, IntSemantics(OpId::id), \
-                 SymbolicSemantics(OpId::id), false, doc);
+  RegisterBinary(b, name, [](double x, double y) { return expr; }, IntSemantics(OpId::id, false), \
+                 IntSemantics(OpId::id, true), SymbolicSemantics(OpId::id), false,              \
+                 ElementwiseDTypes::cls == ElementwiseDTypes::kInteger, doc);
 #define HETPASS_COMPARE(id, name, expr, doc)                                                  \
   RegisterBinary(b, name, [](double x, double y) { return (expr) ? 1.0 : 0.0; },            \
-                 IntSemantics(OpId::id), SymbolicSemantics(OpId::id), true, doc);
+                 IntSemantics(OpId::id, false), IntSemantics(OpId::id, true),                \
+                 SymbolicSemantics(OpId::id), true, false, doc);
 #include "passes/shape_funcs/elementwise_ops.def"
 
   b.Register("where")

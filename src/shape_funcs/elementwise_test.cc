@@ -102,6 +102,40 @@ TEST(ElementwiseTest, ModAndFmod) {
   EXPECT_EQ(SymValuesStr("fmod", {}, {InSymScalar(n), InV(I64Scalar(4))}), "<unknown>");
 }
 
+// Tests u64 semantics where int64 differs: values from 2^63 up order and divide unsigned, and
+// right_shift is logical; shifts by the bit width or more shift everything out.
+TEST(ElementwiseTest, UnsignedSixtyFourBitAndShifts) {
+  auto u64 = [](std::vector<int64_t> bits) {
+    return Tensor::FromInt64s(DType::kU64, {static_cast<int64_t>(bits.size())}, bits);
+  };
+  const Tensor big = u64({INT64_MIN, -1, 7}), small = u64({3, 2, 2});  // 2^63, 2^64 - 1, 7
+  auto mx = RunRef("maximum", {}, {big, small});
+  ASSERT_TRUE(mx.ok()) << mx.status();
+  EXPECT_THAT(Ints((*mx)[0]), ElementsAre(INT64_MIN, -1, 7));
+  auto gt = RunRef("greater", {}, {big, small});
+  ASSERT_TRUE(gt.ok()) << gt.status();
+  EXPECT_THAT(Ints((*gt)[0]), ElementsAre(1, 1, 1));
+  auto q = RunRef("divide", {}, {big, small});
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(static_cast<uint64_t>((*q)[0].GetInt64(0)), (uint64_t{1} << 63) / 3);
+  EXPECT_EQ(static_cast<uint64_t>((*q)[0].GetInt64(1)), UINT64_MAX / 2);
+  auto r = RunRef("mod", {}, {big, small});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Ints((*r)[0]), ElementsAre(static_cast<int64_t>((uint64_t{1} << 63) % 3), 1, 1));
+  auto sh = RunRef("right_shift", {}, {big, u64({63, 60, 64})});
+  ASSERT_TRUE(sh.ok()) << sh.status();
+  EXPECT_THAT(Ints((*sh)[0]), ElementsAre(1, 15, 0));
+  const Tensor u8 = Tensor::FromInt64s(DType::kU8, {3}, {0x81, 1, 255});
+  auto left = RunRef("left_shift", {}, {u8, Tensor::FromInt64s(DType::kU8, {3}, {1, 8, 200})});
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_THAT(Ints((*left)[0]), ElementsAre(2, 0, 0));
+  auto signed_right = RunRef("right_shift", {}, {IT({2}, {-8, -8}), IT({2}, {1, 99})});
+  ASSERT_TRUE(signed_right.ok()) << signed_right.status();
+  EXPECT_THAT(Ints((*signed_right)[0]), ElementsAre(-4, -1));
+  EXPECT_THAT(InferStr("left_shift", {}, {In(F32({2})), In(F32({2}))}),
+              HasSubstr("operands must be integers, got f32"));
+}
+
 // Tests that the one int64 quotient that does not fit, INT64_MIN / -1, wraps to INT64_MIN (two's
 // complement, like the wrapping add/subtract/multiply) in the kernel and the symbolic values,
 // instead of being undefined behaviour.

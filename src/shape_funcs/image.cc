@@ -1,8 +1,16 @@
-// Image ops: image.resize2d, dyn.image.resize2d and image.roi_align.
+// Image ops: image.resize2d, dyn.image.resize2d, dyn.image.resize2d_scaled and image.roi_align.
 //
 // Masks: the resized image is `shape` (only N and C, or N and C in NHWC, reach the output);
 // the run-time output size of dyn.image.resize2d is `value`. TVM declared dyn.image.resize2d
 // data dependent as a whole, copying the image to the host to learn two integers.
+//
+// dyn.image.resize2d_scaled(data, size, scales, roi) is ONNX Resize with its own inputs: size
+// [H, W] or empty, and scales, one per data dim (those of N and C must be 1) or empty, are
+// `value` (the size is floor(in * scale) when size is empty); unlike a size, scales transform
+// coordinates with the scale itself (ONNX's x / scale, and the unfloored in * scale as the
+// resized length). roi, ONNX's [starts.., ends..] per data dim, is read by the kernel alone
+// (`none`), for tf_crop_and_resize, whose coordinates outside the input give
+// extrapolation_value.
 //
 // Coordinate transformation modes (output coordinate x, input size in, output size out,
 // scale = in / out): half_pixel (x + 0.5) * scale - 0.5; align_corners x * (in - 1) / (out - 1);
@@ -10,7 +18,8 @@
 // tf_half_pixel_for_nn (x + 0.5) * scale. Nearest neighbour rounds with `rounding_method`;
 // the default "" means "round" under align_corners and "floor" otherwise (TVM's choice).
 // Linear interpolates between floor(c) and floor(c) + 1 with indices clamped into the image.
-// Cubic is accepted by the shape rule; the reference kernel implements nearest and linear.
+// Cubic (the reference kernel only) takes four taps per axis with ONNX's coefficients
+// (cubic_alpha is A, cubic_exclude renormalizes without the taps outside the input).
 //
 // image.roi_align (ONNX RoiAlign, Mask R-CNN's box and mask heads): data f32[N, C, H, W],
 // rois f32[R, 4] as (x1, y1, x2, y2) in image coordinates, batch_indices int[R] naming the image
@@ -30,6 +39,7 @@
 #include "shape_funcs/image.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "absl/strings/str_format.h"
@@ -53,13 +63,21 @@ absl::Status CheckOneOf(const ShapeContext& ctx, absl::string_view attr,
   return ctx.Error(absl::StrFormat("unsupported %s '%s'", attr, v));
 }
 
-// Output type for `size` (nullopt: unknown now).
-Result ResizeType(ShapeContext& ctx, std::optional<std::vector<DimExpr>> size) {
+// Output type for `size` (nullopt: unknown now). tf_crop_and_resize needs a roi: only the
+// scaled op has one.
+Result ResizeType(ShapeContext& ctx, std::optional<std::vector<DimExpr>> size,
+                  bool with_roi = false) {
   RETURN_IF_ERROR(CheckOneOf(ctx, "layout", {"NCHW", "NHWC"}));
   RETURN_IF_ERROR(CheckOneOf(ctx, "method", {"nearest_neighbor", "linear", "cubic"}));
-  RETURN_IF_ERROR(CheckOneOf(
-      ctx, "coordinate_transformation_mode",
-      {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"}));
+  if (with_roi) {
+    RETURN_IF_ERROR(CheckOneOf(ctx, "coordinate_transformation_mode",
+                               {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+                                "tf_half_pixel_for_nn", "tf_crop_and_resize"}));
+  } else {
+    RETURN_IF_ERROR(CheckOneOf(ctx, "coordinate_transformation_mode",
+                               {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+                                "tf_half_pixel_for_nn"}));
+  }
   RETURN_IF_ERROR(
       CheckOneOf(ctx, "rounding_method",
                  {"", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil"}));
@@ -97,27 +115,143 @@ Result DynResizeRule(ShapeContext& ctx) {
   return ResizeType(ctx, std::move(size));
 }
 
+// dyn.image.resize2d_scaled: the size given, or floor(in * scale) per spatial dim (unknown
+// while the scales or that input dim are).
+Result DynResizeScaledRule(ShapeContext& ctx) {
+  constexpr const char* kNames[] = {"data", "size", "scales", "roi"};
+  for (int i = 1; i < 4; ++i) {
+    if (ctx.rank(i) != 1) {
+      return ctx.Error(absl::StrFormat("%s must be 1-D, got rank %d", kNames[i], ctx.rank(i)));
+    }
+  }
+  if (!IsInteger(ctx.dtype(1))) {
+    return ctx.Error(absl::StrFormat("size must be integers, got %s", DTypeName(ctx.dtype(1))));
+  }
+  for (int i : {2, 3}) {
+    if (!IsFloat(ctx.dtype(i))) {
+      return ctx.Error(absl::StrFormat("%s must be floating point, got %s", kNames[i],
+                                       DTypeName(ctx.dtype(i))));
+    }
+  }
+  const int rank = ctx.rank(0);
+  ASSIGN_OR_RETURN(DimExpr num_size, ctx.NumValues(1));
+  ASSIGN_OR_RETURN(DimExpr num_scales, ctx.NumValues(2));
+  const bool nchw = ctx.attrs().GetString("layout") == "NCHW";
+  const int hd = nchw ? 2 : 1;
+  if (num_scales.is_constant() && num_scales.constant() != 0 && num_scales.constant() != rank) {
+    return ctx.Error(absl::StrFormat("scales must be empty or have %d values, got %d", rank,
+                                     num_scales.constant()));
+  }
+  ASSIGN_OR_RETURN(auto scales, ctx.FloatValues(2));
+  if (scales && !scales->empty()) {
+    for (int d = 0; d < rank && d < static_cast<int>(scales->size()); ++d) {
+      const double s = (*scales)[d];
+      const bool spatial = d == hd || d == hd + 1;
+      if (!spatial && s != 1.0) {
+        return ctx.Error(absl::StrFormat("scales[%d] = %g: only the spatial dims may be scaled",
+                                         d, s));
+      }
+      if (!(s > 0)) return ctx.Error(absl::StrFormat("scales[%d] = %g is not positive", d, s));
+    }
+  }
+  if (num_size.is_constant() && num_size.constant() != 0) {
+    ASSIGN_OR_RETURN(auto size, shape_rules::IntInput(ctx, 1, "size"));
+    return ResizeType(ctx, std::move(size), /*with_roi=*/true);
+  }
+  if (num_scales.is_constant() && num_scales.constant() == 0 && num_size.is_constant()) {
+    return ctx.Error("needs a size or scales");
+  }
+  std::optional<std::vector<DimExpr>> size;
+  if (rank == 4 && scales && static_cast<int>(scales->size()) == rank) {
+    ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+    size.emplace();
+    for (int d : {hd, hd + 1}) {
+      if (!in[d].is_constant()) {
+        size->push_back(DimExpr::Unknown());
+        continue;
+      }
+      // floor(in * scale), checked before the cast (scales are user input: 3e38 or NaN).
+      const double o = std::floor(static_cast<double>(in[d].constant()) * (*scales)[d]);
+      if (!(o >= 1 && o < 9223372036854775808.0)) {
+        return ctx.Error(absl::StrFormat("scales[%d] = %g on dim %d gives output size %g", d,
+                                         (*scales)[d], in[d].constant(), o));
+      }
+      size->push_back(DimExpr(static_cast<int64_t>(o)));
+    }
+  }
+  return ResizeType(ctx, std::move(size), /*with_roi=*/true);
+}
+
+// The given scales and roi of dyn.image.resize2d_scaled along the H and W dims (hd, wd).
+std::array<ResizeAxisParams, 2> ScaledAxisParams(absl::Span<const Tensor> in, int hd, int wd) {
+  std::array<ResizeAxisParams, 2> p;
+  if (in.size() < 4) return p;
+  const Tensor& scales = in[2];
+  const Tensor& roi = in[3];
+  const int rank = static_cast<int>(in[0].shape().size());
+  for (int k = 0; k < 2; ++k) {
+    const int d = k == 0 ? hd : wd;
+    if (scales.num_elements() == rank) p[k].scale = scales.GetDouble(d);
+    if (roi.num_elements() == 2 * rank) {
+      p[k].roi_start = roi.GetDouble(d);
+      p[k].roi_end = roi.GetDouble(rank + d);
+    }
+  }
+  return p;
+}
+
 KernelResult ResizeKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                           absl::Span<const Type> out_t) {
-  if (attrs.GetString("method") == "cubic") {
-    return absl::UnimplementedError("image.resize2d: the reference kernel has no cubic method");
+  // The roi is the kernel's alone (mask none: the rule never reads it), so it is checked here.
+  if (in.size() == 4 && attrs.GetString("coordinate_transformation_mode") == "tf_crop_and_resize" &&
+      in[3].num_elements() != 2 * in[0].rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("dyn.image.resize2d_scaled: tf_crop_and_resize needs a roi of %d values, "
+                        "got %d",
+                        2 * in[0].rank(), in[3].num_elements()));
   }
   Tensor out = shape_rules::ZerosOf(out_t[0]);
   const bool nchw = attrs.GetString("layout") == "NCHW";
   const auto& xs = in[0].shape();
   const auto& os = out.shape();
   const int hd = nchw ? 2 : 1, wd = hd + 1, cd = nchw ? 1 : 3;
-  const std::vector<ResizeTap> ty = ResizeAxisTaps(xs[hd], os[hd], attrs);
-  const std::vector<ResizeTap> tx = ResizeAxisTaps(xs[wd], os[wd], attrs);
+  const std::array<ResizeAxisParams, 2> p = ScaledAxisParams(in, hd, wd);
   const std::vector<int64_t> st = shape_rules::Strides(xs);
+  const double extrapolated = attrs.GetFloat("extrapolation_value");
   std::vector<int64_t> idx(4, 0);
+  if (attrs.GetString("method") == "cubic") {
+    const std::vector<CubicTap> ty = ResizeCubicTaps(xs[hd], os[hd], attrs, p[0]);
+    const std::vector<CubicTap> tx = ResizeCubicTaps(xs[wd], os[wd], attrs, p[1]);
+    for (int64_t i = 0; i < out.num_elements(); ++i) {
+      const CubicTap& y = ty[idx[hd]];
+      const CubicTap& x = tx[idx[wd]];
+      const int64_t base = idx[0] * st[0] + idx[cd] * st[cd];
+      double v = extrapolated;
+      if (!y.outside && !x.outside) {
+        v = 0;
+        for (int r = 0; r < 4; ++r) {  // rows of interpolated columns, ONNX's order
+          double row = 0;
+          for (int c = 0; c < 4; ++c) {
+            row += x.w[c] * in[0].GetDouble(base + y.idx[r] * st[hd] + x.idx[c] * st[wd]);
+          }
+          v += y.w[r] * row;
+        }
+      }
+      out.SetDouble(i, v);
+      shape_rules::NextIndex(idx, os);
+    }
+    return std::vector<Tensor>{std::move(out)};
+  }
+  const std::vector<ResizeTap> ty = ResizeAxisTaps(xs[hd], os[hd], attrs, p[0]);
+  const std::vector<ResizeTap> tx = ResizeAxisTaps(xs[wd], os[wd], attrs, p[1]);
   for (int64_t i = 0; i < out.num_elements(); ++i) {
     const ResizeTap& y = ty[idx[hd]];
     const ResizeTap& x = tx[idx[wd]];
     const int64_t base = idx[0] * st[0] + idx[cd] * st[cd];
     auto at = [&](int64_t r, int64_t c) { return in[0].GetDouble(base + r * st[hd] + c * st[wd]); };
-    out.SetDouble(
-        i, ResizeBlend(at(y.lo, x.lo), at(y.lo, x.hi), at(y.hi, x.lo), at(y.hi, x.hi), y, x));
+    out.SetDouble(i, y.outside || x.outside ? extrapolated
+                                            : ResizeBlend(at(y.lo, x.lo), at(y.lo, x.hi),
+                                                          at(y.hi, x.lo), at(y.hi, x.hi), y, x));
     shape_rules::NextIndex(idx, os);
   }
   return std::vector<Tensor>{std::move(out)};
@@ -277,6 +411,18 @@ void RegisterImageOps(OpRegistry::Builder& b) {
       .Rule(DynResizeRule)
       .Reference(ResizeKernel);
   ResizeAttrs(dyn);
+  OpDefBuilder scaled = b.Register("dyn.image.resize2d_scaled");
+  scaled.Input("data", InputDep::kShape)
+      .Input("size", InputDep::kValue)
+      .Input("scales", InputDep::kValue)
+      .Input("roi", InputDep::kNone)
+      .Pattern(FusionPattern::kInjective)  // as image.resize2d
+      .Placed(Placement::kTarget)
+      .Doc("ONNX Resize: image.resize2d to a given size, or by scales that also transform the "
+           "coordinates; roi for tf_crop_and_resize (see image.cc)")
+      .Rule(DynResizeScaledRule)
+      .Reference(ResizeKernel);
+  ResizeAttrs(scaled);
   b.Register("image.roi_align")
       .Input("data", InputDep::kShape)
       .Input("rois", InputDep::kShape)

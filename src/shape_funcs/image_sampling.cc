@@ -8,7 +8,23 @@
 
 namespace hetpass {
 
-double ResizeSourceCoord(double x, int64_t in, int64_t out, const std::string& mode) {
+double ResizeSourceCoord(double x, int64_t in, int64_t out, const std::string& mode,
+                         const ResizeAxisParams& p) {
+  const double last = static_cast<double>(in - 1);
+  if (mode == "tf_crop_and_resize") {
+    const double len = p.scale > 0 ? static_cast<double>(in) * p.scale : static_cast<double>(out);
+    const double c = len > 1 ? x * (p.roi_end - p.roi_start) * last / (len - 1)
+                             : (p.roi_end - p.roi_start) * last / 2;
+    return c + p.roi_start * last;
+  }
+  if (p.scale > 0) {
+    const double len = static_cast<double>(in) * p.scale;  // ONNX's unfloored resized length
+    if (mode == "align_corners") return len > 1 ? x * last / (len - 1) : 0.0;
+    if (mode == "asymmetric") return x / p.scale;
+    if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / p.scale;
+    if (mode == "pytorch_half_pixel" && len <= 1) return 0.0;
+    return (x + 0.5) / p.scale - 0.5;
+  }
   const double scale = static_cast<double>(in) / static_cast<double>(out);
   if (mode == "align_corners") {
     return out > 1 ? x * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
@@ -29,7 +45,15 @@ int64_t ResizeNearest(double c, const std::string& rounding) {
 
 int64_t ClampIndex(int64_t i, int64_t n) { return std::min(std::max<int64_t>(i, 0), n - 1); }
 
-std::vector<ResizeTap> ResizeAxisTaps(int64_t in, int64_t out, const Attrs& attrs) {
+namespace {
+// tf_crop_and_resize's coordinates outside [0, in - 1] take extrapolation_value.
+bool OutsideCrop(double c, int64_t in, const std::string& mode) {
+  return mode == "tf_crop_and_resize" && (c < 0 || c > static_cast<double>(in - 1));
+}
+}  // namespace
+
+std::vector<ResizeTap> ResizeAxisTaps(int64_t in, int64_t out, const Attrs& attrs,
+                                      const ResizeAxisParams& p) {
   const std::string& mode = attrs.GetString("coordinate_transformation_mode");
   const bool nearest = attrs.GetString("method") == "nearest_neighbor";
   std::string rounding = attrs.GetString("rounding_method");
@@ -38,14 +62,51 @@ std::vector<ResizeTap> ResizeAxisTaps(int64_t in, int64_t out, const Attrs& attr
   std::vector<ResizeTap> taps;
   taps.reserve(out);
   for (int64_t x = 0; x < out; ++x) {
-    const double c = ResizeSourceCoord(static_cast<double>(x), in, out, mode);
-    if (nearest) {
+    const double c = ResizeSourceCoord(static_cast<double>(x), in, out, mode, p);
+    if (OutsideCrop(c, in, mode)) {
+      taps.push_back({0, 0, 0.0, 0.0, true});
+    } else if (nearest) {
       const int64_t i = ClampIndex(ResizeNearest(c, rounding), in);
       taps.push_back({i, i, 1.0, 0.0});
     } else {
       const double f = std::floor(c);
       const int64_t i = static_cast<int64_t>(f);
       taps.push_back({ClampIndex(i, in), ClampIndex(i + 1, in), 1 - (c - f), c - f});
+    }
+  }
+  return taps;
+}
+
+std::vector<CubicTap> ResizeCubicTaps(int64_t in, int64_t out, const Attrs& attrs,
+                                      const ResizeAxisParams& p) {
+  const std::string& mode = attrs.GetString("coordinate_transformation_mode");
+  const double a = attrs.GetFloat("cubic_alpha");
+  const bool exclude = attrs.GetInt("cubic_exclude") != 0;
+  std::vector<CubicTap> taps(out);
+  for (int64_t x = 0; x < out; ++x) {
+    CubicTap& t = taps[x];
+    const double c = ResizeSourceCoord(static_cast<double>(x), in, out, mode, p);
+    if (OutsideCrop(c, in, mode)) {
+      t.outside = true;
+      continue;
+    }
+    double base = std::floor(c);
+    double r = c - base;
+    if (r == 0) base -= 1, r = 1;  // ONNX's choice of neighbours for an integral coordinate
+    const double s = 1 - r;
+    const double w[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                         ((a + 2) * r - (a + 3)) * r * r + 1,
+                         ((a + 2) * s - (a + 3)) * s * s + 1,
+                         ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = static_cast<int64_t>(base) - 1 + k;
+      t.w[k] = exclude && (i < 0 || i >= in) ? 0.0 : w[k];
+      t.idx[k] = ClampIndex(i, in);
+      sum += t.w[k];
+    }
+    if (exclude && sum != 0) {
+      for (double& wk : t.w) wk /= sum;
     }
   }
   return taps;

@@ -19,9 +19,20 @@ namespace hetpass {
 
 // ---- image.resize2d ------------------------------------------------------------------------
 
+// ONNX Resize's own parameters of one axis (dyn.image.resize2d_scaled): the scale it was given
+// (output / input; once the output size is floored it is not out / in, and ONNX transforms
+// coordinates with the scale; 0: none given, use in and out) and tf_crop_and_resize's roi
+// (normalized start and end along the axis).
+struct ResizeAxisParams {
+  double scale = 0;
+  double roi_start = 0, roi_end = 1;
+};
+
 // The input coordinate of output coordinate `x` along an axis resized from `in` to `out`, per
-// coordinate_transformation_mode.
-double ResizeSourceCoord(double x, int64_t in, int64_t out, const std::string& mode);
+// coordinate_transformation_mode. With a given scale the expressions are ONNX's reference ones:
+// x / scale, and the unfloored in * scale as the resized length.
+double ResizeSourceCoord(double x, int64_t in, int64_t out, const std::string& mode,
+                         const ResizeAxisParams& p = {});
 // Nearest-neighbour index of coordinate `c` per rounding_method ("" resolved by the caller).
 int64_t ResizeNearest(double c, const std::string& rounding);
 // `i` clamped into [0, n - 1].
@@ -29,14 +40,29 @@ int64_t ClampIndex(int64_t i, int64_t n);
 
 // How one output coordinate reads along one axis: input indices lo and hi and their weights
 // (w_lo = 1 - w_hi; nearest: lo == hi, weights 1 and 0).
+// `outside`: tf_crop_and_resize mapped it outside the input; the value is extrapolation_value.
 struct ResizeTap {
   int64_t lo, hi;
   double w_lo, w_hi;
+  bool outside = false;
 };
 
 // The taps of every output coordinate 0..out-1 along an axis resized from `in` (>= 1) to
 // `out`, per the method, coordinate_transformation_mode and rounding_method in `attrs`.
-std::vector<ResizeTap> ResizeAxisTaps(int64_t in, int64_t out, const Attrs& attrs);
+std::vector<ResizeTap> ResizeAxisTaps(int64_t in, int64_t out, const Attrs& attrs,
+                                      const ResizeAxisParams& p = {});
+
+// Cubic method (ONNX's, as its reference computes it): four taps floor(c) - 1 .. floor(c) + 2
+// (an integral c uses floor(c) - 2 .. floor(c) + 1 with ratio 1, which weighs c itself by 1),
+// indices clamped into the input (edge values); cubic_alpha is the coefficient A and
+// cubic_exclude drops taps outside the input and renormalizes the rest.
+struct CubicTap {
+  int64_t idx[4];
+  double w[4];
+  bool outside = false;
+};
+std::vector<CubicTap> ResizeCubicTaps(int64_t in, int64_t out, const Attrs& attrs,
+                                      const ResizeAxisParams& p = {});
 
 // (a * x.w_lo + b * x.w_hi) * y.w_lo + (c * x.w_lo + d * x.w_hi) * y.w_hi in double: the
 // value at (y, x) from the four pixels (y.lo, x.lo), (y.lo, x.hi), (y.hi, x.lo), (y.hi, x.hi).

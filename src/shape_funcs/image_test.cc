@@ -94,6 +94,72 @@ TEST(ResizeTest, ReferenceTwoDims) {
   EXPECT_THAT(Doubles((*out)[0]), ElementsAre(1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4));
 }
 
+// dyn.image.resize2d_scaled: ONNX's scales transform coordinates with the scale itself, not
+// out / in: 1x1x1x4 [0, 10, 20, 30] by 0.6 has 2 outputs (floor 2.4), at x = (o + 0.5) / 0.6 -
+// 0.5 = 0.333.., 2 -> lerp 3.33.., 20; the size [1, 2] would sample 0.5 and 2.5 instead.
+TEST(ResizeScaledTest, ScalesTransformCoordinates) {
+  const Tensor x = FT({1, 1, 1, 4}, {0, 10, 20, 30});
+  const Attrs linear = {{"method", std::string("linear")}};
+  auto scaled = RunRef("dyn.image.resize2d_scaled", linear,
+                       {x, I64s({}), FT({4}, {1, 1, 1, 0.6}), FT({0}, {})});
+  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  EXPECT_EQ((*scaled)[0].shape(), (std::vector<int64_t>{1, 1, 1, 2}));
+  EXPECT_THAT(Doubles((*scaled)[0]), ElementsAre(DoubleNear(10.0 / 3, 1e-5), DoubleNear(20, 1e-5)));
+  auto sized = RunRef("dyn.image.resize2d_scaled", linear,
+                      {x, I64s({1, 2}), FT({0}, {}), FT({0}, {})});
+  ASSERT_TRUE(sized.ok()) << sized.status();
+  EXPECT_THAT(Doubles((*sized)[0]), ElementsAre(5, 25));
+  EXPECT_EQ(InferStr("dyn.image.resize2d_scaled", linear,
+                     {In(F32({S("n"), 3, 5, 4})), InV(I64s({})), InV(FT({4}, {1, 1, 2, 0.5})),
+                      InV(FT({0}, {}))}),
+            "f32[n, 3, 10, 2]");
+  EXPECT_THAT(InferStr("dyn.image.resize2d_scaled", linear,
+                       {In(F32({1, 3, 5, 4})), InV(I64s({})), InV(FT({4}, {2, 1, 2, 2})),
+                        InV(FT({0}, {}))}),
+              HasSubstr("only the spatial dims may be scaled"));
+  auto no_roi = RunRef("dyn.image.resize2d_scaled",
+                       {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}},
+                       {x, I64s({2, 2}), FT({0}, {}), FT({0}, {})});
+  ASSERT_FALSE(no_roi.ok());
+  EXPECT_THAT(no_roi.status().message(), HasSubstr("tf_crop_and_resize needs a roi of 8 values"));
+}
+
+// tf_crop_and_resize maps the output onto the roi and gives extrapolation_value outside the
+// input: width 4 cropped to [0.5, 1.5] of [0, 30] at 3 points: 15, 30 (the last pixel) and 45,
+// outside -> -1.
+TEST(ResizeScaledTest, CropAndResizeExtrapolates) {
+  auto out = RunRef("dyn.image.resize2d_scaled",
+                    {{"method", std::string("linear")},
+                     {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+                     {"extrapolation_value", -1.0}},
+                    {FT({1, 1, 1, 4}, {0, 10, 20, 30}), I64s({1, 3}), FT({0}, {}),
+                     FT({8}, {0, 0, 0, 0.5, 1, 1, 1, 1.5})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(15, 30, -1));
+}
+
+// Cubic with A = -0.75 at half a pixel between 10 and 20 of a linear ramp stays on the ramp
+// (the kernel reproduces linear functions away from the edges); exclude_outside renormalizes at
+// the border: upsampling [0, 10, 20, 30] by 2 under align_corners keeps the end points.
+TEST(ResizeTest, ReferenceCubic) {
+  const Tensor ramp = FT({1, 1, 1, 4}, {0, 10, 20, 30});
+  auto out = RunRef("image.resize2d",
+                    {{"size", std::vector<int64_t>{1, 7}},
+                     {"method", std::string("cubic")},
+                     {"cubic_alpha", -0.75},
+                     {"coordinate_transformation_mode", std::string("align_corners")}},
+                    {ramp});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<double> got = Doubles((*out)[0]);
+  ASSERT_EQ(got.size(), 7u);
+  EXPECT_NEAR(got[0], 0, 1e-9);
+  EXPECT_NEAR(got[3], 15, 1e-9);
+  EXPECT_NEAR(got[6], 30, 1e-9);
+  // Away from the border the four taps are all inside: a ramp stays a ramp.
+  EXPECT_NEAR(got[2], 10, 1e-9);
+  EXPECT_NEAR(got[4], 20, 1e-9);
+}
+
 // ---- image.roi_align -----------------------------------------------------------------------
 
 Attrs RoiAttrs(std::string mode, std::string ctm, int64_t sampling_ratio, int64_t oh = 1,

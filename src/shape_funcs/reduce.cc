@@ -185,6 +185,86 @@ void RegisterReduce(OpRegistry::Builder& b, std::string name, ReduceKind kind, s
   }
 }
 
+// ---- dyn.sum --------------------------------------------------------------------------------
+
+// ONNX ReduceSum-13 with computed axes: the axes are an input (`value`: the output shape
+// depends on them) that the host reads; empty axes reduce every axis, or none with
+// noop_with_empty_axes. Concretely it is `sum` with those axes.
+// sum's attributes for axes of a rank-`rank` input; reducing no axis is `exclude` of them all.
+Attrs SumAttrs(std::vector<int64_t> axes, int rank, bool keepdims, bool noop_with_empty_axes) {
+  const bool noop = axes.empty() && noop_with_empty_axes;
+  if (noop) {
+    for (int i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  Attrs sum;
+  sum.Set("axis", std::move(axes));
+  sum.Set("keepdims", keepdims);
+  sum.Set("exclude", noop);
+  return sum;
+}
+
+absl::StatusOr<std::optional<Attrs>> DynSumAsSum(ShapeContext& ctx) {
+  if (ctx.rank(1) != 1 || !IsInteger(ctx.dtype(1))) {
+    return ctx.Error(absl::StrFormat("axes must be a 1-D integer tensor, got %s of rank %d",
+                                     DTypeName(ctx.dtype(1)), ctx.rank(1)));
+  }
+  ASSIGN_OR_RETURN(auto values, ctx.IntValues(1));
+  if (!values) return std::optional<Attrs>();
+  std::vector<int64_t> axes;
+  for (const DimExpr& d : *values) {
+    if (!d.is_constant()) return std::optional<Attrs>();
+    axes.push_back(d.constant());
+  }
+  return std::optional<Attrs>(
+      SumAttrs(axes, ctx.rank(0), ctx.attrs().GetBool("keepdims"),
+               ctx.attrs().GetBool("noop_with_empty_axes")));
+}
+
+Result DynSumRule(ShapeContext& ctx) {
+  ASSIGN_OR_RETURN(std::optional<Attrs> sum, DynSumAsSum(ctx));
+  ASSIGN_OR_RETURN(auto in, ctx.Shape(0));
+  if (sum) {
+    ASSIGN_OR_RETURN(auto axes,
+                     shape_rules::NormalizeAxes(sum->GetIntList("axis"), in.size(), ctx));
+    const std::vector<bool> reduced =
+        *ReducedAxisMask(axes, sum->GetBool("exclude"), static_cast<int64_t>(in.size()));
+    std::vector<DimExpr> out;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!reduced[i]) {
+        out.push_back(in[i]);
+      } else if (sum->GetBool("keepdims")) {
+        out.push_back(1);
+      }
+    }
+    return One(Type::Tensor(ctx.dtype(0), std::move(out)));
+  }
+  // Axes unknown now: the rank is known when keepdims holds it, or from their count.
+  ASSIGN_OR_RETURN(DimExpr count, ctx.NumValues(1));
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (!ctx.attrs().GetBool("keepdims")) {
+    if (!count.is_constant()) {
+      return ctx.Error("without keepdims the number of axes must be known to type the result");
+    }
+    const int64_t n = count.constant();
+    rank = n == 0 ? (ctx.attrs().GetBool("noop_with_empty_axes") ? rank : 0) : rank - n;
+    if (rank < 0) {
+      return ctx.Error(absl::StrFormat("%d axes for a tensor of rank %d", n, in.size()));
+    }
+  }
+  return One(Type::Tensor(ctx.dtype(0), std::vector<DimExpr>(rank, DimExpr::Unknown())));
+}
+
+KernelResult DynSumKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                          absl::Span<const Type> out_t) {
+  const Attrs sum = SumAttrs(in[1].ToInt64s(), in[0].rank(), attrs.GetBool("keepdims"),
+                            attrs.GetBool("noop_with_empty_axes"));
+  // The rule has checked the axes at run time; a kernel called without it still gets an error.
+  if (!ReducedAxisMask(sum.GetIntList("axis"), false, in[0].rank())) {
+    return absl::InvalidArgumentError("dyn.sum: axes out of range or repeated");
+  }
+  return ReduceKernel(ReduceKind::kSum, in.subspan(0, 1), sum, out_t);
+}
+
 // ---- cumsum --------------------------------------------------------------------------------
 
 // Running sums along the axis (input 1, a scalar or one-element vector): out[.., i, ..] = sum of x[.., j, ..] for j <= i (j < i with
@@ -250,6 +330,16 @@ void RegisterReduceOps(OpRegistry::Builder& b) {
       })
       .Reference(CumsumKernel);
   RegisterReduce(b, "sum", ReduceKind::kSum, "sum over axis (empty: all)");
+  b.Register("dyn.sum")
+      .Input("data", InputDep::kShape)
+      .Input("axes", InputDep::kValue)
+      .Attr("keepdims", AttrType::kBool, false)
+      .Attr("noop_with_empty_axes", AttrType::kBool, false)
+      .Pattern(FusionPattern::kOpaque)
+      .Doc("sum over run-time axes (ONNX ReduceSum-13; empty: all, or none with "
+           "noop_with_empty_axes)")
+      .Rule(DynSumRule)
+      .Reference(DynSumKernel);
   RegisterReduce(b, "mean", ReduceKind::kMean, "mean over axis (empty: all)");
   RegisterReduce(b, "prod", ReduceKind::kProd, "product over axis (empty: all)");
   RegisterReduce(b, "max", ReduceKind::kMax, "maximum over axis (empty: all)");

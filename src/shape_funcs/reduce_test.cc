@@ -70,6 +70,35 @@ TEST(ReduceTest, Reference) {
   EXPECT_THAT(Doubles((*mn)[0]), ElementsAre(1, 2, 3));
 }
 
+// dyn.sum: ONNX ReduceSum-13's computed axes, read on the host.
+TEST(DynSumTest, MasksInferenceAndReference) {
+  EXPECT_EQ(Op("dyn.sum")->dep(0), InputDep::kShape);
+  EXPECT_EQ(Op("dyn.sum")->dep(1), InputDep::kValue);
+  const Tensor axes = I64s({-1});
+  EXPECT_EQ(InferStr("dyn.sum", {}, {In(F32({S("n"), 4})), InV(axes)}), "f32[n]");
+  EXPECT_EQ(InferStr("dyn.sum", {{"keepdims", true}}, {In(F32({S("n"), 4})), InV(axes)}),
+            "f32[n, 1]");
+  // Axes unknown at compile time: keepdims keeps the rank; otherwise their count decides it.
+  EXPECT_EQ(InferStr("dyn.sum", {{"keepdims", true}}, {In(F32({S("n"), 4})), In(T(DType::kI64, {1}))}),
+            "f32[?, ?]");
+  EXPECT_EQ(InferStr("dyn.sum", {}, {In(F32({2, 3, 4})), In(T(DType::kI64, {2}))}), "f32[?]");
+  EXPECT_THAT(InferStr("dyn.sum", {}, {In(F32({2, 3})), In(T(DType::kI64, {S("k")}))}),
+              HasSubstr("number of axes must be known"));
+  const Tensor twice = I64s({0, -2});
+  EXPECT_THAT(InferStr("dyn.sum", {}, {In(F32({2, 3})), InV(twice)}), HasSubstr("axis"));
+  const Tensor x = FT({2, 3}, {1, 5, 3, 4, 2, 6});
+  auto rows = RunRef("dyn.sum", {}, {x, I64s({1})});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_THAT(Doubles((*rows)[0]), ElementsAre(9, 12));
+  auto all = RunRef("dyn.sum", {}, {x, I64s({})});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(Doubles((*all)[0]), ElementsAre(21));
+  auto none = RunRef("dyn.sum", {{"noop_with_empty_axes", true}, {"keepdims", true}}, {x, I64s({})});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ((*none)[0].shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_THAT(Doubles((*none)[0]), ElementsAre(1, 5, 3, 4, 2, 6));
+}
+
 TEST(ReduceTest, ReferenceArgTies) {
   const Tensor x = FT({2, 3}, {1, 5, 5, 4, 2, 4});
   auto am = RunRef("argmax", Axis({1}), {x});

@@ -109,8 +109,9 @@ TEST(RegistryTest, NeedsValuesOnlyWhereDeclared) {
     if (def->needs_values()) value_ops.push_back(def->name());
   }
   EXPECT_EQ(absl::StrJoin(value_ops, ","),
-            "arange,argwhere,dyn.broadcast_to,dyn.full,dyn.image.resize2d,dyn.nn.pad,dyn.ones,"
-            "dyn.reshape,dyn.squeeze,dyn.strided_slice,dyn.tile,dyn.topk,dyn.unsqueeze,dyn.zeros,"
+            "arange,argwhere,dyn.broadcast_to,dyn.full,dyn.image.resize2d,"
+            "dyn.image.resize2d_scaled,dyn.nn.pad,dyn.ones,dyn.reshape,dyn.squeeze,"
+            "dyn.strided_slice,dyn.sum,dyn.tile,dyn.topk,dyn.unsqueeze,dyn.zeros,"
             "memory.alloc_tensor_dyn,non_max_suppression");
 }
 
@@ -251,7 +252,7 @@ TEST(RegistryTest, ElementwiseRowsMatchTheirOps) {
                                                                   : FusionPattern::kBroadcast)
         << op.name();
   }
-  EXPECT_EQ(rows, 35);
+  EXPECT_EQ(rows, 37);
   EXPECT_EQ(ElementwiseInfoOf(OpId::kNnDense), nullptr);
   EXPECT_EQ(ElementwiseInfoOf(OpId::kUnknown), nullptr);
 }

@@ -107,7 +107,7 @@ void PutTensor(Writer& w, const Tensor& t) {
 
 absl::StatusOr<DType> GetDType(Reader& r, absl::string_view what) {
   ASSIGN_OR_RETURN(uint8_t v, r.Get<uint8_t>(what));
-  if (v > static_cast<uint8_t>(DType::kBool)) return Corrupt(absl::StrCat(what, ": dtype ", v));
+  if (v >= kNumDTypes) return Corrupt(absl::StrCat(what, ": dtype ", v));
   return static_cast<DType>(v);
 }
 

@@ -38,12 +38,8 @@ constexpr int kNumDevices = 0
 
 absl::StatusOr<int64_t> ReadInt(const NDArray& a, int64_t i) {
   const void* p = static_cast<const char*>(a.data()) + i * DTypeSize(a.dtype);
+  if (std::optional<int64_t> v = LoadInteger(a.dtype, p)) return *v;
   switch (a.dtype) {
-    case DType::kI64: { int64_t v; std::memcpy(&v, p, 8); return v; }
-    case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::kI8: { int8_t v; std::memcpy(&v, p, 1); return v; }
-    case DType::kU8:
-    case DType::kBool: { uint8_t v; std::memcpy(&v, p, 1); return v; }
     case DType::kF32: { float v; std::memcpy(&v, p, 4); return static_cast<int64_t>(v); }
     case DType::kF64: { double v; std::memcpy(&v, p, 8); return static_cast<int64_t>(v); }
     default: break;

@@ -31,7 +31,18 @@ import sys
 
 # test folder -> reason. Each entry is a real, understood failure; the run fails if an entry
 # starts passing (remove it then) or if a failure is not listed.
+_BF16_TRUNCATED = ("the reference output truncates float to bfloat16 (ONNX <= 1.13's test "
+                   "generator); hetpass rounds to nearest even, as PyTorch, ONNX >= 1.14's "
+                   "reference and ONNX Runtime do")
+_LIKE_SHAPE = ("the model declares input 'like' as [3, 4] but the test data holds shape [1]; "
+               "an input whose static dims differ from the declared ones is an error (as in "
+               "ONNX Runtime)")
 KNOWN_FAILURES = {
+    "test_cast_FLOAT_to_BFLOAT16": _BF16_TRUNCATED,
+    "test_castlike_FLOAT_to_BFLOAT16": _LIKE_SHAPE + "; its output is also " + _BF16_TRUNCATED,
+    "test_castlike_FLOAT_to_BFLOAT16_expanded": _LIKE_SHAPE + "; its output is also " + _BF16_TRUNCATED,
+    "test_castlike_BFLOAT16_to_FLOAT": _LIKE_SHAPE,
+    "test_castlike_BFLOAT16_to_FLOAT_expanded": _LIKE_SHAPE,
 }
 
 

@@ -90,6 +90,17 @@ inline Generator Binary() {
   };
 }
 
+// Integer shifts: values of a random integer dtype, amounts that reach past the bit width.
+inline Generator Shift() {
+  return [](Gen& g) {
+    const auto out = g.Shape(g.Int(0, 3));
+    constexpr DType kTypes[] = {DType::kU8, DType::kU16, DType::kU32, DType::kU64, DType::kI32};
+    const DType dt = kTypes[g.Int(0, 4)];
+    return Trial{{}, {g.I(BroadcastOperand(g, out), -300, 300, dt),
+                      g.I(BroadcastOperand(g, out), 0, DTypeSize(dt) * 8 + 2, dt)}};
+  };
+}
+
 inline Generator Reduce(bool arg) {
   return [arg](Gen& g) {
     const int rank = static_cast<int>(g.Int(1, 3));
@@ -247,6 +258,38 @@ inline Trial ResizeTrial(Gen& g, bool dyn) {
   return Trial{a, {g.F(x)}};
 }
 
+// dyn.image.resize2d_scaled: a size or scales (fractional ones too, whose coordinates use the
+// scale), every method including cubic, and tf_crop_and_resize with a roi.
+inline Trial ResizeScaledTrial(Gen& g) {
+  Trial t = ResizeTrial(g, true);
+  const bool nchw = t.attrs.GetString("layout") == "NCHW";
+  const std::vector<int64_t>& x = t.inputs[0].shape();
+  const int hd = nchw ? 2 : 1;
+  t.attrs.Set("method", g.Pick<std::string>({"nearest_neighbor", "linear", "cubic"}));
+  t.attrs.Set("cubic_alpha", g.Coin() ? -0.75 : -0.5);
+  t.attrs.Set("cubic_exclude", g.Int(0, 1));
+  t.attrs.Set("extrapolation_value", g.Int(-2, 2) * 0.5);
+  const bool crop = g.Int(0, 3) == 0;
+  if (crop) t.attrs.Set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
+  Tensor roi = Tensor::Zeros(DType::kF32, {crop ? 8 : 0});
+  for (int d = 0; crop && d < 4; ++d) {
+    roi.SetDouble(d, g.Int(-1, 4) * 0.1);
+    roi.SetDouble(4 + d, 1 - g.Int(-1, 4) * 0.1);
+  }
+  if (g.Coin()) {  // scales
+    Tensor scales = Tensor::Zeros(DType::kF32, {4});
+    for (int d = 0; d < 4; ++d) {
+      const bool spatial = d == hd || d == hd + 1;
+      scales.SetDouble(d, !spatial ? 1.0 : x[d] >= 2 ? g.Pick<double>({0.6, 1, 1.5, 2, 2.7})
+                                                      : g.Pick<double>({1, 1.5, 2, 2.7}));
+    }
+    t.inputs = {t.inputs[0], Tensor::Zeros(DType::kI64, {0}), scales, roi};
+  } else {
+    t.inputs = {t.inputs[0], t.inputs[1], Tensor::Zeros(DType::kF32, {0}), roi};
+  }
+  return t;
+}
+
 inline Trial TopKTrial(Gen& g, bool dyn) {
   const auto shape = g.Shape(static_cast<int>(g.Int(1, 3)));
   const int64_t axis = g.Int(-static_cast<int64_t>(shape.size()), shape.size() - 1);
@@ -318,6 +361,8 @@ inline const std::map<std::string, Generator>& Generators() {
       {"atanh", Unary()},
       {"mod", Binary()},
       {"fmod", Binary()},
+      {"left_shift", Shift()},
+      {"right_shift", Shift()},
       {"add", Binary()},
       {"subtract", Binary()},
       {"multiply", Binary()},
@@ -632,6 +677,16 @@ inline const std::map<std::string, Generator>& Generators() {
          return Trial{{}, {g.Vec(g.Shape(g.Int(0, 3), 0, 3))}};
        }},
       {"sum", Reduce(false)},
+      {"dyn.sum",
+       [](Gen& g) {
+         const int rank = static_cast<int>(g.Int(1, 3));
+         std::vector<int64_t> axes;
+         for (int i = 0; i < rank; ++i) {
+           if (g.Coin()) axes.push_back(g.Coin() ? i : i - rank);
+         }
+         return Trial{{{"keepdims", g.Coin()}, {"noop_with_empty_axes", g.Coin()}},
+                      {g.F(g.Shape(rank)), g.Vec(axes)}};
+       }},
       {"mean", Reduce(false)},
       {"prod", Reduce(false)},
       {"max", Reduce(false)},
@@ -649,6 +704,7 @@ inline const std::map<std::string, Generator>& Generators() {
       {"non_max_suppression_count", NonMaxSuppressionTrial},
       {"image.resize2d", [](Gen& g) { return ResizeTrial(g, false); }},
       {"dyn.image.resize2d", [](Gen& g) { return ResizeTrial(g, true); }},
+      {"dyn.image.resize2d_scaled", ResizeScaledTrial},
       {"image.roi_align", RoiAlignTrial},
   };
   return *table;

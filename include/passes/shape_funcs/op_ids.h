@@ -33,7 +33,7 @@ absl::Span<const OpId> AllOpIds();
 
 // What the elementwise list says about an op: its arity and dtype class.
 enum class ElementwiseKind : uint8_t { kUnary, kBinary, kCompare };
-enum class ElementwiseDTypes : uint8_t { kNumeric, kFloat };
+enum class ElementwiseDTypes : uint8_t { kNumeric, kFloat, kInteger };
 struct ElementwiseInfo {
   OpId id;
   ElementwiseKind kind;

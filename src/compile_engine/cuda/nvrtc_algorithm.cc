@@ -277,6 +277,14 @@ std::optional<CType> CTypeOf(DType t) {
       return CType{"long long", "(v != 0)"};
     case DType::kI8:
       return CType{"signed char", "(v != 0)"};
+    case DType::kI16:
+      return CType{"short", "(v != 0)"};
+    case DType::kU16:
+      return CType{"unsigned short", "(v != 0)"};
+    case DType::kU32:
+      return CType{"unsigned int", "(v != 0)"};
+    case DType::kU64:
+      return CType{"unsigned long long", "(v != 0)"};
     case DType::kU8:
     case DType::kBool:
       return CType{"unsigned char", "(v != 0)"};

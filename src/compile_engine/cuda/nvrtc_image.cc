@@ -345,6 +345,14 @@ const char* IndexCType(DType t) {
       return "int";
     case DType::kU8:
       return "unsigned char";
+    case DType::kI16:
+      return "short";
+    case DType::kU16:
+      return "unsigned short";
+    case DType::kU32:
+      return "unsigned int";
+    case DType::kU64:
+      return "unsigned long long";
     default:
       return "long long";
   }

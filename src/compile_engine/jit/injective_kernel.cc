@@ -90,20 +90,8 @@ Ints HostInts(const TensorArg& a) {
   Ints out;
   const int64_t n = a.num_elements();
   for (int64_t i = 0; i < n; ++i) {
-    switch (a.dtype) {
-      case DType::kI8:
-        out.push_back(static_cast<const int8_t*>(a.data)[i]);
-        break;
-      case DType::kU8:
-        out.push_back(static_cast<const uint8_t*>(a.data)[i]);
-        break;
-      case DType::kI32:
-        out.push_back(static_cast<const int32_t*>(a.data)[i]);
-        break;
-      default:
-        out.push_back(static_cast<const int64_t*>(a.data)[i]);
-        break;
-    }
+    const void* p = static_cast<const char*>(a.data) + i * DTypeSize(a.dtype);
+    out.push_back(LoadInteger(a.dtype, p).value_or(0));
   }
   return out;
 }

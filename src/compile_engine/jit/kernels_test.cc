@@ -330,7 +330,9 @@ TEST(JitElementwiseTest, BinaryF32OpsWithBroadcastingMatchReference) {
 // Tests arithmetic on f64 and the integer dtypes (wrapping like the reference's truncation).
 TEST(JitElementwiseTest, BinaryOtherDTypesMatchReference) {
   std::mt19937 rng(4);
-  for (const char* type : {"f64", "i8", "i32", "i64", "u8"}) {
+  // Negative values of the unsigned types wrap: u64 gets operands from 2^63 up, where ordering
+  // and division must be unsigned.
+  for (const char* type : {"f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}) {
     const DType dt = *ParseDType(type);
     for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum", "mod",
                            "fmod"}) {
@@ -385,6 +387,48 @@ TEST(JitElementwiseTest, IntegerModEdgeCases) {
   }
 }
 
+// Tests left_shift / right_shift on every integer dtype against the reference, with amounts
+// from -2 to bits + 3: out-of-range amounts shift everything out (0, or -1 for a negative signed
+// value shifted right) instead of being LLVM poison; right shifts are logical for unsigned
+// dtypes (u64 values from 2^63 up included) and arithmetic for signed ones.
+TEST(JitElementwiseTest, ShiftsMatchReference) {
+  std::mt19937 rng(12);
+  for (const char* type : {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}) {
+    const DType dt = *ParseDType(type);
+    const int bits = DTypeSize(dt) * 8;
+    Tensor a = Random(dt, {4, 1}, rng, -1000, 1000);
+    a.SetInt64(0, -1);  // all ones
+    a.SetInt64(1, 1);
+    Tensor b = Tensor::Zeros(dt, {bits + 6});
+    for (int i = 0; i < bits + 6; ++i) b.SetInt64(i, i - 2);
+    for (const char* op : {"left_shift", "right_shift"}) {
+      SCOPED_TRACE(absl::StrCat(op, " ", type));
+      CheckAgainstReference(BinaryFunc(op, absl::StrCat(type, "[4, 1]"),
+                                       absl::StrCat(type, "[", bits + 6, "]"),
+                                       absl::StrCat(type, "[4, ", bits + 6, "]")),
+                            {a, b});
+    }
+  }
+  // Spot checks of the semantics themselves (the comparison above only ties JIT to reference).
+  auto run = [](const char* op, DType dt, int64_t x, int64_t y) -> int64_t {
+    const std::string t = std::string(DTypeName(dt));
+    std::unique_ptr<Module> m =
+        Parse(BinaryFunc(op, absl::StrCat(t, "[1]"), absl::StrCat(t, "[1]"), absl::StrCat(t, "[1]")));
+    auto kernel = CompileJitElementwise(OnlyFunction(*m));
+    EXPECT_TRUE(kernel.ok()) << kernel.status();
+    Tensor out = Tensor::Zeros(dt, {1});
+    EXPECT_TRUE(RunKernel(**kernel, {Tensor::FromInt64s(dt, {1}, {x}), Tensor::FromInt64s(dt, {1}, {y})}, out).ok());
+    return out.GetInt64(0);
+  };
+  EXPECT_EQ(run("left_shift", DType::kU8, 0x81, 1), 0x02);
+  EXPECT_EQ(run("left_shift", DType::kU8, 1, 8), 0);
+  EXPECT_EQ(run("right_shift", DType::kU16, 0x8000, 15), 1);
+  EXPECT_EQ(run("right_shift", DType::kU64, INT64_MIN, 63), 1);   // logical: 2^63 >> 63
+  EXPECT_EQ(run("right_shift", DType::kI32, -8, 1), -4);          // arithmetic
+  EXPECT_EQ(run("right_shift", DType::kI32, -8, 40), -1);
+  EXPECT_EQ(run("left_shift", DType::kU32, 3, 31), int64_t{0x80000000});
+}
+
 // Tests that an integer modulo by zero is reported like a division by zero.
 TEST(JitElementwiseTest, IntegerModByZeroIsAnError) {
   for (const char* op : {"mod", "fmod"}) {
@@ -422,7 +466,8 @@ TEST(JitElementwiseTest, IntegerDivisionByZeroIsAnError) {
 // Tests comparisons on every dtype (results are bool) with broadcasting.
 TEST(JitElementwiseTest, ComparisonsMatchReference) {
   std::mt19937 rng(5);
-  for (const char* type : {"f32", "f64", "i8", "i32", "i64", "u8", "bool"}) {
+  for (const char* type : {"f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+                           "bool"}) {
     const DType dt = *ParseDType(type);
     for (const char* op : {"equal", "less", "greater"}) {
       SCOPED_TRACE(absl::StrCat(op, " ", type));
@@ -463,7 +508,8 @@ TEST(JitElementwiseTest, WhereMatchesReference) {
 // Tests cast between every pair of supported dtypes, including saturation of out-of-range and
 // NaN floats and truncation of wide integers.
 TEST(JitElementwiseTest, CastMatchesReference) {
-  const std::vector<const char*> types = {"f32", "f64", "i8", "i32", "i64", "u8", "bool"};
+  const std::vector<const char*> types = {"f32", "f64", "i8",  "i16", "i32", "i64",
+                                          "u8",  "u16", "u32", "u64", "bool"};
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const char* from : types) {
     const DType fd = *ParseDType(from);

@@ -509,9 +509,14 @@ class Emitter {
       case DType::kI8:
       case DType::kU8:
         return i8_;
+      case DType::kI16:
+      case DType::kU16:
+        return llvm::Type::getInt16Ty(ctx_);
       case DType::kI32:
+      case DType::kU32:
         return i32_;
       case DType::kI64:
+      case DType::kU64:
         return i64_;
       case DType::kBool:
         return i1_;
@@ -644,6 +649,11 @@ class Emitter {
     if (FloatDType(from)) {
       llvm::Value* wide =
           b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {i64_, x->getType()}, {x});
+      if (to == DType::kU64) {  // from 2^63 up a u64 holds the value itself
+        llvm::Value* big = b_.CreateFCmpOGE(x, llvm::ConstantFP::get(x->getType(), 0x1p63));
+        llvm::Value* u = b_.CreateIntrinsic(llvm::Intrinsic::fptoui_sat, {i64_, x->getType()}, {x});
+        wide = b_.CreateSelect(big, u, wide);
+      }
       return b_.CreateTrunc(wide, dst);
     }
     if (FloatDType(to)) {
@@ -915,6 +925,21 @@ class Emitter {
         return b_.CreateSelect(less(v[1], x), v[1], x);
       case JitOp::kPower:
         return MathCall(llvm::Intrinsic::pow, "__nv_pow", {x, v[1]});
+      case JitOp::kLeftShift:
+      case JitOp::kRightShift: {
+        // LLVM's shifts are poison from the bit width up; the op defines those amounts (and
+        // negative ones, which compare as huge unsigned) as shifting everything out.
+        const unsigned bits = type->getIntegerBitWidth();
+        llvm::Value* out_of_range = b_.CreateICmpUGE(v[1], llvm::ConstantInt::get(type, bits));
+        if (step.op == JitOp::kRightShift && is_signed) {
+          llvm::Value* amount =
+              b_.CreateSelect(out_of_range, llvm::ConstantInt::get(type, bits - 1), v[1]);
+          return b_.CreateAShr(x, amount);
+        }
+        llvm::Value* shifted =
+            step.op == JitOp::kLeftShift ? b_.CreateShl(x, v[1]) : b_.CreateLShr(x, v[1]);
+        return b_.CreateSelect(out_of_range, zero(), shifted);
+      }
       case JitOp::kEqual:
         return fp ? b_.CreateFCmpOEQ(x, v[1]) : b_.CreateICmpEQ(x, v[1]);
       case JitOp::kLess:

@@ -41,6 +41,7 @@ enum class OpForm : uint8_t {
   kUnaryFloat,     // T -> T, T f32 or f64
   kBinaryNumeric,  // (T, T) -> T, broadcasting
   kBinaryFloat,    // (T, T) -> T, T f32 or f64
+  kBinaryInteger,  // (T, T) -> T, T an integer dtype
   kCompare,        // (T, T) -> bool
   kBiasAdd,        // (T[..], T[k]) -> T[..], T numeric
   kWhere,          // (C, T, T) -> T
@@ -54,9 +55,13 @@ inline bool SupportedDType(DType t) {
     case DType::kF32:
     case DType::kF64:
     case DType::kI8:
+    case DType::kI16:
     case DType::kI32:
     case DType::kI64:
     case DType::kU8:
+    case DType::kU16:
+    case DType::kU32:
+    case DType::kU64:
     case DType::kBool:
       return true;
     default:
@@ -65,7 +70,7 @@ inline bool SupportedDType(DType t) {
 }
 inline bool NumericDType(DType t) { return SupportedDType(t) && t != DType::kBool; }
 inline bool FloatDType(DType t) { return t == DType::kF32 || t == DType::kF64; }
-inline bool SignedIntDType(DType t) { return t == DType::kI8 || t == DType::kI32 || t == DType::kI64; }
+inline bool SignedIntDType(DType t) { return IsInteger(t) && !IsUnsigned(t); }
 
 // Error flag bits returned by the generated entry points.
 inline constexpr int32_t kFlagDivisionByZero = 1;

@@ -104,7 +104,9 @@ constexpr OpForm UnaryForm(ElementwiseDTypes d) {
   return d == ElementwiseDTypes::kFloat ? OpForm::kUnaryFloat : OpForm::kUnaryNumeric;
 }
 constexpr OpForm BinaryForm(ElementwiseDTypes d) {
-  return d == ElementwiseDTypes::kFloat ? OpForm::kBinaryFloat : OpForm::kBinaryNumeric;
+  return d == ElementwiseDTypes::kFloat     ? OpForm::kBinaryFloat
+         : d == ElementwiseDTypes::kInteger ? OpForm::kBinaryInteger
+                                            : OpForm::kBinaryNumeric;
 }
 
 constexpr Lowering kLowerings[] = {
@@ -289,6 +291,11 @@ class Analyzer {
       case OpForm::kBinaryFloat:
         RETURN_IF_ERROR(same_dtype(a[0], a[1]));
         if (!FloatDType(in)) return Unsupported(step, in);
+        RETURN_IF_ERROR(result_dtype(in));
+        break;
+      case OpForm::kBinaryInteger:
+        RETURN_IF_ERROR(same_dtype(a[0], a[1]));
+        if (!SupportedDType(in) || !IsInteger(in)) return Unsupported(step, in);
         RETURN_IF_ERROR(result_dtype(in));
         break;
       case OpForm::kCompare:
