@@ -20,6 +20,7 @@ const ConverterTable& AllConverters() {
     AddImageConverters(*table);
     AddReduceConverters(*table);
     AddLossConverters(*table);
+    AddQuantConverters(*table);
     return table;
   }();
   return *kTable;

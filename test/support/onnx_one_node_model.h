@@ -44,13 +44,14 @@ class OneNodeModel {
       g->add_output()->set_name(s);
     }
   }
-  // dims: a number per static dim, a name for a symbolic one.
+  // dims: a number per static dim, a name for a symbolic one; none for a scalar.
   OneNodeModel& Input(const std::string& name, std::vector<std::string> dims,
                       int elem = onnx::TensorProto::FLOAT) {
     auto* vi = model_.mutable_graph()->add_input();
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
+    tt->mutable_shape();  // no dims: a scalar (a missing shape would be an unknown rank)
     for (const std::string& d : dims) {
       auto* dim = tt->mutable_shape()->add_dim();
       if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) {
@@ -93,6 +94,8 @@ class OneNodeModel {
     AddAttr(name, onnx::AttributeProto::STRING)->set_s(v);
     return *this;
   }
+  // The serialised model (for tests that import, compile and run it).
+  std::string Bytes() const { return model_.SerializeAsString(); }
   // The imported module printed, or "error <code>: <message>".
   std::string Import() const {
     auto m = ImportOnnx(model_.SerializeAsString());
