@@ -59,11 +59,6 @@ std::optional<int64_t> StaticLength(const Type& t) {
   return t.shape()[0].constant();
 }
 
-absl::StatusOr<Value*> CastTo(ImportContext& ctx, Value* v, DType dt) {
-  if (ctx.TypeOf(v).is_tensor() && ctx.DTypeOf(v) == dt) return v;
-  return ctx.Op("cast", {v}, {{"dtype", dt}});
-}
-
 // A quantization parameter (scale or zero point) laid out to broadcast against x of `rank`
 // along `axis` (already normalised): a scalar or a 1-element vector as is, a vector of length
 // C = x.shape[axis] as [C, 1, .., 1]. `dim` is x.shape[axis], for the length check.
@@ -351,15 +346,6 @@ Outs ConvInteger(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(Value * w, Need(ctx, in, 1));
   return One(IntegerConv(ctx, n, x, In(in, 2), w, In(in, 3), nullptr));
-}
-
-// Inputs 0 .. count - 1, all required (the QLinear ops' scales and zero points).
-absl::StatusOr<std::vector<Value*>> NeedFirst(ImportContext& ctx, const Ins& in, size_t count) {
-  std::vector<Value*> v(count);
-  for (size_t i = 0; i < count; ++i) {
-    ASSIGN_OR_RETURN(v[i], Need(ctx, in, i));
-  }
-  return v;
 }
 
 Outs QLinearMatMul(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {

@@ -21,6 +21,7 @@ const ConverterTable& AllConverters() {
     AddReduceConverters(*table);
     AddLossConverters(*table);
     AddQuantConverters(*table);
+    AddSignalConverters(*table);
     return table;
   }();
   return *kTable;

@@ -47,6 +47,7 @@ void AddImageConverters(ConverterTable& table);        // RoiAlign, Resize
 void AddReduceConverters(ConverterTable& table);       // Reduce*, ArgMax, ArgMin
 void AddLossConverters(ConverterTable& table);         // NegativeLogLikelihoodLoss, SCE loss
 void AddQuantConverters(ConverterTable& table);        // (De)QuantizeLinear, QLinear*, *Integer
+void AddSignalConverters(ConverterTable& table);       // windows, MelWeightMatrix, DFT, STFT
 
 }  // namespace hetpass::onnx_frontend
 

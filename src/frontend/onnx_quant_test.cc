@@ -4,26 +4,20 @@
 // dequantized difference that does not fit the input dtype, and the errors for parameters
 // that do not fit x. Each model is one node (test/support/onnx_one_node_model.h), imported,
 // compiled and run on cpu and sim.
-#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "passes/frontend/onnx_importer.h"
-#include "passes/pass/pass_manager.h"
-#include "passes/pass/pass_registry.h"
-#include "passes/runtime/device.h"
-#include "passes/vm/executable.h"
-#include "passes/vm/vm.h"
 #include "support/onnx_one_node_model.h"
+#include "support/onnx_one_node_run.h"
 
 namespace hetpass {
 namespace {
 
 using ::hetpass::testing::OneNodeModel;
+using ::hetpass::testing::OneNodeOutput;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -31,43 +25,6 @@ using ::testing::StartsWith;
 constexpr int kU8 = onnx::TensorProto::UINT8;
 constexpr int kI8 = onnx::TensorProto::INT8;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Imports `m`, compiles it for `target` and runs it once on host `inputs`.
-absl::StatusOr<std::vector<Tensor>> Run(const OneNodeModel& m, DeviceKind target,
-                                        const std::vector<Tensor>& inputs) {
-  auto module = ImportOnnx(m.Bytes());
-  if (!module.ok()) return module.status();
-  PassManagerOptions o;
-  o.verify_each = true;
-  auto pm = ParsePipeline(vm::DefaultPipeline(target), o);
-  if (!pm.ok()) return pm.status();
-  if (auto r = (*pm)->Run(**module); !r.ok()) return r.status();
-  auto exe = vm::CompileModule(**module);
-  if (!exe.ok()) return exe.status();
-  auto machine = vm::VirtualMachine::Load(*std::move(exe));
-  if (!machine.ok()) return machine.status();
-  return (*machine)->RunWithHostTensors("main", inputs);
-}
-
-// The single output of `m` on cpu and on sim, which must agree; empty on failure.
-std::vector<double> Output(const OneNodeModel& m, const std::vector<Tensor>& inputs,
-                           DType want_dtype) {
-  std::vector<double> first;
-  for (DeviceKind target : {DeviceKind::kCpu, DeviceKind::kSim}) {
-    SCOPED_TRACE(DeviceName(target));
-    auto got = Run(m, target, inputs);
-    EXPECT_TRUE(got.ok()) << got.status();
-    if (!got.ok() || got->size() != 1) return {};
-    EXPECT_EQ((*got)[0].dtype(), want_dtype);
-    std::vector<double> v = (*got)[0].ToDoubles();
-    if (target == DeviceKind::kCpu) {
-      first = v;
-    } else {
-      EXPECT_EQ(v, first);
-    }
-  }
-  return first;
-}
 
 Tensor Vec(DType dt, std::vector<double> v) {
   const int64_t n = static_cast<int64_t>(v.size());
@@ -85,12 +42,12 @@ OneNodeModel Quantize6(int zp_type) {
 // point is added: 2.5 with zero point 11 is 2 + 11 = 13, where rounding 13.5 would give 14.
 TEST(OnnxQuant, QuantizeRoundsHalvesToEven) {
   const Tensor x = Vec(DType::kF32, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5});
-  EXPECT_THAT(Output(Quantize6(kI8), {x, Tensor::Scalar(DType::kF32, 1), Tensor::Scalar(DType::kI8, 0)},
+  EXPECT_THAT(OneNodeOutput(Quantize6(kI8), {x, Tensor::Scalar(DType::kF32, 1), Tensor::Scalar(DType::kI8, 0)},
                      DType::kI8),
               ElementsAreArray({0, 2, 2, 0, -2, -2}));
   // x / 2 gives 2.5 and 3.5 from 5 and 7.
   const Tensor y = Vec(DType::kF32, {5, 7, 1, 3, 9, 11});
-  EXPECT_THAT(Output(Quantize6(kU8), {y, Tensor::Scalar(DType::kF32, 2), Tensor::Scalar(DType::kU8, 11)},
+  EXPECT_THAT(OneNodeOutput(Quantize6(kU8), {y, Tensor::Scalar(DType::kF32, 2), Tensor::Scalar(DType::kU8, 11)},
                      DType::kU8),
               ElementsAreArray({13, 15, 11, 13, 15, 17}));
 }
@@ -99,11 +56,11 @@ TEST(OnnxQuant, QuantizeRoundsHalvesToEven) {
 // included: one step past each end is clamped, the ends themselves are kept.
 TEST(OnnxQuant, QuantizeSaturatesAtBothEnds) {
   const Tensor x = Vec(DType::kF32, {-kInf, -129, -128, 127, 128, kInf});
-  EXPECT_THAT(Output(Quantize6(kU8), {x, Tensor::Scalar(DType::kF32, 1), Tensor::Scalar(DType::kU8, 128)},
+  EXPECT_THAT(OneNodeOutput(Quantize6(kU8), {x, Tensor::Scalar(DType::kF32, 1), Tensor::Scalar(DType::kU8, 128)},
                      DType::kU8),
               ElementsAreArray({0, 0, 0, 255, 255, 255}));
   const Tensor big = Vec(DType::kF32, {-1e30, -129, -128, 127, 128, 1e30});
-  EXPECT_THAT(Output(Quantize6(kI8), {big, Tensor::Scalar(DType::kF32, 1), Tensor::Scalar(DType::kI8, 0)},
+  EXPECT_THAT(OneNodeOutput(Quantize6(kI8), {big, Tensor::Scalar(DType::kF32, 1), Tensor::Scalar(DType::kI8, 0)},
                      DType::kI8),
               ElementsAreArray({-128, -128, -128, 127, 127, 127}));
 }
@@ -112,7 +69,7 @@ TEST(OnnxQuant, QuantizeSaturatesAtBothEnds) {
 TEST(OnnxQuant, QuantizeWithoutZeroPointIsUint8) {
   OneNodeModel m(13, "QuantizeLinear", {"x", "s"});
   m.Input("x", {"3"}).Input("s", {});
-  EXPECT_THAT(Output(m, {Vec(DType::kF32, {-3, 7, 1000}), Tensor::Scalar(DType::kF32, 0.5)},
+  EXPECT_THAT(OneNodeOutput(m, {Vec(DType::kF32, {-3, 7, 1000}), Tensor::Scalar(DType::kF32, 0.5)},
                      DType::kU8),
               ElementsAreArray({0, 14, 255}));
 }
@@ -123,12 +80,12 @@ TEST(OnnxQuant, QuantizePerAxisNegativeAxis) {
   OneNodeModel cols(13, "QuantizeLinear", {"x", "s", "zp"});
   cols.Input("x", {"2", "3"}).Input("s", {"3"}).Input("zp", {"3"}, kU8).Int("axis", -1);
   const Tensor x = Tensor::FromDoubles(DType::kF32, {2, 3}, {8, 8, 8, -4, 4, 40});
-  EXPECT_THAT(Output(cols, {x, Vec(DType::kF32, {1, 2, 4}), Vec(DType::kU8, {0, 10, 20})},
+  EXPECT_THAT(OneNodeOutput(cols, {x, Vec(DType::kF32, {1, 2, 4}), Vec(DType::kU8, {0, 10, 20})},
                      DType::kU8),
               ElementsAreArray({8, 14, 22, 0, 12, 30}));
   OneNodeModel rows(13, "QuantizeLinear", {"x", "s", "zp"});
   rows.Input("x", {"2", "3"}).Input("s", {"2"}).Input("zp", {"2"}, kI8).Int("axis", -2);
-  EXPECT_THAT(Output(rows, {x, Vec(DType::kF32, {1, 4}), Vec(DType::kI8, {-1, 100})}, DType::kI8),
+  EXPECT_THAT(OneNodeOutput(rows, {x, Vec(DType::kF32, {1, 4}), Vec(DType::kI8, {-1, 100})}, DType::kI8),
               ElementsAreArray({7, 7, 7, 99, 101, 110}));
 }
 
@@ -138,7 +95,7 @@ TEST(OnnxQuant, DequantizePerAxisSubtractsWide) {
   OneNodeModel m(13, "DequantizeLinear", {"x", "s", "zp"});
   m.Input("x", {"2", "2"}, kI8).Input("s", {"2"}).Input("zp", {"2"}, kI8).Int("axis", 0);
   const Tensor x = Tensor::FromDoubles(DType::kI8, {2, 2}, {-128, 127, 0, 5});
-  EXPECT_THAT(Output(m, {x, Vec(DType::kF32, {0.5, 2}), Vec(DType::kI8, {1, -3})}, DType::kF32),
+  EXPECT_THAT(OneNodeOutput(m, {x, Vec(DType::kF32, {0.5, 2}), Vec(DType::kI8, {1, -3})}, DType::kF32),
               ElementsAreArray(std::vector<double>{-64.5, 63, 6, 16}));
 }
 
@@ -158,7 +115,7 @@ TEST(OnnxQuant, MatMulIntegerPerRowAndColumnZeroPoints) {
       want.push_back(acc);
     }
   }
-  EXPECT_THAT(Output(m,
+  EXPECT_THAT(OneNodeOutput(m,
                      {Tensor::FromDoubles(DType::kU8, {2, 3}, a),
                       Tensor::FromDoubles(DType::kU8, {3, 2}, b), Vec(DType::kU8, azp),
                       Vec(DType::kU8, bzp)},

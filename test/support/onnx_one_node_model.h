@@ -81,6 +81,11 @@ class OneNodeModel {
     for (int64_t v : values) t->add_int64_data(v);
     return *this;
   }
+  // A scalar i64 initializer.
+  OneNodeModel& Int64(const std::string& name, int64_t value) {
+    AddInit(name, onnx::TensorProto::INT64, {})->add_int64_data(value);
+    return *this;
+  }
   OneNodeModel& Ints(const std::string& name, std::vector<int64_t> v) {
     auto* a = AddAttr(name, onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
