@@ -59,11 +59,11 @@ std::optional<int64_t> StaticLength(const Type& t) {
   return t.shape()[0].constant();
 }
 
-// A quantization parameter (scale or zero point) laid out to broadcast against x of `rank`
-// along `axis` (already normalised): a scalar or a 1-element vector as is, a vector of length
-// C = x.shape[axis] as [C, 1, .., 1]. `dim` is x.shape[axis], for the length check.
-absl::StatusOr<Value*> AlongAxis(ImportContext& ctx, Value* p, int rank, int64_t axis,
-                                 const DimExpr& dim, absl::string_view what) {
+// A quantization parameter (scale or zero point) laid out to broadcast against x along the
+// `axis` attribute (possibly negative): a scalar or a 1-element vector as is, a vector of
+// length C = x.shape[axis] as [C, 1, .., 1]. The axis is checked only when it is used.
+absl::StatusOr<Value*> AlongAxis(ImportContext& ctx, Value* p, Value* x, int64_t axis,
+                                 absl::string_view what) {
   const Type t = ctx.TypeOf(p);
   if (!t.is_tensor()) return ctx.Unimplemented(absl::StrCat(what, " has no known type"));
   if (t.rank() == 0) return p;
@@ -73,14 +73,17 @@ absl::StatusOr<Value*> AlongAxis(ImportContext& ctx, Value* p, int rank, int64_t
   }
   const std::optional<int64_t> len = StaticLength(t);
   if (len && *len == 1) return ctx.Op("squeeze", {p}, {{"axis", std::vector<int64_t>{0}}});
-  if (axis < 0 || axis >= rank) {
+  ASSIGN_OR_RETURN(const int rank, NeedRank(ctx, x));
+  const int64_t a = NormAxis(axis, rank);
+  if (a < 0 || a >= rank) {
     return ctx.Error(absl::StrFormat("axis %d is out of range for x of rank %d", axis, rank));
   }
+  const DimExpr& dim = ctx.TypeOf(x).shape()[a];
   if (len && dim.is_constant() && *len != dim.constant()) {
     return ctx.Error(absl::StrFormat("%s has %d elements but axis %d of x has %d", what, *len,
                                      axis, dim.constant()));
   }
-  const int64_t trailing = rank - 1 - axis;
+  const int64_t trailing = rank - 1 - a;
   if (trailing == 0) return p;
   return ctx.Op("expand_dims", {p}, {{"axis", int64_t{1}}, {"num_newaxis", trailing}});
 }
@@ -158,18 +161,16 @@ Outs QuantizeLinear(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in)
   ASSIGN_OR_RETURN(const DType out, QuantizedDType(ctx, n, zp));
   ASSIGN_OR_RETURN(const QuantRange range, RangeOf(ctx, out, "the quantized dtype"));
   RETURN_IF_ERROR(CheckSameShape(ctx, scale, zp, "y"));
-  ASSIGN_OR_RETURN(const int rank, NeedRank(ctx, x));
   // Opset 10 has no axis attribute (per-tensor only); AlongAxis rejects a vector it cannot use.
-  const int64_t axis = NormAxis(IntAttr(n, "axis", 1), rank);
-  const DimExpr dim = axis >= 0 && axis < rank ? ctx.TypeOf(x).shape()[axis] : DimExpr::Unknown();
+  const int64_t axis = IntAttr(n, "axis", 1);
   // int32 x (opsets 10-13) is divided in double, as NumPy does for int32 / float32.
   const DType cd = IsFloat(ctx.DTypeOf(x)) ? ctx.DTypeOf(x) : DType::kF64;
   ASSIGN_OR_RETURN(Value * xs, CastTo(ctx, x, cd));
-  ASSIGN_OR_RETURN(Value * s, AlongAxis(ctx, scale, rank, axis, dim, "y_scale"));
+  ASSIGN_OR_RETURN(Value * s, AlongAxis(ctx, scale, x, axis, "y_scale"));
   ASSIGN_OR_RETURN(s, CastTo(ctx, s, cd));
   Value* z = nullptr;
   if (zp != nullptr) {
-    ASSIGN_OR_RETURN(z, AlongAxis(ctx, zp, rank, axis, dim, "y_zero_point"));
+    ASSIGN_OR_RETURN(z, AlongAxis(ctx, zp, x, axis, "y_zero_point"));
     ASSIGN_OR_RETURN(z, CastTo(ctx, z, cd));
   }
   ASSIGN_OR_RETURN(Value * d, ctx.Op("divide", {xs, s}));
@@ -184,20 +185,18 @@ Outs DequantizeLinear(ImportContext& ctx, const onnx::NodeProto& n, const Ins& i
     return ctx.Unimplemented("blocked quantization (block_size != 0) is not supported");
   }
   RETURN_IF_ERROR(CheckSameShape(ctx, scale, zp, "x"));
-  ASSIGN_OR_RETURN(const int rank, NeedRank(ctx, x));
-  const int64_t axis = NormAxis(IntAttr(n, "axis", 1), rank);
-  const DimExpr dim = axis >= 0 && axis < rank ? ctx.TypeOf(x).shape()[axis] : DimExpr::Unknown();
+  const int64_t axis = IntAttr(n, "axis", 1);
   const DType xt = ctx.DTypeOf(x);
   const DType ft = ctx.DTypeOf(scale);
   if (!IsFloat(ft)) return ctx.Error(absl::StrCat("x_scale must be floating point, got ", DTypeName(ft)));
-  ASSIGN_OR_RETURN(Value * s, AlongAxis(ctx, scale, rank, axis, dim, "x_scale"));
+  ASSIGN_OR_RETURN(Value * s, AlongAxis(ctx, scale, x, axis, "x_scale"));
   Value* z = nullptr;
   if (zp != nullptr) {
     if (ctx.DTypeOf(zp) != xt) {
       return ctx.Error(absl::StrCat("x (", DTypeName(xt), ") and x_zero_point (",
                                     DTypeName(ctx.DTypeOf(zp)), ") must have the same dtype"));
     }
-    ASSIGN_OR_RETURN(z, AlongAxis(ctx, zp, rank, axis, dim, "x_zero_point"));
+    ASSIGN_OR_RETURN(z, AlongAxis(ctx, zp, x, axis, "x_zero_point"));
   }
   Value* centered = nullptr;
   if (xt == DType::kI32) {
