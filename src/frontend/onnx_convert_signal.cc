@@ -41,9 +41,12 @@
 namespace hetpass::onnx_frontend {
 namespace {
 
-// Lengths read from constant inputs above these are refused (the allocation would fail
-// anyway, later and less clearly).
-constexpr int64_t kMaxLength = int64_t{1} << 31;
+// Limits on what constant inputs may ask for, so that a hostile size is an error naming it
+// rather than a multi-gigabyte allocation at run time: a length (window, DFT, frame, mel bin
+// count) of 2^24 samples is already far beyond what an O(n^2) DFT or a filter bank uses, and a
+// dense matrix (the DFT's, MelWeightMatrix's output) of 2^24 elements is 128 MB in f64. Lengths
+// that are run-time values are not bounded here.
+constexpr int64_t kMaxLength = int64_t{1} << 24;
 constexpr int64_t kMaxDftMatrix = int64_t{1} << 24;
 constexpr double kTwoPi = 2 * std::numbers::pi;
 
@@ -61,7 +64,7 @@ absl::StatusOr<Value*> LengthInput(ImportContext& ctx, Value* v, absl::string_vi
   }
   if (auto c = ConstInts(ctx, v); c && c->size() == 1) {
     if ((*c)[0] < min || (*c)[0] >= kMaxLength) {
-      return ctx.Error(absl::StrFormat("%s must be in [%d, 2^31), got %d", what, min, (*c)[0]));
+      return ctx.Error(absl::StrFormat("%s must be in [%d, 2^24), got %d", what, min, (*c)[0]));
     }
   }
   return CastTo(ctx, v, DType::kI64);
@@ -159,6 +162,13 @@ Outs MelWeightMatrix(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in
   ASSIGN_OR_RETURN(Value * rate, LengthInput(ctx, v[2], "sample_rate", 1));
   ASSIGN_OR_RETURN(Value * lower, FloatScalar(ctx, v[3], "lower_edge_hertz"));
   ASSIGN_OR_RETURN(Value * upper, FloatScalar(ctx, v[4], "upper_edge_hertz"));
+  const auto m_const = ConstInts(ctx, v[0]), l_const = ConstInts(ctx, v[1]);
+  if (m_const && l_const && m_const->size() == 1 && l_const->size() == 1 &&
+      ((*l_const)[0] / 2 + 1) * (*m_const)[0] > kMaxDftMatrix) {
+    return ctx.Error(absl::StrFormat(
+        "a %d x %d weight matrix (dft_length %d, num_mel_bins %d) is above the 2^24 elements "
+        "accepted", (*l_const)[0] / 2 + 1, (*m_const)[0], (*l_const)[0], (*m_const)[0]));
+  }
   // The num_mel_bins + 2 filter edges, in spectrogram bins.
   ASSIGN_OR_RETURN(Value * points, ctx.Op("add", {bins, I64(ctx, 2)}));
   ASSIGN_OR_RETURN(Value * p_idx, IotaTo(ctx, points));

@@ -137,25 +137,44 @@ TEST(OnnxSignal, DftErrors) {
               HasSubstr("the last dim of the input must be 1 (real) or 2 (complex), got f32[1, 4, 3]"));
   const std::string zero = DftModel(1, 4, 2, 1, 0, false, false).Import();
   EXPECT_THAT(zero, StartsWith("error INVALID_ARGUMENT"));
-  EXPECT_THAT(zero, HasSubstr("DFT 'node_7' (opset 17): dft_length must be in [1, 2^31), got 0"));
-  const std::string huge = DftModel(1, 64, 1, 1, int64_t{1} << 30, false, false).Import();
+  EXPECT_THAT(zero, HasSubstr("DFT 'node_7' (opset 17): dft_length must be in [1, 2^24), got 0"));
+  const std::string huge = DftModel(1, 64, 1, 1, int64_t{1} << 20, false, false).Import();
   EXPECT_THAT(huge, StartsWith("error UNIMPLEMENTED"));
   EXPECT_THAT(huge, HasSubstr("above the 2^24 elements"));
   EXPECT_THAT(DftModel(1, 4, 2, 1, int64_t{1} << 40, false, false).Import(),
-              HasSubstr("dft_length must be in [1, 2^31), got 1099511627776"));
+              HasSubstr("dft_length must be in [1, 2^24), got 1099511627776"));
 }
 
 // Tests that a window size must be a non-negative integer scalar.
 TEST(OnnxSignal, WindowSizeErrors) {
   OneNodeModel negative(17, "HannWindow", {"size"});
   negative.Int64("size", -1);
-  EXPECT_THAT(negative.Import(), HasSubstr("size must be in [0, 2^31), got -1"));
+  EXPECT_THAT(negative.Import(), HasSubstr("size must be in [0, 2^24), got -1"));
   OneNodeModel real(17, "BlackmanWindow", {"size"});
   real.Input("size", {});
   EXPECT_THAT(real.Import(), HasSubstr("size must be an integer scalar, got f32[]"));
+  OneNodeModel huge(17, "HannWindow", {"size"});
+  huge.Int64("size", int64_t{1} << 24);
+  EXPECT_THAT(huge.Import(), HasSubstr("size must be in [0, 2^24), got 16777216"));
   OneNodeModel flag(17, "HammingWindow", {"size"});
   flag.Int64("size", 8).Int("periodic", 2);
   EXPECT_THAT(flag.Import(), HasSubstr("periodic must be 0 or 1, got 2"));
+}
+
+// Tests that MelWeightMatrix refuses constant sizes whose matrix is above the limit, and a
+// bin count below 1.
+TEST(OnnxSignal, MelWeightMatrixSizeErrors) {
+  auto mel = [](int64_t bins, int64_t len) {
+    OneNodeModel m(17, "MelWeightMatrix", {"bins", "len", "rate", "lo", "hi"});
+    m.Int64("bins", bins).Int64("len", len).Int64("rate", 16000);
+    m.Floats("lo", {}, {0}).Floats("hi", {}, {8000});
+    return m.Import();
+  };
+  EXPECT_THAT(mel(8, 16), HasSubstr("f32[9, 8]"));
+  EXPECT_THAT(mel(16777215, 16777215),
+              HasSubstr("a 8388608 x 16777215 weight matrix (dft_length 16777215, num_mel_bins "
+                        "16777215) is above the 2^24 elements accepted"));
+  EXPECT_THAT(mel(0, 16), HasSubstr("num_mel_bins must be in [1, 2^24), got 0"));
 }
 
 // Tests that an STFT needs a frame length from somewhere, one that agrees with the window,
