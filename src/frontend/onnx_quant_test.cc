@@ -125,6 +125,23 @@ TEST(OnnxQuant, MatMulIntegerPerRowAndColumnZeroPoints) {
               ElementsAreArray(want));
 }
 
+// Tests QLinearConv with a per-output-channel w scale and zero point: channel m of the output
+// (dim 1, not the last dim) is scaled by w_scale[m], and the requantized ties round to even
+// (10.5 -> 10, 11.5 -> 12).
+TEST(OnnxQuant, QLinearConvPerChannelScale) {
+  OneNodeModel m(10, "QLinearConv", {"x", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp"});
+  m.Input("x", {"1", "1", "2", "2"}, kU8).Input("xs", {}).Input("xzp", {}, kU8);
+  m.Input("w", {"2", "1", "1", "1"}, kU8).Input("ws", {"2"}).Input("wzp", {"2"}, kU8);
+  m.Input("ys", {}).Input("yzp", {}, kU8);
+  const std::vector<Tensor> in = {
+      Tensor::FromDoubles(DType::kU8, {1, 1, 2, 2}, {1, 2, 3, 4}), Tensor::Scalar(DType::kF32, 1),
+      Tensor::Scalar(DType::kU8, 0), Tensor::FromDoubles(DType::kU8, {2, 1, 1, 1}, {2, 3}),
+      Vec(DType::kF32, {0.5, 2}), Vec(DType::kU8, {1, 0}), Tensor::Scalar(DType::kF32, 1),
+      Tensor::Scalar(DType::kU8, 10)};
+  // Channel 0: x * (2 - 1) * 0.5 + 10; channel 1: x * 3 * 2 + 10.
+  EXPECT_THAT(OneNodeOutput(m, in, DType::kU8), ElementsAreArray({10, 11, 12, 12, 16, 22, 28, 34}));
+}
+
 // ---- errors ---------------------------------------------------------------------------------
 
 // Tests that a per-axis scale whose length is not the axis's is an error naming both.
@@ -177,6 +194,26 @@ TEST(OnnxQuant, ConvParametersMustMatchOutputChannels) {
   x.Input("x", {"1", "2", "3", "3"}, kU8).Input("w", {"2", "2", "2", "2"}, kU8);
   x.Input("xzp", {"2"}, kU8);
   EXPECT_THAT(x.Import(), HasSubstr("x_zero_point must be per-tensor"));
+}
+
+// Tests that the QLinear ops refuse a scale whose shape differs from its zero point's, a w
+// scale that is not one per output channel, and scales that are not float32.
+TEST(OnnxQuant, QLinearParametersAreChecked) {
+  OneNodeModel mm(10, "QLinearMatMul", {"a", "as", "azp", "b", "bs", "bzp", "ys", "yzp"});
+  mm.Input("a", {"2", "3"}, kU8).Input("as", {"2"}).Input("azp", {"3"}, kU8);
+  mm.Input("b", {"3", "2"}, kU8).Input("bs", {}).Input("bzp", {}, kU8);
+  mm.Input("ys", {}).Input("yzp", {}, kU8);
+  EXPECT_THAT(mm.Import(), HasSubstr("a scale f32[2] and zero point u8[3] must have the same shape"));
+  OneNodeModel conv(10, "QLinearConv", {"x", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp"});
+  conv.Input("x", {"1", "1", "3", "3"}, kU8).Input("xs", {}).Input("xzp", {}, kU8);
+  conv.Input("w", {"2", "1", "2", "2"}, kU8).Input("ws", {"4"}).Input("wzp", {"4"}, kU8);
+  conv.Input("ys", {}).Input("yzp", {}, kU8);
+  EXPECT_THAT(conv.Import(), HasSubstr("w_scale has 4 elements but w has 2 output channels"));
+  OneNodeModel f64(10, "QLinearMatMul", {"a", "as", "azp", "b", "bs", "bzp", "ys", "yzp"});
+  f64.Input("a", {"2", "3"}, kU8).Input("as", {}, onnx::TensorProto::DOUBLE).Input("azp", {}, kU8);
+  f64.Input("b", {"3", "2"}, kU8).Input("bs", {}).Input("bzp", {}, kU8);
+  f64.Input("ys", {}).Input("yzp", {}, kU8);
+  EXPECT_THAT(f64.Import(), HasSubstr("scales must be float32, got f64"));
 }
 
 }  // namespace
