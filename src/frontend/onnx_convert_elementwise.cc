@@ -190,9 +190,7 @@ Outs CastLike(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(Value * like, Need(ctx, in, 1));
   if (!ctx.TypeOf(like).is_tensor()) return ctx.Unimplemented("target_type whose dtype is not known");
-  const DType dt = ctx.DTypeOf(like);
-  if (ctx.TypeOf(x).is_tensor() && ctx.DTypeOf(x) == dt) return std::vector<Value*>{x};
-  return One(ctx.Op("cast", {x}, {{"dtype", dt}}));
+  return One(CastTo(ctx, x, ctx.DTypeOf(like)));
 }
 
 // Pow's exponent may have another dtype than the base; the result has the base's.
@@ -337,8 +335,7 @@ Outs Cast(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   auto dt = DTypeFromOnnx(static_cast<int32_t>(IntAttr(n, "to", 0)));
   if (!dt.ok()) return ctx.Unimplemented(dt.status().message());
-  if (ctx.TypeOf(x).is_tensor() && ctx.DTypeOf(x) == *dt) return std::vector<Value*>{x};
-  return One(ctx.Op("cast", {x}, {{"dtype", *dt}}));
+  return One(CastTo(ctx, x, *dt));
 }
 
 Outs Where(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {

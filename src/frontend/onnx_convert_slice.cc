@@ -180,10 +180,7 @@ Outs Split(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
 absl::StatusOr<Value*> SliceComputedAxesOrSteps(ImportContext& ctx, Value* x, Value* starts,
                                                 Value* ends, Value* axes, Value* steps) {
   ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
-  auto as_i64 = [&](Value* v) -> absl::StatusOr<Value*> {
-    if (ctx.DTypeOf(v) == DType::kI64) return v;
-    return ctx.Op("cast", {v}, {{"dtype", DType::kI64}});
-  };
+  auto as_i64 = [&](Value* v) { return CastTo(ctx, v, DType::kI64); };
   ASSIGN_OR_RETURN(starts, as_i64(starts));
   ASSIGN_OR_RETURN(ends, as_i64(ends));
   Value* ax;
@@ -280,9 +277,7 @@ Outs Slice(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
       for (int a = 0; a < last; ++a) full.push_back(pos[a] < 0 ? fill : (*c)[pos[a]]);
       return ctx.Const(Tensor::FromInt64s(it, {last}, full));
     }
-    if (ctx.DTypeOf(v) != it) {
-      ASSIGN_OR_RETURN(v, ctx.Op("cast", {v}, {{"dtype", it}}));
-    }
+    ASSIGN_OR_RETURN(v, CastTo(ctx, v, it));
     std::vector<Value*> parts;
     for (int a = 0; a < last; ++a) {
       if (pos[a] < 0) {

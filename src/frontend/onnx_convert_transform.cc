@@ -299,12 +299,8 @@ Outs OneHot(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(int rank, NeedRank(ctx, idx));
   const int64_t axis = NormAxis(IntAttr(n, "axis", -1), rank + 1);
   if (axis < 0 || axis > rank) return ctx.Error(absl::StrFormat("axis out of range for rank %d", rank + 1));
-  if (ctx.DTypeOf(idx) != DType::kI64) {
-    ASSIGN_OR_RETURN(idx, ctx.Op("cast", {idx}, {{"dtype", DType::kI64}}));
-  }
-  if (ctx.DTypeOf(depth) != DType::kI64) {
-    ASSIGN_OR_RETURN(depth, ctx.Op("cast", {depth}, {{"dtype", DType::kI64}}));
-  }
+  ASSIGN_OR_RETURN(idx, CastTo(ctx, idx, DType::kI64));
+  ASSIGN_OR_RETURN(depth, CastTo(ctx, depth, DType::kI64));
   ASSIGN_OR_RETURN(depth, ctx.Op("reshape", {depth}, {{"newshape", std::vector<int64_t>{}}}));
   ASSIGN_OR_RETURN(Value * neg, ctx.Op("less", {idx, ctx.Const(Tensor::Scalar(DType::kI64, 0))}));
   ASSIGN_OR_RETURN(Value * wrapped, ctx.Op("add", {idx, depth}));

@@ -44,6 +44,14 @@ absl::StatusOr<Value*> Need(ImportContext& ctx, const Ins& in, size_t i) {
   return v;
 }
 
+absl::StatusOr<std::vector<Value*>> NeedFirst(ImportContext& ctx, const Ins& in, size_t count) {
+  std::vector<Value*> v(count);
+  for (size_t i = 0; i < count; ++i) {
+    ASSIGN_OR_RETURN(v[i], Need(ctx, in, i));
+  }
+  return v;
+}
+
 std::optional<std::vector<int64_t>> ConstInts(ImportContext& ctx, const Value* v) {
   auto t = ctx.ConstValue(v);
   if (!t) return std::nullopt;
@@ -80,13 +88,26 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> AxesOf(ImportContext& ctx,
   return std::optional<std::vector<int64_t>>(std::move(v));
 }
 
-absl::StatusOr<Value*> DimIota(ImportContext& ctx, Value* x, int64_t axis) {
+absl::StatusOr<Value*> CastTo(ImportContext& ctx, Value* v, DType dt) {
+  if (ctx.TypeOf(v).is_tensor() && ctx.DTypeOf(v) == dt) return v;
+  return ctx.Op("cast", {v}, {{"dtype", dt}});
+}
+
+absl::StatusOr<Value*> DimOf(ImportContext& ctx, Value* x, int64_t axis) {
   ASSIGN_OR_RETURN(Value * shape, ctx.Op("shape_of", {x}));
-  ASSIGN_OR_RETURN(Value * d, ctx.Op("take", {shape, ctx.Const(Tensor::Scalar(DType::kI64, axis))},
-                                     {{"axis", int64_t{0}}, {"mode", std::string("fast")}}));
+  return ctx.Op("take", {shape, ctx.Const(Tensor::Scalar(DType::kI64, axis))},
+                {{"axis", int64_t{0}}, {"mode", std::string("fast")}});
+}
+
+absl::StatusOr<Value*> IotaTo(ImportContext& ctx, Value* d) {
   return ctx.Op("arange",
                 {ctx.Const(Tensor::Scalar(DType::kI64, 0)), d, ctx.Const(Tensor::Scalar(DType::kI64, 1))},
                 {{"dtype", DType::kI64}});
+}
+
+absl::StatusOr<Value*> DimIota(ImportContext& ctx, Value* x, int64_t axis) {
+  ASSIGN_OR_RETURN(Value * d, DimOf(ctx, x, axis));
+  return IotaTo(ctx, d);
 }
 
 absl::StatusOr<Value*> LogSoftmaxOver(ImportContext& ctx, Value* x, std::vector<int64_t> axes) {

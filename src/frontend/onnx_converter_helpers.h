@@ -38,6 +38,8 @@ std::optional<std::vector<int64_t>> IntsAttr(const onnx::NodeProto& n, absl::str
 Value* In(const Ins& in, size_t i);
 // Input `i`, or an error naming it when absent.
 absl::StatusOr<Value*> Need(ImportContext& ctx, const Ins& in, size_t i);
+// Inputs 0 .. count - 1, all required.
+absl::StatusOr<std::vector<Value*>> NeedFirst(ImportContext& ctx, const Ins& in, size_t count);
 
 // The integer values of a constant input, or nullopt when it is computed.
 std::optional<std::vector<int64_t>> ConstInts(ImportContext& ctx, const Value* v);
@@ -60,6 +62,14 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> AxesOf(ImportContext& ctx,
 
 // ---- op-building helpers --------------------------------------------------------------------
 
+// `v` cast to `dt`, or `v` itself when its dtype is known to be `dt` already.
+absl::StatusOr<Value*> CastTo(ImportContext& ctx, Value* v, DType dt);
+// Dim `axis` of `x` as an i64 scalar, read from its shape (shape_of + take: no data of x is
+// read; it folds to a constant where the dim is static).
+absl::StatusOr<Value*> DimOf(ImportContext& ctx, Value* x, int64_t axis);
+// [0, 1, .., d - 1] (i64) for an i64 scalar d, which may be computed (arange with a value
+// stop: the device planner keeps d on the host).
+absl::StatusOr<Value*> IotaTo(ImportContext& ctx, Value* d);
 // [0, 1, .., d - 1] (i64) for dim `axis` of `x`, d read from its shape (no data of x is read;
 // symbolic dims stay symbolic).
 absl::StatusOr<Value*> DimIota(ImportContext& ctx, Value* x, int64_t axis);

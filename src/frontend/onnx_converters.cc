@@ -20,6 +20,8 @@ const ConverterTable& AllConverters() {
     AddImageConverters(*table);
     AddReduceConverters(*table);
     AddLossConverters(*table);
+    AddQuantConverters(*table);
+    AddSignalConverters(*table);
     return table;
   }();
   return *kTable;

@@ -46,6 +46,8 @@ void AddNnConverters(ConverterTable& table);           // Conv, pooling, normali
 void AddImageConverters(ConverterTable& table);        // RoiAlign, Resize
 void AddReduceConverters(ConverterTable& table);       // Reduce*, ArgMax, ArgMin
 void AddLossConverters(ConverterTable& table);         // NegativeLogLikelihoodLoss, SCE loss
+void AddQuantConverters(ConverterTable& table);        // (De)QuantizeLinear, QLinear*, *Integer
+void AddSignalConverters(ConverterTable& table);       // windows, MelWeightMatrix, DFT, STFT
 
 }  // namespace hetpass::onnx_frontend
 

@@ -44,13 +44,14 @@ class OneNodeModel {
       g->add_output()->set_name(s);
     }
   }
-  // dims: a number per static dim, a name for a symbolic one.
+  // dims: a number per static dim, a name for a symbolic one; none for a scalar.
   OneNodeModel& Input(const std::string& name, std::vector<std::string> dims,
                       int elem = onnx::TensorProto::FLOAT) {
     auto* vi = model_.mutable_graph()->add_input();
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
+    tt->mutable_shape();  // no dims: a scalar (a missing shape would be an unknown rank)
     for (const std::string& d : dims) {
       auto* dim = tt->mutable_shape()->add_dim();
       if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) {
@@ -80,6 +81,11 @@ class OneNodeModel {
     for (int64_t v : values) t->add_int64_data(v);
     return *this;
   }
+  // A scalar i64 initializer.
+  OneNodeModel& Int64(const std::string& name, int64_t value) {
+    AddInit(name, onnx::TensorProto::INT64, {})->add_int64_data(value);
+    return *this;
+  }
   OneNodeModel& Ints(const std::string& name, std::vector<int64_t> v) {
     auto* a = AddAttr(name, onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
@@ -93,6 +99,8 @@ class OneNodeModel {
     AddAttr(name, onnx::AttributeProto::STRING)->set_s(v);
     return *this;
   }
+  // The serialised model (for tests that import, compile and run it).
+  std::string Bytes() const { return model_.SerializeAsString(); }
   // The imported module printed, or "error <code>: <message>".
   std::string Import() const {
     auto m = ImportOnnx(model_.SerializeAsString());
