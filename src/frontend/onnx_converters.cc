@@ -20,6 +20,9 @@ const ConverterTable& AllConverters() {
     AddImageConverters(*table);
     AddReduceConverters(*table);
     AddLossConverters(*table);
+    AddSequenceConverters(*table);
+    AddEinsumConverters(*table);
+    AddRecurrentConverters(*table);
     return table;
   }();
   return *kTable;

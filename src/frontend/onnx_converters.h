@@ -46,6 +46,9 @@ void AddNnConverters(ConverterTable& table);           // Conv, pooling, normali
 void AddImageConverters(ConverterTable& table);        // RoiAlign, Resize
 void AddReduceConverters(ConverterTable& table);       // Reduce*, ArgMax, ArgMin
 void AddLossConverters(ConverterTable& table);         // NegativeLogLikelihoodLoss, SCE loss
+void AddSequenceConverters(ConverterTable& table);     // Compress, ReverseSequence
+void AddEinsumConverters(ConverterTable& table);       // Einsum
+void AddRecurrentConverters(ConverterTable& table);    // RNN, GRU, LSTM
 
 }  // namespace hetpass::onnx_frontend
 
