@@ -1,6 +1,6 @@
 // ONNX converters of the recurrent family: RNN, GRU and LSTM (opset 14 forms; the opset 7
 // forms are the same without `layout`), unrolled over a static sequence length into registry
-// ops. The conventions are in onnx_converters.h.
+// ops, or an IR `loop` over a symbolic (or long) one. The conventions are in onnx_converters.h.
 //
 // Layout 0 is X[T, B, I], initial_h/c[D, B, H], Y[T, D, B, H], Y_h/Y_c[D, B, H]; layout 1 puts
 // the batch first (X[B, T, I], initial_h[B, D, H], Y[B, T, D, H], Y_h[B, D, H]) and is
@@ -25,12 +25,17 @@
 //      starts at len - 1 for each sequence) and Y_h holds the last valid step.
 // Y stacks the steps' h (concatenate of expand_dims), Y_h and Y_c the final states.
 //
-// Known gap: a symbolic sequence length (PyTorch exports LSTM with one) would need the IR
-// `loop` the ONNX Loop importer builds; it is Unimplemented naming the op and the dim. So is
-// LSTM's input_forget = 1, and an unrolling past kMaxUnrolledSteps steps.
+// A sequence length that is symbolic (PyTorch exports LSTM with a dynamic one), or static but
+// longer than kMaxUnrolledSteps, runs the step of 2. as the body of one IR `loop` per
+// direction (the form the ONNX Loop importer builds): T trips, the time index, h (and c)
+// carried, each step's y a scan output; the body reads XW, R and the lengths as captures. The
+// reverse direction's time index counts down from T - 1 and its stacked Y is put back in time
+// order by a take.
+// Not supported: LSTM's input_forget = 1 (Unimplemented).
 #include "frontend/onnx_converters.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -47,8 +52,8 @@
 namespace hetpass::onnx_frontend {
 namespace {
 
-// Unrolling emits ~10-20 ops per step and direction; past this a loop is the right form.
-constexpr int64_t kMaxUnrolledSteps = 4096;
+// Unrolling emits ~10-20 ops per step and direction; past this a loop is the better form.
+constexpr int64_t kMaxUnrolledSteps = 64;
 
 // Far above any real model's; keeps 2 * gates * hidden well inside int64.
 constexpr int64_t kMaxHidden = int64_t{1} << 32;
@@ -160,7 +165,7 @@ struct RecurrentSpec {
   Cell cell;
   int gates;
   int64_t hidden;
-  int64_t steps;
+  int64_t steps;  // a static T to unroll, or 0: an IR loop
   int directions;
   bool reverse_only;
   bool batch_first;
@@ -174,94 +179,195 @@ class Unroller {
  public:
   Unroller(ImportContext& ctx, const RecurrentSpec& spec) : ctx_(ctx), spec_(spec) {}
 
-  // Inputs in layout 0; returns Y[T, B, H] pieces per step, final h, final c.
+  // One direction's outputs, layout 0.
   struct Result {
     Value* y;  // [T, B, H]
     Value* h;  // [B, H]
     Value* c;  // [B, H] (LSTM)
   };
 
+  // Direction d of the op, inputs in layout 0: unrolled over a static T (spec_.steps > 0),
+  // else one IR loop.
   absl::StatusOr<Result> Run(int d, bool reverse, Value* x, Value* w, Value* r, Value* b,
                              Value* lens, Value* h0, Value* c0, Value* p) {
-    const int64_t gh = spec_.gates * spec_.hidden;
-    ASSIGN_OR_RETURN(Value * wd, Pick(w, d));
-    ASSIGN_OR_RETURN(Value * rd, Pick(r, d));
-    ASSIGN_OR_RETURN(Value * xw, ctx_.Op("nn.dense", {x, wd}));  // [T, B, G*H]
-    Value* rb = nullptr;
-    if (b != nullptr) {
-      ASSIGN_OR_RETURN(Value * bd, Pick(b, d));
-      ASSIGN_OR_RETURN(Value * wb, Cols(bd, 0, 0, gh));
-      ASSIGN_OR_RETURN(rb, Cols(bd, 0, gh, 2 * gh));
-      ASSIGN_OR_RETURN(xw, ctx_.Op("add", {xw, wb}));
-      if (spec_.cell != Cell::kGru) {
-        // RNN and LSTM add both biases to every gate: once for all steps.
-        ASSIGN_OR_RETURN(xw, ctx_.Op("add", {xw, rb}));
-        rb = nullptr;
-      }
-    }
-    Value* pd = nullptr;
-    if (p != nullptr) {
-      ASSIGN_OR_RETURN(pd, Pick(p, d));
-    }
-    Value* h = h0;
-    Value* c = c0;
-    if (h != nullptr) {
-      ASSIGN_OR_RETURN(h, Pick(h, d));
-    } else {
-      ASSIGN_OR_RETURN(h, Zeros(x));
-    }
-    if (spec_.cell == Cell::kLstm) {
-      if (c != nullptr) {
-        ASSIGN_OR_RETURN(c, Pick(c, d));
-      } else {
-        ASSIGN_OR_RETURN(c, Zeros(x));
-      }
-    }
-    const Activation* acts = &spec_.activations[d * spec_.per_direction];
+    ASSIGN_OR_RETURN(Direction dir, Prepare(d, x, w, r, b, lens, h0, c0, p));
+    if (spec_.steps == 0) return RunLoop(dir, reverse, x);
     std::vector<Value*> ys(spec_.steps, nullptr);
+    Value* h = dir.h0;
+    Value* c = dir.c0;
     for (int64_t s = 0; s < spec_.steps; ++s) {
       const int64_t t = reverse ? spec_.steps - 1 - s : s;
-      ASSIGN_OR_RETURN(Value * xt, ctx_.Op("take", {xw, ctx_.Const(Tensor::Scalar(DType::kI64, t))},
-                                           {{"axis", int64_t{0}}, {"mode", std::string("fast")}}));
-      Value* h_new = nullptr;
-      Value* c_new = nullptr;
-      switch (spec_.cell) {
-        case Cell::kRnn: {
-          ASSIGN_OR_RETURN(Value * hr, ctx_.Op("nn.dense", {h, rd}));
-          ASSIGN_OR_RETURN(Value * pre, ctx_.Op("add", {xt, hr}));
-          ASSIGN_OR_RETURN(h_new, Gate(acts[0], pre));
-          break;
-        }
-        case Cell::kGru: {
-          ASSIGN_OR_RETURN(h_new, GruStep(acts, xt, h, rd, rb));
-          break;
-        }
-        case Cell::kLstm: {
-          ASSIGN_OR_RETURN(Value * hr, ctx_.Op("nn.dense", {h, rd}));
-          ASSIGN_OR_RETURN(Value * pre, ctx_.Op("add", {xt, hr}));
-          ASSIGN_OR_RETURN(std::tie(h_new, c_new), LstmStep(acts, pre, c, pd));
-          break;
-        }
-      }
-      if (lens != nullptr) {
-        // [B, 1]: does step t lie inside each sequence?
-        ASSIGN_OR_RETURN(Value * inside, ctx_.Op("less", {ctx_.Const(Tensor::Scalar(DType::kI64, t)), lens}));
-        ASSIGN_OR_RETURN(inside, ctx_.Op("expand_dims", {inside}, {{"axis", int64_t{1}}}));
-        ASSIGN_OR_RETURN(ys[t], ctx_.Op("where", {inside, h_new, ctx_.ScalarLike(h_new, 0)}));
-        ASSIGN_OR_RETURN(h, ctx_.Op("where", {inside, h_new, h}));
-        if (c_new != nullptr) {
-          ASSIGN_OR_RETURN(c, ctx_.Op("where", {inside, c_new, c}));
-        }
-      } else {
-        ys[t] = h = h_new;
-        if (c_new != nullptr) c = c_new;
-      }
-    }
-    for (Value*& y : ys) {
-      ASSIGN_OR_RETURN(y, ctx_.Op("expand_dims", {y}, {{"axis", int64_t{0}}}));
+      ASSIGN_OR_RETURN(StepResult st, Step(dir, ctx_.Const(Tensor::Scalar(DType::kI64, t)), h, c));
+      ASSIGN_OR_RETURN(ys[t], ctx_.Op("expand_dims", {st.y}, {{"axis", int64_t{0}}}));
+      h = st.h;
+      c = st.c;
     }
     ASSIGN_OR_RETURN(Value * y, ctx_.Op("concatenate", ys, {{"axis", int64_t{0}}}));
     return Result{y, h, c};
+  }
+
+ private:
+  // What every step of one direction reads (computed once, outside the steps or the loop).
+  struct Direction {
+    Value* xw;  // [T, B, G*H]: X W^T + Wb (+ Rb except for GRU)
+    Value* rd;  // [G*H, H]
+    Value* rb;  // [G*H] (GRU only) or nullptr
+    Value* pd;  // [3H] peepholes or nullptr
+    Value* lens;
+    Value* h0;
+    Value* c0;
+    const Activation* acts;
+  };
+  struct StepResult {
+    Value* y;  // h' where step t is inside its sequence, else 0
+    Value* h;
+    Value* c;
+  };
+
+  absl::StatusOr<Direction> Prepare(int d, Value* x, Value* w, Value* r, Value* b, Value* lens,
+                                    Value* h0, Value* c0, Value* p) {
+    const int64_t gh = spec_.gates * spec_.hidden;
+    Direction dir{};
+    dir.lens = lens;
+    dir.acts = &spec_.activations[d * spec_.per_direction];
+    ASSIGN_OR_RETURN(Value * wd, Pick(w, d));
+    ASSIGN_OR_RETURN(dir.rd, Pick(r, d));
+    ASSIGN_OR_RETURN(dir.xw, ctx_.Op("nn.dense", {x, wd}));  // [T, B, G*H]
+    if (b != nullptr) {
+      ASSIGN_OR_RETURN(Value * bd, Pick(b, d));
+      ASSIGN_OR_RETURN(Value * wb, Cols(bd, 0, 0, gh));
+      ASSIGN_OR_RETURN(dir.rb, Cols(bd, 0, gh, 2 * gh));
+      ASSIGN_OR_RETURN(dir.xw, ctx_.Op("add", {dir.xw, wb}));
+      if (spec_.cell != Cell::kGru) {
+        // RNN and LSTM add both biases to every gate: once for all steps.
+        ASSIGN_OR_RETURN(dir.xw, ctx_.Op("add", {dir.xw, dir.rb}));
+        dir.rb = nullptr;
+      }
+    }
+    if (p != nullptr) {
+      ASSIGN_OR_RETURN(dir.pd, Pick(p, d));
+    }
+    if (h0 != nullptr) {
+      ASSIGN_OR_RETURN(dir.h0, Pick(h0, d));
+    } else {
+      ASSIGN_OR_RETURN(dir.h0, Zeros(x));
+    }
+    if (spec_.cell == Cell::kLstm) {
+      if (c0 != nullptr) {
+        ASSIGN_OR_RETURN(dir.c0, Pick(c0, d));
+      } else {
+        ASSIGN_OR_RETURN(dir.c0, Zeros(x));
+      }
+    }
+    return dir;
+  }
+
+  // Step t (an i64 scalar value) from state h, c.
+  absl::StatusOr<StepResult> Step(const Direction& dir, Value* t, Value* h, Value* c) {
+    ASSIGN_OR_RETURN(Value * xt, ctx_.Op("take", {dir.xw, t},
+                                         {{"axis", int64_t{0}}, {"mode", std::string("fast")}}));
+    Value* h_new = nullptr;
+    Value* c_new = nullptr;
+    switch (spec_.cell) {
+      case Cell::kRnn: {
+        ASSIGN_OR_RETURN(Value * hr, ctx_.Op("nn.dense", {h, dir.rd}));
+        ASSIGN_OR_RETURN(Value * pre, ctx_.Op("add", {xt, hr}));
+        ASSIGN_OR_RETURN(h_new, Gate(dir.acts[0], pre));
+        break;
+      }
+      case Cell::kGru: {
+        ASSIGN_OR_RETURN(h_new, GruStep(dir.acts, xt, h, dir.rd, dir.rb));
+        break;
+      }
+      case Cell::kLstm: {
+        ASSIGN_OR_RETURN(Value * hr, ctx_.Op("nn.dense", {h, dir.rd}));
+        ASSIGN_OR_RETURN(Value * pre, ctx_.Op("add", {xt, hr}));
+        ASSIGN_OR_RETURN(std::tie(h_new, c_new), LstmStep(dir.acts, pre, c, dir.pd));
+        break;
+      }
+    }
+    if (dir.lens == nullptr) return StepResult{h_new, h_new, c_new};
+    // [B, 1]: does step t lie inside each sequence?
+    ASSIGN_OR_RETURN(Value * inside, ctx_.Op("less", {t, dir.lens}));
+    ASSIGN_OR_RETURN(inside, ctx_.Op("expand_dims", {inside}, {{"axis", int64_t{1}}}));
+    StepResult out{nullptr, nullptr, nullptr};
+    ASSIGN_OR_RETURN(out.y, ctx_.Op("where", {inside, h_new, ctx_.ScalarLike(h_new, 0)}));
+    ASSIGN_OR_RETURN(out.h, ctx_.Op("where", {inside, h_new, h}));
+    if (c_new != nullptr) {
+      ASSIGN_OR_RETURN(out.c, ctx_.Op("where", {inside, c_new, c}));
+    }
+    return out;
+  }
+
+  // A symbolic T: `loop(T, true, t0, h0[, c0]) (iter, cond, t, h[, c]) { step t; yield true,
+  // t + dt, h'[, c'], y }`, the scan output stacking y in iteration order (reversed back for
+  // the reverse direction by a take). The time index t is carried (from 0 up, or from T - 1
+  // down) rather than computed from the loop's host-side iteration number, so it can live on
+  // the device beside the state: no copy per trip. The step reads XW, R, the biases and the
+  // lengths as captures.
+  absl::StatusOr<Result> RunLoop(const Direction& dir, bool reverse, Value* x) {
+    const bool lstm = spec_.cell == Cell::kLstm;
+    auto i64 = [&](int64_t v) { return ctx_.Const(Tensor::Scalar(DType::kI64, static_cast<double>(v))); };
+    ASSIGN_OR_RETURN(Value * shape, ctx_.Op("shape_of", {x}));
+    ASSIGN_OR_RETURN(Value * trips, ctx_.Op("take", {shape, i64(0)},
+                                            {{"axis", int64_t{0}}, {"mode", std::string("fast")}}));
+    ASSIGN_OR_RETURN(Value * last, ctx_.Op("subtract", {trips, i64(1)}));  // T - 1
+    Value* t0 = reverse ? last : i64(0);
+    auto owned = std::make_unique<Node>(NodeKind::kLoop);
+    owned->AddOperand(trips);
+    owned->AddOperand(ctx_.Const(Tensor::Scalar(DType::kBool, 1)));
+    owned->AddOperand(t0);
+    owned->AddOperand(dir.h0);
+    if (lstm) owned->AddOperand(dir.c0);
+    owned->set_loc(Location{0, 0, ctx_.current().name()});
+    Node* loop = ctx_.block()->Append(std::move(owned));
+    Block* body = loop->region(0);
+    auto param = [&](const char* name, Type type) {
+      Value* p = body->AddParam(Type(), name);
+      ctx_.SetLocalType(p, std::move(type));
+      return p;
+    };
+    param("iter", Type::Tensor(DType::kI64, {}));
+    param("cond", Type::Tensor(DType::kBool, {}));
+    Value* t = param("t", Type::Tensor(DType::kI64, {}));
+    Value* h = param("h", ctx_.TypeOf(dir.h0));
+    Value* c = lstm ? param("c", ctx_.TypeOf(dir.c0)) : nullptr;
+    Block* outer = ctx_.block();
+    ctx_.set_block(body);
+    std::vector<Value*> yields;
+    absl::StatusOr<StepResult> st = [&]() -> absl::StatusOr<StepResult> {
+      ASSIGN_OR_RETURN(StepResult r, Step(dir, t, h, c));
+      ASSIGN_OR_RETURN(Value * t_next, ctx_.Op("add", {t, i64(reverse ? -1 : 1)}));
+      yields = {ctx_.Const(Tensor::Scalar(DType::kBool, 1)), t_next, r.h};
+      if (lstm) yields.push_back(r.c);
+      yields.push_back(r.y);
+      return r;
+    }();
+    ctx_.set_block(outer);
+    if (!st.ok()) return st.status();
+    body->set_results(yields);
+    ctx_.SetLocalType(loop->AddResult(), Type::Tensor(DType::kI64, {}));  // the final t
+    Result res{nullptr, loop->AddResult(), nullptr};
+    ctx_.SetLocalType(res.h, ctx_.TypeOf(dir.h0));
+    if (lstm) {
+      res.c = loop->AddResult();
+      ctx_.SetLocalType(res.c, ctx_.TypeOf(dir.c0));
+    }
+    res.y = loop->AddResult();
+    const Type yt = ctx_.TypeOf(st->y);
+    if (yt.is_tensor()) {
+      std::vector<DimExpr> dims{ctx_.TypeOf(x).shape()[0]};
+      dims.insert(dims.end(), yt.shape().begin(), yt.shape().end());
+      ctx_.SetLocalType(res.y, Type::Tensor(yt.dtype(), std::move(dims)));
+    }
+    if (reverse) {
+      // Iteration k computed time T-1-k: take rows T-1, T-2, .., 0.
+      ASSIGN_OR_RETURN(Value * k, DimIota(ctx_, res.y, 0));
+      ASSIGN_OR_RETURN(Value * rows, ctx_.Op("subtract", {last, k}));
+      ASSIGN_OR_RETURN(res.y, ctx_.Op("take", {res.y, rows},
+                                      {{"axis", int64_t{0}}, {"mode", std::string("fast")}}));
+    }
+    return res;
   }
 
  private:
@@ -468,17 +574,12 @@ absl::StatusOr<RecurrentSpec> Validate(ImportContext& ctx, const onnx::NodeProto
                                        spec.hidden, t.ToString()));
     }
   }
+  // A static T up to kMaxUnrolledSteps is unrolled; otherwise (symbolic, 0 or long) the steps
+  // run in an IR loop: steps = 0.
   const DimExpr steps = xt.shape()[spec.batch_first ? 1 : 0];
-  if (!steps.is_constant()) {
-    return ctx.Unimplemented(absl::StrCat(
-        n.op_type(), " over the symbolic sequence length ", steps.ToString(),
-        ": only static sequence lengths are unrolled (an IR loop is not built yet)"));
-  }
-  spec.steps = steps.constant();
-  if (spec.steps < 1 || spec.steps > kMaxUnrolledSteps) {
-    return ctx.Unimplemented(absl::StrFormat("sequence length %d (unrolled: 1 to %d steps)",
-                                             spec.steps, kMaxUnrolledSteps));
-  }
+  spec.steps = steps.is_constant() && steps.constant() >= 1 && steps.constant() <= kMaxUnrolledSteps
+                   ? steps.constant()
+                   : 0;
   return spec;
 }
 

@@ -281,21 +281,29 @@ Reference RunReference(const std::string& op, int T, int B, int I, int H, int D,
 
 // One bidirectional model with sequence_lens as a run-time input and a symbolic batch, run on
 // `target` with batch 3, checked against RunReference.
-void CheckBidirectional(const std::string& op, int64_t linear_before_reset, DeviceKind target) {
-  const int T = 4, B = 3, I = 2, H = 3, D = 2;
+// With `symbolic_seq` the sequence length is the symbol "seq" (an IR loop per direction), run
+// with T = `steps`.
+void CheckBidirectional(const std::string& op, int64_t linear_before_reset, DeviceKind target,
+                        bool symbolic_seq = false, int steps = 4) {
+  const int T = steps, B = 3, I = 2, H = 3, D = 2;
   const int G = op == "GRU" ? 3 : op == "LSTM" ? 4 : 1;
   const std::vector<double> x = Pattern(T * B * I, 1), w = Pattern(D * G * H * I, 2),
                             r = Pattern(D * G * H * H, 3), b = Pattern(D * 2 * G * H, 4);
-  const std::vector<int64_t> lens = {4, 1, 3};
+  const std::vector<int64_t> lens = {T, 1, T - 1};
   std::vector<std::string> outs = {"y", "y_h"};
   if (op == "LSTM") outs.push_back("y_c");
   OneNodeModel m(14, op, {"x", "w", "r", "b", "lens"}, outs);
-  m.Input("x", {"4", "batch", "2"}).Input("lens", {"batch"}, onnx::TensorProto::INT32);
+  const std::string seq = symbolic_seq ? "seq" : std::to_string(T);
+  m.Input("x", {seq, "batch", "2"}).Input("lens", {"batch"}, onnx::TensorProto::INT32);
   m.Floats("w", {D, G * H, I}, AsFloats(w)).Floats("r", {D, G * H, H}, AsFloats(r));
   m.Floats("b", {D, 2 * G * H}, AsFloats(b));
   m.Int("hidden_size", H).Str("direction", "bidirectional");
   if (op == "GRU") m.Int("linear_before_reset", linear_before_reset);
-  EXPECT_THAT(m.Import(), HasSubstr("f32[4, 2, batch, 3]"));
+  const std::string ir = m.Import();
+  // A loop's scan output has a `?` first dim after infer-types (the trip count is not
+  // matched to `seq`); the run binds it.
+  EXPECT_THAT(ir, HasSubstr(symbolic_seq ? "f32[?, 2, batch, 3]" : "f32[" + seq + ", 2, batch, 3]"));
+  EXPECT_EQ(ir.find(" loop(") != std::string::npos, symbolic_seq);
   const Reference want = RunReference(op, T, B, I, H, D, x, w, r, b, lens, linear_before_reset);
   auto got = RunModel(m, target, {Tensor::FromDoubles(DType::kF32, {T, B, I}, x),
                              Tensor::FromInt64s(DType::kI32, {B}, lens)});
@@ -303,6 +311,13 @@ void CheckBidirectional(const std::string& op, int64_t linear_before_reset, Devi
   EXPECT_EQ(got->outputs[0].shape(), (std::vector<int64_t>{T, D, B, H}));
   ExpectNear(got->outputs[0].ToDoubles(), want.y);
   ExpectNear(got->outputs[1].ToDoubles(), want.y_h);
+  if (target == DeviceKind::kSim) {
+    // Inputs x and lens go up, the outputs come down, and nothing crosses per step: the loop
+    // carries its time index on the device. The loop form adds one 8-byte H2D copy: T - 1,
+    // the reverse direction's first time index, computed on the host from the shape.
+    EXPECT_EQ(got->counters.h2d_calls, symbolic_seq ? 3 : 2);
+    EXPECT_EQ(got->counters.d2h_calls, static_cast<int64_t>(outs.size()));
+  }
 }
 
 // Tests GRU's two forms: linear_before_reset 0 applies R_h to (r * h), 1 multiplies r into
@@ -357,17 +372,22 @@ TEST(OnnxRecurrent, ActivationsClipAndLayout) {
   ExpectNear(got->outputs[1].ToDoubles(), y_h);
 }
 
-// Tests the errors: a symbolic sequence length (not unrolled) names the op and the dim;
-// hostile attributes and mismatched weights are InvalidArgument.
+// Tests a symbolic sequence length (as PyTorch exports LSTM): one IR loop per direction, its
+// reverse direction's scan put back in time order, with sequence_lens, for two lengths.
+TEST(OnnxRecurrent, SymbolicSequenceLengthRunsAsALoop) {
+  CheckBidirectional("LSTM", 0, DeviceKind::kSim, /*symbolic_seq=*/true, 4);
+  CheckBidirectional("LSTM", 0, DeviceKind::kCpu, /*symbolic_seq=*/true, 2);
+  CheckBidirectional("GRU", 1, DeviceKind::kCpu, /*symbolic_seq=*/true, 3);
+  CheckBidirectional("RNN", 0, DeviceKind::kSim, /*symbolic_seq=*/true, 5);
+}
+
+// Tests the errors: hostile attributes and mismatched weights are InvalidArgument.
 TEST(OnnxRecurrent, Errors) {
   auto lstm = [](std::vector<std::string> xdims) {
     OneNodeModel m(14, "LSTM", {"x", "w", "r"}, {"y"});
     m.Input("x", xdims).Init("w", {1, 16, 2}).Init("r", {1, 16, 4});
     return m;
   };
-  const std::string symbolic = lstm({"seq", "1", "2"}).Import();
-  EXPECT_THAT(symbolic, StartsWith("error UNIMPLEMENTED"));
-  EXPECT_THAT(symbolic, HasSubstr("LSTM over the symbolic sequence length seq"));
   auto hidden = lstm({"3", "1", "2"});
   hidden.Int("hidden_size", 1000000000);
   EXPECT_THAT(hidden.Import(), HasSubstr("hidden_size is 1000000000 but R is [1, 16, 4]"));
