@@ -13,7 +13,8 @@
 //    the output and of the operands still to come: batch = shared and kept, contracted =
 //    shared and not kept, then A's and B's own. A is transposed to [batch, A-own, contracted]
 //    and reshaped to [batch.., M, K], B to [batch.., K, N]; nn.batch_matmul (batch dims
-//    broadcast) gives [batch.., M, N], reshaped back to [batch.., A-own.., B-own..].
+//    broadcast) gives [batch.., M, N], reshaped back to [batch.., A-own.., B-own..]. A
+//    summed-out ellipsis dim that is 1 on one side only is first dropped from that side.
 // 4. The labels left that the output lacks are summed; a transpose puts the rest in output
 //    order.
 // Reshapes are static when every dim involved is; otherwise the target is computed on the host
@@ -110,7 +111,12 @@ absl::StatusOr<Value*> ReshapeToProducts(ImportContext& ctx, Value* x,
   for (const DimProduct& p : target) {
     int64_t v = 1;
     for (const DimRef& r : p) {
-      const DimExpr d = ctx.TypeOf(r.of).shape()[r.axis];
+      const Type t = ctx.TypeOf(r.of);
+      if (!t.is_tensor() || r.axis >= t.rank()) {  // not typed locally: computed targets
+        all_static = false;
+        break;
+      }
+      const DimExpr d = t.shape()[r.axis];
       if (!d.is_constant() || __builtin_mul_overflow(v, d.constant(), &v)) {
         all_static = false;
         break;
@@ -210,6 +216,22 @@ absl::StatusOr<Operand> Diagonals(ImportContext& ctx, Operand x) {
 
 // Step 3: contracts a and b, keeping the labels in `keep`.
 absl::StatusOr<Operand> Contract(ImportContext& ctx, Operand a, Operand b, const Labels& keep) {
+  // An ellipsis dim summed out here that is 1 on one side only broadcasts (NumPy): drop it
+  // from that side (a sum over a unit axis), so the other side sums it alone below.
+  auto unit = [&](const Operand& o, int l) {
+    const Type t = ctx.TypeOf(o.v);
+    const auto at = std::find(o.labels.begin(), o.labels.end(), l) - o.labels.begin();
+    return t.is_tensor() && at < t.rank() && t.shape()[at].is_constant() &&
+           t.shape()[at].constant() == 1;
+  };
+  for (int l : Labels(a.labels)) {
+    if (l < kFirstEllipsisDim || !Contains(b.labels, l) || Contains(keep, l)) continue;
+    if (unit(a, l) == unit(b, l)) continue;
+    Operand& side = unit(a, l) ? a : b;
+    Labels others = side.labels;
+    others.erase(std::find(others.begin(), others.end(), l));
+    ASSIGN_OR_RETURN(side, SumUnneeded(ctx, side, others));
+  }
   Labels need_a = keep, need_b = keep;
   need_a.insert(need_a.end(), b.labels.begin(), b.labels.end());
   need_b.insert(need_b.end(), a.labels.begin(), a.labels.end());

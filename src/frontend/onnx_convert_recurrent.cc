@@ -355,8 +355,9 @@ class Unroller {
     }
     res.y = loop->AddResult();
     const Type yt = ctx_.TypeOf(st->y);
-    if (yt.is_tensor()) {
-      std::vector<DimExpr> dims{ctx_.TypeOf(x).shape()[0]};
+    const Type xt = ctx_.TypeOf(x);
+    if (yt.is_tensor() && xt.is_tensor()) {
+      std::vector<DimExpr> dims{xt.shape()[0]};
       dims.insert(dims.end(), yt.shape().begin(), yt.shape().end());
       ctx_.SetLocalType(res.y, Type::Tensor(yt.dtype(), std::move(dims)));
     }
@@ -565,10 +566,16 @@ absl::StatusOr<RecurrentSpec> Validate(ImportContext& ctx, const onnx::NodeProto
   for (size_t i : {size_t{5}, size_t{6}}) {
     Value* v = In(in, i);
     if (v == nullptr || (i == 6 && cell != Cell::kLstm)) continue;
+    // Only dims known here are checked: PyTorch builds its zero initial states with
+    // ConstantOfShape of a computed shape, whose dims the local types do not know yet.
     const Type t = ctx.TypeOf(v);
-    const int dir_axis = spec.batch_first ? 1 : 0;
-    if (!t.is_tensor() || t.rank() != 3 || !(t.shape()[2] == DimExpr(spec.hidden)) ||
-        !(t.shape()[dir_axis] == DimExpr(spec.directions))) {
+    if (!t.is_tensor()) continue;
+    auto differs = [&](int axis, int64_t want) {
+      const DimExpr& d = t.shape()[axis];
+      return d.is_constant() && d.constant() != want;
+    };
+    if (t.rank() != 3 || differs(2, spec.hidden) ||
+        differs(spec.batch_first ? 1 : 0, spec.directions)) {
       return ctx.Error(absl::StrFormat("%s must have %d directions and hidden size %d, got %s",
                                        i == 5 ? "initial_h" : "initial_c", spec.directions,
                                        spec.hidden, t.ToString()));

@@ -26,6 +26,7 @@ namespace {
 
 using ::hetpass::testing::OneNodeModel;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct RunResult {
@@ -127,6 +128,44 @@ TEST(OnnxEinsum, DiagonalAndThreeOperands) {
   ASSERT_TRUE(r3.ok()) << r3.status();
   EXPECT_EQ(r3->outputs[0].shape(), (std::vector<int64_t>{5, 2}));
   ExpectNear(r3->outputs[0].ToDoubles(), want3);
+}
+
+// Tests edge forms: the implicit trace "ii" (a repeated subscript is summed), an implicit outer
+// product whose output is in ASCII order ("j,i" is "j,i->ij"), and ellipses that broadcast a
+// 1 against 3 ("...,...->...").
+TEST(OnnxEinsum, EdgeForms) {
+  OneNodeModel trace(12, "Einsum", {"a"});
+  trace.Input("a", {"3", "3"}).Str("equation", "ii");
+  auto r = RunModel(trace, DeviceKind::kCpu,
+                    {Tensor::FromDoubles(DType::kF32, {3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outputs[0].shape(), std::vector<int64_t>{});
+  EXPECT_EQ(r->outputs[0].ToDoubles(), (std::vector<double>{15}));
+
+  OneNodeModel outer(12, "Einsum", {"a", "b"});
+  outer.Input("a", {"2"}).Input("b", {"3"}).Str("equation", "j,i");  // implicit: "j,i->ij"
+  r = RunModel(outer, DeviceKind::kSim, {Tensor::FromDoubles(DType::kF32, {2}, {1, 2}),
+                                         Tensor::FromDoubles(DType::kF32, {3}, {1, 10, 100})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outputs[0].shape(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(r->outputs[0].ToDoubles(), (std::vector<double>{1, 2, 10, 20, 100, 200}));
+
+  OneNodeModel bcast(12, "Einsum", {"a", "b"});
+  bcast.Input("a", {"2", "1"}).Input("b", {"3"}).Str("equation", "...,...->...");
+  r = RunModel(bcast, DeviceKind::kCpu, {Tensor::FromDoubles(DType::kF32, {2, 1}, {1, 2}),
+                                         Tensor::FromDoubles(DType::kF32, {3}, {1, 10, 100})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outputs[0].shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(r->outputs[0].ToDoubles(), (std::vector<double>{1, 10, 100, 2, 20, 200}));
+
+  // A summed-out ellipsis dim, 1 against 2: sum_e a[0, i, j] b[e, j, k].
+  OneNodeModel summed(12, "Einsum", {"a", "b"});
+  summed.Input("a", {"1", "1", "2"}).Input("b", {"2", "2", "1"}).Str("equation", "...ij,...jk->ik");
+  r = RunModel(summed, DeviceKind::kCpu, {Tensor::FromDoubles(DType::kF32, {1, 1, 2}, {1, 2}),
+                                          Tensor::FromDoubles(DType::kF32, {2, 2, 1}, {1, 10, 100, 1000})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outputs[0].shape(), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(r->outputs[0].ToDoubles(), (std::vector<double>{1 * 101 + 2 * 1010}));
 }
 
 // Tests that malformed equations are InvalidArgument errors naming the problem.
@@ -406,6 +445,16 @@ TEST(OnnxRecurrent, Errors) {
   huge.Input("r", {"1", "4611686018427387904", "4611686018427387904"});
   EXPECT_THAT(huge.Import(), HasSubstr("the hidden size must be in [1, 4294967296], got "
                                        "4611686018427387904"));
+  OneNodeModel h0(14, "GRU", {"x", "w", "r", "", "", "h0"}, {"y"});
+  h0.Input("x", {"3", "1", "2"}).Init("w", {1, 12, 2}).Init("r", {1, 12, 4});
+  h0.Input("h0", {"1", "1", "5"});
+  EXPECT_THAT(h0.Import(), HasSubstr("initial_h must have 1 directions and hidden size 4, got "
+                                     "f32[1, 1, 5]"));
+  // Dims not known at import (PyTorch's computed zero states) are left to the run.
+  OneNodeModel h0_symbolic(14, "GRU", {"x", "w", "r", "", "", "h0"}, {"y"});
+  h0_symbolic.Input("x", {"3", "1", "2"}).Init("w", {1, 12, 2}).Init("r", {1, 12, 4});
+  h0_symbolic.Input("h0", {"d", "b", "h"});
+  EXPECT_THAT(h0_symbolic.Import(), Not(StartsWith("error")));
   OneNodeModel layout(14, "GRU", {"x", "w", "r"}, {"y"});
   layout.Input("x", {"3", "1", "2"}).Init("w", {1, 12, 2}).Init("r", {1, 12, 4}).Int("layout", 2);
   EXPECT_THAT(layout.Import(), HasSubstr("layout must be 0 or 1, got 2"));
