@@ -420,6 +420,109 @@ TEST(OnnxRecurrent, SymbolicSequenceLengthRunsAsALoop) {
   CheckBidirectional("RNN", 0, DeviceKind::kSim, /*symbolic_seq=*/true, 5);
 }
 
+// The graph PyTorch exports for nn.LSTM over a dynamic [seq, batch, I] input without initial
+// states: zero states from ConstantOfShape(Concat([1], Unsqueeze(Gather(Shape(x), 1)), [H])),
+// the LSTM with an empty sequence_lens, and Squeeze of Y's direction axis.
+std::string PyTorchStyleLstm(int I, int H, const std::vector<double>& w,
+                             const std::vector<double>& r, const std::vector<double>& b) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(14);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("torch_jit");
+  auto* x = g->add_input();
+  x->set_name("input");
+  auto* tt = x->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("seq");
+  tt->mutable_shape()->add_dim()->set_dim_param("batch");
+  tt->mutable_shape()->add_dim()->set_dim_value(I);
+  auto init = [&](const std::string& name, int type, std::vector<int64_t> dims,
+                  const std::vector<double>& v) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : dims) t->add_dims(d);
+    for (double e : v) {
+      if (type == onnx::TensorProto::FLOAT) {
+        t->add_float_data(static_cast<float>(e));
+      } else {
+        t->add_int64_data(static_cast<int64_t>(e));
+      }
+    }
+  };
+  init("W", onnx::TensorProto::FLOAT, {1, 4 * H, I}, w);
+  init("R", onnx::TensorProto::FLOAT, {1, 4 * H, H}, r);
+  init("B", onnx::TensorProto::FLOAT, {1, 8 * H}, b);
+  init("one", onnx::TensorProto::INT64, {}, {1});
+  init("axes0", onnx::TensorProto::INT64, {1}, {0});
+  init("axes1", onnx::TensorProto::INT64, {1}, {1});
+  init("dirs", onnx::TensorProto::INT64, {1}, {1});
+  init("hidden", onnx::TensorProto::INT64, {1}, {static_cast<double>(H)});
+  auto node = [&](const std::string& op, std::vector<std::string> ins,
+                  std::vector<std::string> outs) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name("/lstm/" + op);
+    for (auto& i : ins) n->add_input(i);
+    for (auto& o : outs) n->add_output(o);
+    return n;
+  };
+  node("Shape", {"input"}, {"shape"});
+  auto* gather = node("Gather", {"shape", "one"}, {"batch"});
+  auto* axis = gather->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  node("Unsqueeze", {"batch", "axes0"}, {"batch1"});
+  auto* concat = node("Concat", {"dirs", "batch1", "hidden"}, {"state_shape"});
+  auto* cax = concat->add_attribute();
+  cax->set_name("axis");
+  cax->set_type(onnx::AttributeProto::INT);
+  cax->set_i(0);
+  node("ConstantOfShape", {"state_shape"}, {"zeros"});
+  auto* lstm = node("LSTM", {"input", "W", "R", "B", "", "zeros", "zeros"}, {"Y", "Y_h", "Y_c"});
+  auto* hs = lstm->add_attribute();
+  hs->set_name("hidden_size");
+  hs->set_type(onnx::AttributeProto::INT);
+  hs->set_i(H);
+  node("Squeeze", {"Y", "axes1"}, {"output"});
+  for (const char* o : {"output", "Y_h"}) g->add_output()->set_name(o);
+  return model.SerializeAsString();
+}
+
+// Tests the PyTorch export of nn.LSTM with dynamic sequence and batch axes: it imports as a
+// loop, runs on sim against the reference for two sequence lengths, and nothing but the input
+// and the outputs crosses.
+TEST(OnnxRecurrent, PyTorchStyleDynamicLstm) {
+  const int I = 3, H = 2;
+  const std::vector<double> w = Pattern(4 * H * I, 1), r = Pattern(4 * H * H, 2),
+                            b = Pattern(8 * H, 3);
+  const std::string bytes = PyTorchStyleLstm(I, H, w, r, b);
+  auto module = ImportOnnx(bytes);
+  ASSERT_TRUE(module.ok()) << module.status();
+  auto pm = ParsePipeline(vm::DefaultPipeline(DeviceKind::kSim), {});
+  ASSERT_TRUE(pm.ok()) << pm.status();
+  ASSERT_TRUE((*pm)->Run(**module).ok());
+  auto exe = vm::CompileModule(**module);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  auto machine = vm::VirtualMachine::Load(*std::move(exe));
+  ASSERT_TRUE(machine.ok()) << machine.status();
+  for (int T : {5, 2}) {
+    SCOPED_TRACE(T);
+    const int B = 2;
+    const std::vector<double> x = Pattern(T * B * I, 4 + T);
+    const Reference want = RunReference("LSTM", T, B, I, H, 1, x, w, r, b, {T, T}, false);
+    auto got = (*machine)->RunWithHostTensors("main", {Tensor::FromDoubles(DType::kF32, {T, B, I}, x)});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].shape(), (std::vector<int64_t>{T, B, H}));
+    ExpectNear((*got)[0].ToDoubles(), want.y);
+    ExpectNear((*got)[1].ToDoubles(), want.y_h);
+    EXPECT_EQ((*machine)->LastRunCounters().h2d_calls, 1);
+    EXPECT_EQ((*machine)->LastRunCounters().d2h_calls, 2);
+  }
+}
+
 // Tests the errors: hostile attributes and mismatched weights are InvalidArgument.
 TEST(OnnxRecurrent, Errors) {
   auto lstm = [](std::vector<std::string> xdims) {
