@@ -66,15 +66,15 @@ absl::StatusOr<Labels> ParseTerm(ImportContext& ctx, absl::string_view term,
       out.push_back(LetterLabel(c));
     } else if (c == '.') {
       if (term.substr(i, 3) != "..." || ellipsis) {
-        return ctx.Error(absl::StrCat("equation '", equation, "': malformed ellipsis in term '",
-                                      term, "'"));
+        return ctx.Error(
+            absl::StrCat("equation '", equation, "': malformed ellipsis in term '", term, "'"));
       }
       ellipsis = true;
       out.push_back(kEllipsisLabel);
       i += 2;
     } else {
-      return ctx.Error(absl::StrFormat("equation '%s': bad character '%c' in term '%s'", equation,
-                                       c, term));
+      return ctx.Error(
+          absl::StrFormat("equation '%s': bad character '%c' in term '%s'", equation, c, term));
     }
   }
   return out;
@@ -154,7 +154,8 @@ absl::StatusOr<Operand> Permute(ImportContext& ctx, Operand x, const Labels& ord
     axes.push_back(std::find(x.labels.begin(), x.labels.end(), l) - x.labels.begin());
   }
   bool identity = true;
-  for (size_t i = 0; i < axes.size(); ++i) identity = identity && axes[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; i < axes.size(); ++i)
+    identity = identity && axes[i] == static_cast<int64_t>(i);
   if (identity) return Operand{x.v, order};
   ASSIGN_OR_RETURN(Value * t, ctx.Op("transpose", {x.v}, {{"axes", axes}}));
   return Operand{t, order};
@@ -199,16 +200,22 @@ absl::StatusOr<Operand> Diagonals(ImportContext& ctx, Operand x) {
     ASSIGN_OR_RETURN(Value * eye, ctx.Op("equal", {ii, jj}));  // [d, d]
     // Place the [d, d] mask at axes i and j of a rank-`rank` broadcastable shape.
     if (i > 0) {
-      ASSIGN_OR_RETURN(eye, ctx.Op("expand_dims", {eye}, {{"axis", int64_t{0}}, {"num_newaxis", int64_t{i}}}));
+      ASSIGN_OR_RETURN(
+          eye, ctx.Op("expand_dims", {eye}, {{"axis", int64_t{0}}, {"num_newaxis", int64_t{i}}}));
     }
     if (j - i - 1 > 0) {
-      ASSIGN_OR_RETURN(eye, ctx.Op("expand_dims", {eye}, {{"axis", int64_t{i + 1}}, {"num_newaxis", int64_t{j - i - 1}}}));
+      ASSIGN_OR_RETURN(eye,
+                       ctx.Op("expand_dims", {eye},
+                              {{"axis", int64_t{i + 1}}, {"num_newaxis", int64_t{j - i - 1}}}));
     }
     if (rank - j - 1 > 0) {
-      ASSIGN_OR_RETURN(eye, ctx.Op("expand_dims", {eye}, {{"axis", int64_t{j + 1}}, {"num_newaxis", int64_t{rank - j - 1}}}));
+      ASSIGN_OR_RETURN(eye,
+                       ctx.Op("expand_dims", {eye},
+                              {{"axis", int64_t{j + 1}}, {"num_newaxis", int64_t{rank - j - 1}}}));
     }
     ASSIGN_OR_RETURN(Value * masked, ctx.Op("where", {eye, x.v, ctx.ScalarLike(x.v, 0.0)}));
-    ASSIGN_OR_RETURN(Value * s, ctx.Op("sum", {masked}, {{"axis", std::vector<int64_t>{j}}, {"keepdims", false}}));
+    ASSIGN_OR_RETURN(Value * s, ctx.Op("sum", {masked},
+                                       {{"axis", std::vector<int64_t>{j}}, {"keepdims", false}}));
     x.labels.erase(x.labels.begin() + j);
     x.v = s;
   }
@@ -279,12 +286,22 @@ absl::StatusOr<Operand> Contract(ImportContext& ctx, Operand a, Operand b, const
   std::vector<DimProduct> tr;
   for (int k = 0; k < nb; ++k) tr.push_back(refs(r, k, 1));
   for (int k = 0; k < na; ++k) tr.push_back(refs(a.v, nb + k, 1));
-  for (size_t k = 0; k < b_own.size(); ++k) tr.push_back(refs(b.v, nb + nc + static_cast<int>(k), 1));
+  for (size_t k = 0; k < b_own.size(); ++k)
+    tr.push_back(refs(b.v, nb + nc + static_cast<int>(k), 1));
   ASSIGN_OR_RETURN(Value * out, ReshapeToProducts(ctx, r, tr));
   return Operand{out, cat({&batch, &a_own, &b_own})};
 }
 
-Outs Einsum(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+// Step 1: the operands with the label of each axis, and the output's labels.
+struct Equation {
+  std::string text;  // without spaces, for messages
+  std::vector<Operand> ops;
+  Labels output;
+  int ellipsis_dims = 0;
+};
+
+absl::StatusOr<Equation> ParseEquation(ImportContext& ctx, const onnx::NodeProto& n,
+                                       const Ins& in) {
   const auto* eq_attr = FindAttr(n, "equation");
   if (eq_attr == nullptr) return ctx.Error("needs the attribute 'equation'");
   std::string equation;
@@ -292,7 +309,6 @@ Outs Einsum(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
     if (c != ' ') equation.push_back(c);
   }
   if (in.empty()) return ctx.Error("needs at least one input");
-  // Step 1: parse.
   std::vector<absl::string_view> sides = absl::StrSplit(equation, "->");
   if (sides.size() > 2) return ctx.Error(absl::StrCat("equation '", equation, "' has two '->'"));
   std::vector<absl::string_view> terms = absl::StrSplit(sides[0], ',');
@@ -311,9 +327,9 @@ Outs Einsum(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
     const bool has_ellipsis = Contains(t, kEllipsisLabel);
     const int letters = static_cast<int>(t.size()) - (has_ellipsis ? 1 : 0);
     if (has_ellipsis ? letters > rank : letters != rank) {
-      return ctx.Error(absl::StrFormat(
-          "equation '%s': term '%s' has %d subscripts for input %d of rank %d", equation,
-          terms[k], letters, k, rank));
+      return ctx.Error(
+          absl::StrFormat("equation '%s': term '%s' has %d subscripts for input %d of rank %d",
+                          equation, terms[k], letters, k, rank));
     }
     own_ellipsis.push_back(has_ellipsis ? rank - letters : 0);
     ellipsis_dims = std::max(ellipsis_dims, own_ellipsis.back());
@@ -340,12 +356,18 @@ Outs Einsum(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
     for (int j = 0; j < ellipsis_dims; ++j) output.push_back(kFirstEllipsisDim + j);
     for (int l = 0; l < kFirstEllipsisDim; ++l) {  // label order is ASCII order
       int uses = 0;
-      for (const Operand& o : ops) uses += static_cast<int>(std::count(o.labels.begin(), o.labels.end(), l));
+      for (const Operand& o : ops)
+        uses += static_cast<int>(std::count(o.labels.begin(), o.labels.end(), l));
       if (uses == 1) output.push_back(l);
     }
   }
-  // Static dims of one label must agree (1 broadcasts for ellipsis dims only).
-  for (int l = 0; l < kFirstEllipsisDim + ellipsis_dims; ++l) {
+  return Equation{equation, std::move(ops), std::move(output), ellipsis_dims};
+}
+
+// Static dims of one label must agree (1 broadcasts for ellipsis dims only).
+absl::Status CheckLabelDims(ImportContext& ctx, const Equation& eq) {
+  const std::vector<Operand>& ops = eq.ops;
+  for (int l = 0; l < kFirstEllipsisDim + eq.ellipsis_dims; ++l) {
     std::optional<int64_t> seen;
     for (const Operand& o : ops) {
       const Type t = ctx.TypeOf(o.v);
@@ -356,12 +378,20 @@ Outs Einsum(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
         if (l >= kFirstEllipsisDim && d == 1) continue;
         if (seen && *seen != d) {
           return ctx.Error(absl::StrFormat("equation '%s': one subscript %s spans dims %d and %d",
-                                           equation, LabelName(l), *seen, d));
+                                           eq.text, LabelName(l), *seen, d));
         }
         seen = d;
       }
     }
   }
+  return absl::OkStatus();
+}
+
+Outs Einsum(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Equation eq, ParseEquation(ctx, n, in));
+  RETURN_IF_ERROR(CheckLabelDims(ctx, eq));
+  std::vector<Operand>& ops = eq.ops;
+  const Labels& output = eq.output;
   // Step 2: diagonals, then the labels only this operand has and the output lacks.
   for (size_t k = 0; k < ops.size(); ++k) {
     ASSIGN_OR_RETURN(ops[k], Diagonals(ctx, ops[k]));

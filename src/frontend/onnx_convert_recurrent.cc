@@ -11,8 +11,10 @@
 //      z r h order, LSTM 4 in i o f c order).
 //   2. Steps t = 0..T-1 (reverse: T-1..0), each from take(XW, t) and nn.dense(h, R[d]):
 //        RNN   h' = f(x + h R^T + b)
-//        GRU   z = f(..), r = f(..), n = g(x_h + (r * h) R_h^T + Rb_h)       (linear_before_reset 0)
-//                                   n = g(x_h + r * (h R_h^T + Rb_h))         (linear_before_reset 1)
+//        GRU   z = f(..), r = f(..), n = g(x_h + (r * h) R_h^T + Rb_h)       (linear_before_reset
+//        0)
+//                                   n = g(x_h + r * (h R_h^T + Rb_h))         (linear_before_reset
+//                                   1)
 //              h' = (1 - z) * n + z * h
 //        LSTM  i = f(.. + P_i * c), f = f(.. + P_f * c), c~ = g(..), c' = f * c + i * c~,
 //              o = f(.. + P_o * c'), h' = o * h(c')
@@ -90,8 +92,10 @@ absl::StatusOr<std::vector<Activation>> ParseActivations(ImportContext& ctx,
                                                          const onnx::NodeProto& n,
                                                          const std::vector<std::string>& names) {
   std::vector<float> alphas, betas;
-  if (const auto* a = FindAttr(n, "activation_alpha")) alphas.assign(a->floats().begin(), a->floats().end());
-  if (const auto* a = FindAttr(n, "activation_beta")) betas.assign(a->floats().begin(), a->floats().end());
+  if (const auto* a = FindAttr(n, "activation_alpha"))
+    alphas.assign(a->floats().begin(), a->floats().end());
+  if (const auto* a = FindAttr(n, "activation_beta"))
+    betas.assign(a->floats().begin(), a->floats().end());
   size_t ai = 0, bi = 0;
   std::vector<Activation> out;
   for (const std::string& raw : names) {
@@ -162,17 +166,17 @@ absl::StatusOr<std::vector<int64_t>> StaticDims(ImportContext& ctx, const Value*
 
 // Everything one converter call needs, validated.
 struct RecurrentSpec {
-  Cell cell;
-  int gates;
-  int64_t hidden;
-  int64_t steps;  // a static T to unroll, or 0: an IR loop
-  int directions;
-  bool reverse_only;
-  bool batch_first;
+  Cell cell = Cell::kRnn;
+  int gates = 1;
+  int64_t hidden = 0;
+  int64_t steps = 0;  // a static T to unroll, or 0: an IR loop
+  int directions = 1;
+  bool reverse_only = false;
+  bool batch_first = false;
   std::optional<double> clip;
-  bool linear_before_reset;
-  std::vector<Activation> activations;  // per direction: activations[d * per + k]
-  int per_direction;
+  bool linear_before_reset = false;
+  std::vector<Activation> activations;  // per direction: activations[d * per_direction + k]
+  int per_direction = 1;
 };
 
 class Unroller {
@@ -307,7 +311,9 @@ class Unroller {
   // lengths as captures.
   absl::StatusOr<Result> RunLoop(const Direction& dir, bool reverse, Value* x) {
     const bool lstm = spec_.cell == Cell::kLstm;
-    auto i64 = [&](int64_t v) { return ctx_.Const(Tensor::Scalar(DType::kI64, static_cast<double>(v))); };
+    auto i64 = [&](int64_t v) {
+      return ctx_.Const(Tensor::Scalar(DType::kI64, static_cast<double>(v)));
+    };
     ASSIGN_OR_RETURN(Value * shape, ctx_.Op("shape_of", {x}));
     ASSIGN_OR_RETURN(Value * trips, ctx_.Op("take", {shape, i64(0)},
                                             {{"axis", int64_t{0}}, {"mode", std::string("fast")}}));
@@ -392,10 +398,11 @@ class Unroller {
   absl::StatusOr<Value*> Zeros(Value* x) {
     ASSIGN_OR_RETURN(Value * s, ctx_.Op("shape_of", {x}));
     ASSIGN_OR_RETURN(Value * batch, Cols(s, 0, 1, 2));
-    ASSIGN_OR_RETURN(Value * shape,
-                     ctx_.Op("concatenate",
-                             {batch, ctx_.Const(Tensor::FromInt64s(DType::kI64, {1}, {spec_.hidden}))},
-                             {{"axis", int64_t{0}}}));
+    ASSIGN_OR_RETURN(
+        Value * shape,
+        ctx_.Op("concatenate",
+                {batch, ctx_.Const(Tensor::FromInt64s(DType::kI64, {1}, {spec_.hidden}))},
+                {{"axis", int64_t{0}}}));
     return ctx_.Op("dyn.zeros", {shape}, {{"dtype", ctx_.DTypeOf(x)}});
   }
   // act(clip(pre)).
@@ -407,7 +414,8 @@ class Unroller {
     return Apply(ctx_, act, pre);
   }
 
-  absl::StatusOr<Value*> GruStep(const Activation* acts, Value* xt, Value* h, Value* rd, Value* rb) {
+  absl::StatusOr<Value*> GruStep(const Activation* acts, Value* xt, Value* h, Value* rd,
+                                 Value* rb) {
     const int64_t hs = spec_.hidden;
     // R rows: z [0, H), r [H, 2H), h [2H, 3H); nn.dense(h, rows) = h rows^T.
     ASSIGN_OR_RETURN(Value * r_zr, Cols(rd, 0, 0, 2 * hs));
@@ -481,8 +489,9 @@ class Unroller {
 };
 
 // Reads and checks the attributes and input shapes (see the header comment for the forms).
-absl::StatusOr<RecurrentSpec> Validate(ImportContext& ctx, const onnx::NodeProto& n, Cell cell,
-                                       const Ins& in) {
+// The attributes: direction, layout, clip, linear_before_reset, input_forget, activations.
+absl::StatusOr<RecurrentSpec> ReadAttributes(ImportContext& ctx, const onnx::NodeProto& n,
+                                             Cell cell) {
   RecurrentSpec spec;
   spec.cell = cell;
   const CellInfo info = InfoOf(cell);
@@ -490,26 +499,29 @@ absl::StatusOr<RecurrentSpec> Validate(ImportContext& ctx, const onnx::NodeProto
   spec.per_direction = static_cast<int>(info.default_activations.size());
   const std::string direction = StringAttr(n, "direction", "forward");
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
-    return ctx.Error(absl::StrCat(
-        "direction must be forward, reverse or bidirectional, got '", direction, "'"));
+    return ctx.Error(
+        absl::StrCat("direction must be forward, reverse or bidirectional, got '", direction, "'"));
   }
   spec.directions = direction == "bidirectional" ? 2 : 1;
   spec.reverse_only = direction == "reverse";
   const int64_t layout = IntAttr(n, "layout", 0);
-  if (layout != 0 && layout != 1) return ctx.Error(absl::StrCat("layout must be 0 or 1, got ", layout));
+  if (layout != 0 && layout != 1)
+    return ctx.Error(absl::StrCat("layout must be 0 or 1, got ", layout));
   spec.batch_first = layout == 1;
   if (const auto* a = FindAttr(n, "clip")) {
     if (!(a->f() > 0)) return ctx.Error(absl::StrCat("clip must be positive, got ", a->f()));
     spec.clip = a->f();
   }
   const int64_t lbr = IntAttr(n, "linear_before_reset", 0);
-  if (lbr != 0 && lbr != 1) return ctx.Error(absl::StrCat("linear_before_reset must be 0 or 1, got ", lbr));
+  if (lbr != 0 && lbr != 1)
+    return ctx.Error(absl::StrCat("linear_before_reset must be 0 or 1, got ", lbr));
   spec.linear_before_reset = lbr == 1;
   if (cell == Cell::kLstm && IntAttr(n, "input_forget", 0) != 0) {
     return ctx.Unimplemented("input_forget = 1 is not supported");
   }
   std::vector<std::string> names;
-  if (const auto* a = FindAttr(n, "activations")) names.assign(a->strings().begin(), a->strings().end());
+  if (const auto* a = FindAttr(n, "activations"))
+    names.assign(a->strings().begin(), a->strings().end());
   if (names.empty()) {
     for (int d = 0; d < spec.directions; ++d) {
       names.insert(names.end(), info.default_activations.begin(), info.default_activations.end());
@@ -523,7 +535,14 @@ absl::StatusOr<RecurrentSpec> Validate(ImportContext& ctx, const onnx::NodeProto
                                      spec.per_direction));
   }
   ASSIGN_OR_RETURN(spec.activations, ParseActivations(ctx, n, names));
+  return spec;
+}
 
+// The input shapes against the attributes; sets the hidden size (from R) and the steps to
+// unroll.
+absl::Status CheckInputs(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in,
+                         RecurrentSpec& spec) {
+  const Cell cell = spec.cell;
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(Value * w, Need(ctx, in, 1));
   ASSIGN_OR_RETURN(Value * r, Need(ctx, in, 2));
@@ -531,12 +550,13 @@ absl::StatusOr<RecurrentSpec> Validate(ImportContext& ctx, const onnx::NodeProto
   ASSIGN_OR_RETURN(std::vector<int64_t> ws, StaticDims(ctx, w, "W", 3));
   spec.hidden = rs[2];
   if (const auto* a = FindAttr(n, "hidden_size"); a != nullptr && a->i() != spec.hidden) {
-    return ctx.Error(absl::StrFormat("hidden_size is %d but R is [%s]", a->i(), absl::StrJoin(rs, ", ")));
+    return ctx.Error(
+        absl::StrFormat("hidden_size is %d but R is [%s]", a->i(), absl::StrJoin(rs, ", ")));
   }
   // Bounded so that gates * 2 * hidden cannot overflow (a hostile R declares any dims).
   if (spec.hidden <= 0 || spec.hidden > kMaxHidden) {
-    return ctx.Error(absl::StrFormat("the hidden size must be in [1, %d], got %d", kMaxHidden,
-                                     spec.hidden));
+    return ctx.Error(
+        absl::StrFormat("the hidden size must be in [1, %d], got %d", kMaxHidden, spec.hidden));
   }
   const int64_t gh = spec.gates * spec.hidden;
   if (rs[0] != spec.directions || rs[1] != gh) {
@@ -544,7 +564,8 @@ absl::StatusOr<RecurrentSpec> Validate(ImportContext& ctx, const onnx::NodeProto
                                      spec.hidden, absl::StrJoin(rs, ", ")));
   }
   const Type xt = ctx.TypeOf(x);
-  if (!xt.is_tensor() || xt.rank() != 3) return ctx.Error("X must have rank 3");
+  if (!xt.is_tensor()) return ctx.Unimplemented("X has an unknown type");
+  if (xt.rank() != 3) return ctx.Error(absl::StrCat("X must have rank 3, got ", xt.ToString()));
   const DimExpr in_dim = xt.shape()[2];
   if (ws[0] != spec.directions || ws[1] != gh ||
       (in_dim.is_constant() && in_dim.constant() != ws[2])) {
@@ -554,7 +575,8 @@ absl::StatusOr<RecurrentSpec> Validate(ImportContext& ctx, const onnx::NodeProto
   auto check = [&](size_t i, absl::string_view what, std::vector<int64_t> want) -> absl::Status {
     Value* v = In(in, i);
     if (v == nullptr) return absl::OkStatus();
-    ASSIGN_OR_RETURN(std::vector<int64_t> got, StaticDims(ctx, v, what, static_cast<int>(want.size())));
+    ASSIGN_OR_RETURN(std::vector<int64_t> got,
+                     StaticDims(ctx, v, what, static_cast<int>(want.size())));
     if (got != want) {
       return ctx.Error(absl::StrFormat("%s must be [%s], got [%s]", what, absl::StrJoin(want, ", "),
                                        absl::StrJoin(got, ", ")));
@@ -587,12 +609,13 @@ absl::StatusOr<RecurrentSpec> Validate(ImportContext& ctx, const onnx::NodeProto
   spec.steps = steps.is_constant() && steps.constant() >= 1 && steps.constant() <= kMaxUnrolledSteps
                    ? steps.constant()
                    : 0;
-  return spec;
+  return absl::OkStatus();
 }
 
 template <Cell kCell>
 Outs Recurrent(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
-  ASSIGN_OR_RETURN(RecurrentSpec spec, Validate(ctx, n, kCell, in));
+  ASSIGN_OR_RETURN(RecurrentSpec spec, ReadAttributes(ctx, n, kCell));
+  RETURN_IF_ERROR(CheckInputs(ctx, n, in, spec));
   Value* x = in[0];
   Value* h0 = In(in, 5);
   Value* c0 = kCell == Cell::kLstm ? In(in, 6) : nullptr;

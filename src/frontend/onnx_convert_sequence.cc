@@ -56,9 +56,9 @@ Outs ReverseSequence(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in
   const int64_t batch_axis = IntAttr(n, "batch_axis", 1);
   const int64_t time_axis = IntAttr(n, "time_axis", 0);
   if (!((batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0))) {
-    return ctx.Error(absl::StrFormat(
-        "batch_axis and time_axis must be 0 and 1 in some order, got %d and %d", batch_axis,
-        time_axis));
+    return ctx.Error(
+        absl::StrFormat("batch_axis and time_axis must be 0 and 1 in some order, got %d and %d",
+                        batch_axis, time_axis));
   }
   if (ctx.RankOf(lens) != 1) return ctx.Error("sequence_lens must be 1-D");
   if (ctx.DTypeOf(lens) != DType::kI64) {
@@ -73,9 +73,12 @@ Outs ReverseSequence(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in
   ASSIGN_OR_RETURN(lens, ctx.Op("minimum", {lens, steps}));
   ASSIGN_OR_RETURN(lens, ctx.Op("maximum", {lens, ctx.Const(Tensor::Scalar(DType::kI64, 0))}));
   // [T, 1] against [1, B] (time first) or [1, T] against [B, 1] (batch first).
-  ASSIGN_OR_RETURN(Value * t2, ctx.Op("expand_dims", {t}, {{"axis", int64_t{time_axis == 0 ? 1 : 0}}}));
-  ASSIGN_OR_RETURN(Value * l2, ctx.Op("expand_dims", {lens}, {{"axis", int64_t{batch_axis == 0 ? 1 : 0}}}));
-  ASSIGN_OR_RETURN(Value * last, ctx.Op("subtract", {l2, ctx.Const(Tensor::Scalar(DType::kI64, 1))}));
+  ASSIGN_OR_RETURN(Value * t2,
+                   ctx.Op("expand_dims", {t}, {{"axis", int64_t{time_axis == 0 ? 1 : 0}}}));
+  ASSIGN_OR_RETURN(Value * l2,
+                   ctx.Op("expand_dims", {lens}, {{"axis", int64_t{batch_axis == 0 ? 1 : 0}}}));
+  ASSIGN_OR_RETURN(Value * last,
+                   ctx.Op("subtract", {l2, ctx.Const(Tensor::Scalar(DType::kI64, 1))}));
   ASSIGN_OR_RETURN(Value * rev, ctx.Op("subtract", {last, t2}));
   ASSIGN_OR_RETURN(Value * inside, ctx.Op("less", {t2, l2}));
   ASSIGN_OR_RETURN(Value * src, ctx.Op("where", {inside, rev, t2}));

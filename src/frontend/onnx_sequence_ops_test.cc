@@ -37,13 +37,14 @@ struct RunResult {
 // Imports `m`, compiles it with the default pipeline for `target` (with inputs and outputs
 // placed on the accelerator when `on_device`) and runs it once.
 absl::StatusOr<RunResult> RunModel(const OneNodeModel& m, DeviceKind target,
-                              const std::vector<Tensor>& inputs, bool on_device = false) {
+                                   const std::vector<Tensor>& inputs, bool on_device = false) {
   auto module = ImportOnnx(m.Bytes());
   if (!module.ok()) return module.status();
   std::string pipeline = vm::DefaultPipeline(target);
   if (on_device) {
     pipeline = absl::StrReplaceAll(
-        pipeline, {{"plan-devices{target=sim}", "plan-devices{target=sim,inputs=target,outputs=target}"}});
+        pipeline,
+        {{"plan-devices{target=sim}", "plan-devices{target=sim,inputs=target,outputs=target}"}});
   }
   PassManagerOptions o;
   o.verify_each = true;
@@ -67,7 +68,8 @@ std::vector<double> Pattern(int64_t n, double seed) {
 }
 std::vector<float> AsFloats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
 
-void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-4) {
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want,
+                double tol = 1e-4) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
 }
@@ -91,8 +93,9 @@ TEST(OnnxEinsum, ImplicitOutputWithEllipsis) {
         want.push_back(s);
       }
   for (DeviceKind target : {DeviceKind::kCpu, DeviceKind::kSim}) {
-    auto r = RunModel(m, target, {Tensor::FromDoubles(DType::kF32, {2, 3, 4}, a),
-                             Tensor::FromDoubles(DType::kF32, {4, 2}, b)});
+    auto r = RunModel(m, target,
+                      {Tensor::FromDoubles(DType::kF32, {2, 3, 4}, a),
+                       Tensor::FromDoubles(DType::kF32, {4, 2}, b)});
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->outputs[0].shape(), (std::vector<int64_t>{2, 3, 2}));
     ExpectNear(r->outputs[0].ToDoubles(), want);
@@ -108,8 +111,9 @@ TEST(OnnxEinsum, DiagonalAndThreeOperands) {
   std::vector<double> want(3, 0);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 2; ++j) want[i] += a[(i * 3 + i) * 2 + j] * v[j];
-  auto r = RunModel(diag, DeviceKind::kCpu, {Tensor::FromDoubles(DType::kF32, {3, 3, 2}, a),
-                                        Tensor::FromDoubles(DType::kF32, {2}, v)});
+  auto r = RunModel(
+      diag, DeviceKind::kCpu,
+      {Tensor::FromDoubles(DType::kF32, {3, 3, 2}, a), Tensor::FromDoubles(DType::kF32, {2}, v)});
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectNear(r->outputs[0].ToDoubles(), want);
 
@@ -122,9 +126,10 @@ TEST(OnnxEinsum, DiagonalAndThreeOperands) {
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 3; ++j)
         for (int k = 0; k < 4; ++k) want3[l * 2 + i] += x[i * 3 + j] * y[j * 4 + k] * z[k * 5 + l];
-  auto r3 = RunModel(three, DeviceKind::kSim, {Tensor::FromDoubles(DType::kF32, {2, 3}, x),
-                                          Tensor::FromDoubles(DType::kF32, {3, 4}, y),
-                                          Tensor::FromDoubles(DType::kF32, {4, 5}, z)});
+  auto r3 = RunModel(
+      three, DeviceKind::kSim,
+      {Tensor::FromDoubles(DType::kF32, {2, 3}, x), Tensor::FromDoubles(DType::kF32, {3, 4}, y),
+       Tensor::FromDoubles(DType::kF32, {4, 5}, z)});
   ASSERT_TRUE(r3.ok()) << r3.status();
   EXPECT_EQ(r3->outputs[0].shape(), (std::vector<int64_t>{5, 2}));
   ExpectNear(r3->outputs[0].ToDoubles(), want3);
@@ -144,16 +149,18 @@ TEST(OnnxEinsum, EdgeForms) {
 
   OneNodeModel outer(12, "Einsum", {"a", "b"});
   outer.Input("a", {"2"}).Input("b", {"3"}).Str("equation", "j,i");  // implicit: "j,i->ij"
-  r = RunModel(outer, DeviceKind::kSim, {Tensor::FromDoubles(DType::kF32, {2}, {1, 2}),
-                                         Tensor::FromDoubles(DType::kF32, {3}, {1, 10, 100})});
+  r = RunModel(outer, DeviceKind::kSim,
+               {Tensor::FromDoubles(DType::kF32, {2}, {1, 2}),
+                Tensor::FromDoubles(DType::kF32, {3}, {1, 10, 100})});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->outputs[0].shape(), (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(r->outputs[0].ToDoubles(), (std::vector<double>{1, 2, 10, 20, 100, 200}));
 
   OneNodeModel bcast(12, "Einsum", {"a", "b"});
   bcast.Input("a", {"2", "1"}).Input("b", {"3"}).Str("equation", "...,...->...");
-  r = RunModel(bcast, DeviceKind::kCpu, {Tensor::FromDoubles(DType::kF32, {2, 1}, {1, 2}),
-                                         Tensor::FromDoubles(DType::kF32, {3}, {1, 10, 100})});
+  r = RunModel(bcast, DeviceKind::kCpu,
+               {Tensor::FromDoubles(DType::kF32, {2, 1}, {1, 2}),
+                Tensor::FromDoubles(DType::kF32, {3}, {1, 10, 100})});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->outputs[0].shape(), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(r->outputs[0].ToDoubles(), (std::vector<double>{1, 10, 100, 2, 20, 200}));
@@ -161,8 +168,9 @@ TEST(OnnxEinsum, EdgeForms) {
   // A summed-out ellipsis dim, 1 against 2: sum_e a[0, i, j] b[e, j, k].
   OneNodeModel summed(12, "Einsum", {"a", "b"});
   summed.Input("a", {"1", "1", "2"}).Input("b", {"2", "2", "1"}).Str("equation", "...ij,...jk->ik");
-  r = RunModel(summed, DeviceKind::kCpu, {Tensor::FromDoubles(DType::kF32, {1, 1, 2}, {1, 2}),
-                                          Tensor::FromDoubles(DType::kF32, {2, 2, 1}, {1, 10, 100, 1000})});
+  r = RunModel(summed, DeviceKind::kCpu,
+               {Tensor::FromDoubles(DType::kF32, {1, 1, 2}, {1, 2}),
+                Tensor::FromDoubles(DType::kF32, {2, 2, 1}, {1, 10, 100, 1000})});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->outputs[0].shape(), (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(r->outputs[0].ToDoubles(), (std::vector<double>{1 * 101 + 2 * 1010}));
@@ -222,7 +230,8 @@ TEST(OnnxCompress, ShortAndLongConditions) {
   auto r = RunModel(m, DeviceKind::kCpu, {x, Tensor::FromInt64s(DType::kBool, {2}, {0, 1})});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->outputs[0].ToDoubles(), (std::vector<double>{20}));
-  auto bad = RunModel(m, DeviceKind::kCpu, {x, Tensor::FromInt64s(DType::kBool, {5}, {0, 0, 0, 0, 1})});
+  auto bad =
+      RunModel(m, DeviceKind::kCpu, {x, Tensor::FromInt64s(DType::kBool, {5}, {0, 0, 0, 0, 1})});
   EXPECT_FALSE(bad.ok());
 }
 
@@ -244,12 +253,12 @@ TEST(OnnxCompress, Errors) {
 TEST(OnnxReverseSequence, SymbolicBatchAndHostileLengths) {
   OneNodeModel m(11, "ReverseSequence", {"x", "l"});
   m.Input("x", {"3", "b", "2"}).Input("l", {"b"}, onnx::TensorProto::INT64);
-  const Tensor x = Tensor::FromDoubles(DType::kF32, {3, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  const Tensor x =
+      Tensor::FromDoubles(DType::kF32, {3, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
   auto r = RunModel(m, DeviceKind::kSim, {x, Tensor::FromInt64s(DType::kI64, {2}, {2, 99})});
   ASSERT_TRUE(r.ok()) << r.status();
   // Batch 0 reverses its first 2 steps, batch 1 all 3 (99 is clamped to 3).
-  EXPECT_EQ(r->outputs[0].ToDoubles(),
-            (std::vector<double>{4, 5, 10, 11, 0, 1, 6, 7, 8, 9, 2, 3}));
+  EXPECT_EQ(r->outputs[0].ToDoubles(), (std::vector<double>{4, 5, 10, 11, 0, 1, 6, 7, 8, 9, 2, 3}));
 }
 
 // ---- RNN, GRU, LSTM --------------------------------------------------------------------------
@@ -341,11 +350,13 @@ void CheckBidirectional(const std::string& op, int64_t linear_before_reset, Devi
   const std::string ir = m.Import();
   // A loop's scan output has a `?` first dim after infer-types (the trip count is not
   // matched to `seq`); the run binds it.
-  EXPECT_THAT(ir, HasSubstr(symbolic_seq ? "f32[?, 2, batch, 3]" : "f32[" + seq + ", 2, batch, 3]"));
+  EXPECT_THAT(ir,
+              HasSubstr(symbolic_seq ? "f32[?, 2, batch, 3]" : "f32[" + seq + ", 2, batch, 3]"));
   EXPECT_EQ(ir.find(" loop(") != std::string::npos, symbolic_seq);
   const Reference want = RunReference(op, T, B, I, H, D, x, w, r, b, lens, linear_before_reset);
-  auto got = RunModel(m, target, {Tensor::FromDoubles(DType::kF32, {T, B, I}, x),
-                             Tensor::FromInt64s(DType::kI32, {B}, lens)});
+  auto got = RunModel(
+      m, target,
+      {Tensor::FromDoubles(DType::kF32, {T, B, I}, x), Tensor::FromInt64s(DType::kI32, {B}, lens)});
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->outputs[0].shape(), (std::vector<int64_t>{T, D, B, H}));
   ExpectNear(got->outputs[0].ToDoubles(), want.y);
@@ -379,7 +390,9 @@ TEST(OnnxRecurrent, ActivationsClipAndLayout) {
   const int T = 3, H = 2;
   const std::vector<double> x = Pattern(T, 1), w = Pattern(2 * H, 2), r = Pattern(2 * H * H, 3);
   OneNodeModel m(14, "RNN", {"x", "w", "r"}, {"y", "y_h"});
-  m.Input("x", {"1", "3", "1"}).Floats("w", {2, H, 1}, AsFloats(w)).Floats("r", {2, H, H}, AsFloats(r));
+  m.Input("x", {"1", "3", "1"})
+      .Floats("w", {2, H, 1}, AsFloats(w))
+      .Floats("r", {2, H, H}, AsFloats(r));
   m.Str("direction", "bidirectional").Int("layout", 1).Float("clip", 0.3f);
   m.Strs("activations", {"Affine", "HardSigmoid"});
   m.FloatList("activation_alpha", {2.0f, 0.7f}).FloatList("activation_beta", {0.25f, 0.1f});
@@ -513,7 +526,8 @@ TEST(OnnxRecurrent, PyTorchStyleDynamicLstm) {
     const int B = 2;
     const std::vector<double> x = Pattern(T * B * I, 4 + T);
     const Reference want = RunReference("LSTM", T, B, I, H, 1, x, w, r, b, {T, T}, false);
-    auto got = (*machine)->RunWithHostTensors("main", {Tensor::FromDoubles(DType::kF32, {T, B, I}, x)});
+    auto got =
+        (*machine)->RunWithHostTensors("main", {Tensor::FromDoubles(DType::kF32, {T, B, I}, x)});
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ((*got)[0].shape(), (std::vector<int64_t>{T, B, H}));
     ExpectNear((*got)[0].ToDoubles(), want.y);
