@@ -216,7 +216,13 @@ class Unroller {
     Value* xw;  // [T, B, G*H]: X W^T + Wb (+ Rb except for GRU)
     Value* rd;  // [G*H, H]
     Value* rb;  // [G*H] (GRU only) or nullptr
-    Value* pd;  // [3H] peepholes or nullptr
+    // GRU: R's z and r rows, its h rows, and Rb's parts (nullptr without B). Sliced once here,
+    // not per step (a loop body would slice again on every trip).
+    Value* r_zr;
+    Value* r_h;
+    Value* rb_zr;
+    Value* rb_h;
+    Value* peep[3];  // LSTM: P_i, P_o, P_f, or nullptr without P
     Value* lens;
     Value* h0;
     Value* c0;
@@ -248,8 +254,21 @@ class Unroller {
         dir.rb = nullptr;
       }
     }
+    if (spec_.cell == Cell::kGru) {
+      // R rows: z [0, H), r [H, 2H), h [2H, 3H); nn.dense(h, rows) = h rows^T.
+      const int64_t hs = spec_.hidden;
+      ASSIGN_OR_RETURN(dir.r_zr, Cols(dir.rd, 0, 0, 2 * hs));
+      ASSIGN_OR_RETURN(dir.r_h, Cols(dir.rd, 0, 2 * hs, 3 * hs));
+      if (dir.rb != nullptr) {
+        ASSIGN_OR_RETURN(dir.rb_zr, Cols(dir.rb, 0, 0, 2 * hs));
+        ASSIGN_OR_RETURN(dir.rb_h, Cols(dir.rb, 0, 2 * hs, 3 * hs));
+      }
+    }
     if (p != nullptr) {
-      ASSIGN_OR_RETURN(dir.pd, Pick(p, d));
+      ASSIGN_OR_RETURN(Value * pd, Pick(p, d));
+      for (int k = 0; k < 3; ++k) {
+        ASSIGN_OR_RETURN(dir.peep[k], Cols(pd, 0, k * spec_.hidden, (k + 1) * spec_.hidden));
+      }
     }
     if (h0 != nullptr) {
       ASSIGN_OR_RETURN(dir.h0, Pick(h0, d));
@@ -280,13 +299,13 @@ class Unroller {
         break;
       }
       case Cell::kGru: {
-        ASSIGN_OR_RETURN(h_new, GruStep(dir.acts, xt, h, dir.rd, dir.rb));
+        ASSIGN_OR_RETURN(h_new, GruStep(dir, xt, h));
         break;
       }
       case Cell::kLstm: {
         ASSIGN_OR_RETURN(Value * hr, ctx_.Op("nn.dense", {h, dir.rd}));
         ASSIGN_OR_RETURN(Value * pre, ctx_.Op("add", {xt, hr}));
-        ASSIGN_OR_RETURN(std::tie(h_new, c_new), LstmStep(dir.acts, pre, c, dir.pd));
+        ASSIGN_OR_RETURN(std::tie(h_new, c_new), LstmStep(dir, pre, c));
         break;
       }
     }
@@ -414,18 +433,12 @@ class Unroller {
     return Apply(ctx_, act, pre);
   }
 
-  absl::StatusOr<Value*> GruStep(const Activation* acts, Value* xt, Value* h, Value* rd,
-                                 Value* rb) {
+  absl::StatusOr<Value*> GruStep(const Direction& dir, Value* xt, Value* h) {
     const int64_t hs = spec_.hidden;
-    // R rows: z [0, H), r [H, 2H), h [2H, 3H); nn.dense(h, rows) = h rows^T.
-    ASSIGN_OR_RETURN(Value * r_zr, Cols(rd, 0, 0, 2 * hs));
-    ASSIGN_OR_RETURN(Value * r_h, Cols(rd, 0, 2 * hs, 3 * hs));
-    ASSIGN_OR_RETURN(Value * hzr, ctx_.Op("nn.dense", {h, r_zr}));
-    Value* rb_h = nullptr;
-    if (rb != nullptr) {
-      ASSIGN_OR_RETURN(Value * rb_zr, Cols(rb, 0, 0, 2 * hs));
-      ASSIGN_OR_RETURN(rb_h, Cols(rb, 0, 2 * hs, 3 * hs));
-      ASSIGN_OR_RETURN(hzr, ctx_.Op("add", {hzr, rb_zr}));
+    const Activation* acts = dir.acts;
+    ASSIGN_OR_RETURN(Value * hzr, ctx_.Op("nn.dense", {h, dir.r_zr}));
+    if (dir.rb_zr != nullptr) {
+      ASSIGN_OR_RETURN(hzr, ctx_.Op("add", {hzr, dir.rb_zr}));
     }
     ASSIGN_OR_RETURN(Value * x_zr, Cols(xt, 1, 0, 2 * hs));
     ASSIGN_OR_RETURN(Value * x_h, Cols(xt, 1, 2 * hs, 3 * hs));
@@ -436,16 +449,16 @@ class Unroller {
     ASSIGN_OR_RETURN(r, Gate(acts[0], r));
     Value* hh = nullptr;
     if (spec_.linear_before_reset) {
-      ASSIGN_OR_RETURN(hh, ctx_.Op("nn.dense", {h, r_h}));
-      if (rb_h != nullptr) {
-        ASSIGN_OR_RETURN(hh, ctx_.Op("add", {hh, rb_h}));
+      ASSIGN_OR_RETURN(hh, ctx_.Op("nn.dense", {h, dir.r_h}));
+      if (dir.rb_h != nullptr) {
+        ASSIGN_OR_RETURN(hh, ctx_.Op("add", {hh, dir.rb_h}));
       }
       ASSIGN_OR_RETURN(hh, ctx_.Op("multiply", {r, hh}));
     } else {
       ASSIGN_OR_RETURN(Value * rh, ctx_.Op("multiply", {r, h}));
-      ASSIGN_OR_RETURN(hh, ctx_.Op("nn.dense", {rh, r_h}));
-      if (rb_h != nullptr) {
-        ASSIGN_OR_RETURN(hh, ctx_.Op("add", {hh, rb_h}));
+      ASSIGN_OR_RETURN(hh, ctx_.Op("nn.dense", {rh, dir.r_h}));
+      if (dir.rb_h != nullptr) {
+        ASSIGN_OR_RETURN(hh, ctx_.Op("add", {hh, dir.rb_h}));
       }
     }
     ASSIGN_OR_RETURN(hh, ctx_.Op("add", {x_h, hh}));
@@ -456,13 +469,13 @@ class Unroller {
     return ctx_.Op("add", {hh, diff});
   }
 
-  absl::StatusOr<std::pair<Value*, Value*>> LstmStep(const Activation* acts, Value* pre, Value* c,
-                                                     Value* pd) {
+  absl::StatusOr<std::pair<Value*, Value*>> LstmStep(const Direction& dir, Value* pre,
+                                                     Value* c) {
+    const Activation* acts = dir.acts;
     // Gate order i o f c; peepholes P = [P_i, P_o, P_f].
     auto peephole = [&](Value* g, int k, Value* state) -> absl::StatusOr<Value*> {
-      if (pd == nullptr) return g;
-      ASSIGN_OR_RETURN(Value * pk, Cols(pd, 0, k * spec_.hidden, (k + 1) * spec_.hidden));
-      ASSIGN_OR_RETURN(Value * m, ctx_.Op("multiply", {pk, state}));
+      if (dir.peep[k] == nullptr) return g;
+      ASSIGN_OR_RETURN(Value * m, ctx_.Op("multiply", {dir.peep[k], state}));
       return ctx_.Op("add", {g, m});
     };
     ASSIGN_OR_RETURN(Value * i, GateCols(pre, 0));
