@@ -61,6 +61,11 @@ Outs ReverseSequence(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in
                         batch_axis, time_axis));
   }
   if (ctx.RankOf(lens) != 1) return ctx.Error("sequence_lens must be 1-D");
+  const DimExpr batch = ctx.TypeOf(x).shape()[batch_axis], count = ctx.TypeOf(lens).shape()[0];
+  if (batch.is_constant() && count.is_constant() && batch.constant() != count.constant()) {
+    return ctx.Error(absl::StrFormat("sequence_lens has %d lengths for a batch of %d",
+                                     count.constant(), batch.constant()));
+  }
   if (ctx.DTypeOf(lens) != DType::kI64) {
     ASSIGN_OR_RETURN(lens, ctx.Op("cast", {lens}, {{"dtype", DType::kI64}}));
   }

@@ -247,6 +247,9 @@ TEST(OnnxCompress, Errors) {
   rev.Input("x", {"3", "2"}).Input("l", {"2"}, onnx::TensorProto::INT64);
   rev.Int("batch_axis", 0).Int("time_axis", 0);
   EXPECT_THAT(rev.Import(), HasSubstr("batch_axis and time_axis must be 0 and 1 in some order"));
+  OneNodeModel lens(11, "ReverseSequence", {"x", "l"});
+  lens.Input("x", {"3", "2"}).Input("l", {"3"}, onnx::TensorProto::INT64);
+  EXPECT_THAT(lens.Import(), HasSubstr("sequence_lens has 3 lengths for a batch of 2"));
 }
 
 // Tests ReverseSequence with a symbolic batch, trailing dims, and lengths past T (clamped).
