@@ -105,19 +105,10 @@ Outs IsInf(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return One(ctx.Op("greater", {x, x}));  // false everywhere, NaN included
 }
 
-// alpha * (e^x - 1), the negative branch of Elu and Selu.
-absl::StatusOr<Value*> ExpMinusOne(ImportContext& ctx, Value* x, double alpha) {
-  ASSIGN_OR_RETURN(Value * e, ctx.Op("exp", {x}));
-  ASSIGN_OR_RETURN(e, ctx.Op("subtract", {e, ctx.ScalarLike(x, 1.0)}));
-  return ctx.Op("multiply", {e, ctx.ScalarLike(x, alpha)});
-}
-
 // Elu: x > 0 ? x : alpha * (e^x - 1).
 Outs Elu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  ASSIGN_OR_RETURN(Value * pos, ctx.Op("greater", {x, ctx.ScalarLike(x, 0.0)}));
-  ASSIGN_OR_RETURN(Value * e, ExpMinusOne(ctx, x, FloatAttr(n, "alpha", 1.0f)));
-  return One(ctx.Op("where", {pos, x, e}));
+  return One(EluOf(ctx, x, FloatAttr(n, "alpha", 1.0f)));
 }
 
 // Selu: gamma * (x > 0 ? x : alpha * (e^x - 1)), the spec's default constants as floats.
@@ -144,24 +135,19 @@ Outs Celu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
 // Softplus: log(e^x + 1), as the spec writes it.
 Outs Softplus(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  ASSIGN_OR_RETURN(Value * e, ctx.Op("exp", {x}));
-  ASSIGN_OR_RETURN(e, ctx.Op("add", {e, ctx.ScalarLike(x, 1.0)}));
-  return One(ctx.Op("log", {e}));
+  return One(SoftplusOf(ctx, x));
 }
 
 // Softsign: x / (1 + |x|).
 Outs Softsign(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  ASSIGN_OR_RETURN(Value * a, ctx.Op("abs", {x}));
-  ASSIGN_OR_RETURN(a, ctx.Op("add", {a, ctx.ScalarLike(x, 1.0)}));
-  return One(ctx.Op("divide", {x, a}));
+  return One(SoftsignOf(ctx, x));
 }
 
 // ThresholdedRelu: x > alpha ? x : 0.
 Outs ThresholdedRelu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  ASSIGN_OR_RETURN(Value * keep, ctx.Op("greater", {x, ctx.ScalarLike(x, FloatAttr(n, "alpha", 1.0f))}));
-  return One(ctx.Op("where", {keep, x, ctx.ScalarLike(x, 0.0)}));
+  return One(ThresholdedReluOf(ctx, x, FloatAttr(n, "alpha", 1.0f)));
 }
 
 // Shrink: x < -lambd ? x + bias : (x > lambd ? x - bias : 0).
@@ -240,17 +226,7 @@ Outs LessOrEqual(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
 // LeakyRelu: x > 0 ? x : alpha * x.
 Outs LeakyRelu(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  ASSIGN_OR_RETURN(Value * pos, ctx.Op("greater", {x, ctx.ScalarLike(x, 0.0)}));
-  ASSIGN_OR_RETURN(Value * ax, ctx.Op("multiply", {x, ctx.ScalarLike(x, FloatAttr(n, "alpha", 0.01f))}));
-  return One(ctx.Op("where", {pos, x, ax}));
-}
-
-// max(0, min(1, alpha * x + beta)): HardSigmoid, and HardSwish's factor.
-absl::StatusOr<Value*> HardSigmoidOf(ImportContext& ctx, Value* x, double alpha, double beta) {
-  ASSIGN_OR_RETURN(Value * y, ctx.Op("multiply", {x, ctx.ScalarLike(x, alpha)}));
-  ASSIGN_OR_RETURN(y, ctx.Op("add", {y, ctx.ScalarLike(x, beta)}));
-  ASSIGN_OR_RETURN(y, ctx.Op("minimum", {y, ctx.ScalarLike(x, 1.0)}));
-  return ctx.Op("maximum", {y, ctx.ScalarLike(x, 0.0)});
+  return One(LeakyReluOf(ctx, x, FloatAttr(n, "alpha", 0.01f)));
 }
 
 Outs HardSigmoid(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {

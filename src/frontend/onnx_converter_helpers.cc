@@ -120,4 +120,53 @@ absl::StatusOr<Value*> LogSoftmaxOver(ImportContext& ctx, Value* x, std::vector<
   return ctx.Op("subtract", {d, l});
 }
 
+// alpha * (e^x - 1), the negative branch of Elu and Selu.
+absl::StatusOr<Value*> ExpMinusOne(ImportContext& ctx, Value* x, double alpha) {
+  ASSIGN_OR_RETURN(Value * e, ctx.Op("exp", {x}));
+  ASSIGN_OR_RETURN(e, ctx.Op("subtract", {e, ctx.ScalarLike(x, 1.0)}));
+  return ctx.Op("multiply", {e, ctx.ScalarLike(x, alpha)});
+}
+
+// x > 0 ? x : alpha * (e^x - 1).
+absl::StatusOr<Value*> EluOf(ImportContext& ctx, Value* x, double alpha) {
+  ASSIGN_OR_RETURN(Value * pos, ctx.Op("greater", {x, ctx.ScalarLike(x, 0.0)}));
+  ASSIGN_OR_RETURN(Value * e, ExpMinusOne(ctx, x, alpha));
+  return ctx.Op("where", {pos, x, e});
+}
+
+// x > 0 ? x : alpha * x.
+absl::StatusOr<Value*> LeakyReluOf(ImportContext& ctx, Value* x, double alpha) {
+  ASSIGN_OR_RETURN(Value * pos, ctx.Op("greater", {x, ctx.ScalarLike(x, 0.0)}));
+  ASSIGN_OR_RETURN(Value * ax, ctx.Op("multiply", {x, ctx.ScalarLike(x, alpha)}));
+  return ctx.Op("where", {pos, x, ax});
+}
+
+// x > alpha ? x : 0.
+absl::StatusOr<Value*> ThresholdedReluOf(ImportContext& ctx, Value* x, double alpha) {
+  ASSIGN_OR_RETURN(Value * keep, ctx.Op("greater", {x, ctx.ScalarLike(x, alpha)}));
+  return ctx.Op("where", {keep, x, ctx.ScalarLike(x, 0.0)});
+}
+
+// max(0, min(1, alpha * x + beta)): HardSigmoid, and HardSwish's factor.
+absl::StatusOr<Value*> HardSigmoidOf(ImportContext& ctx, Value* x, double alpha, double beta) {
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("multiply", {x, ctx.ScalarLike(x, alpha)}));
+  ASSIGN_OR_RETURN(y, ctx.Op("add", {y, ctx.ScalarLike(x, beta)}));
+  ASSIGN_OR_RETURN(y, ctx.Op("minimum", {y, ctx.ScalarLike(x, 1.0)}));
+  return ctx.Op("maximum", {y, ctx.ScalarLike(x, 0.0)});
+}
+
+// log(e^x + 1), as the spec writes it.
+absl::StatusOr<Value*> SoftplusOf(ImportContext& ctx, Value* x) {
+  ASSIGN_OR_RETURN(Value * e, ctx.Op("exp", {x}));
+  ASSIGN_OR_RETURN(e, ctx.Op("add", {e, ctx.ScalarLike(x, 1.0)}));
+  return ctx.Op("log", {e});
+}
+
+// x / (1 + |x|).
+absl::StatusOr<Value*> SoftsignOf(ImportContext& ctx, Value* x) {
+  ASSIGN_OR_RETURN(Value * a, ctx.Op("abs", {x}));
+  ASSIGN_OR_RETURN(a, ctx.Op("add", {a, ctx.ScalarLike(x, 1.0)}));
+  return ctx.Op("divide", {x, a});
+}
+
 }  // namespace hetpass::onnx_frontend

@@ -77,6 +77,16 @@ absl::StatusOr<Value*> DimIota(ImportContext& ctx, Value* x, int64_t axis);
 // the same axes (keepdims reductions).
 absl::StatusOr<Value*> LogSoftmaxOver(ImportContext& ctx, Value* x, std::vector<int64_t> axes);
 
+// The activations built from elementwise ops, shared by their ONNX ops (Elu, LeakyRelu, ...)
+// and the recurrent ops' `activations` attribute (onnx_convert_recurrent.cc).
+absl::StatusOr<Value*> ExpMinusOne(ImportContext& ctx, Value* x, double alpha);  // alpha (e^x - 1)
+absl::StatusOr<Value*> EluOf(ImportContext& ctx, Value* x, double alpha);
+absl::StatusOr<Value*> LeakyReluOf(ImportContext& ctx, Value* x, double alpha);
+absl::StatusOr<Value*> ThresholdedReluOf(ImportContext& ctx, Value* x, double alpha);
+absl::StatusOr<Value*> HardSigmoidOf(ImportContext& ctx, Value* x, double alpha, double beta);
+absl::StatusOr<Value*> SoftplusOf(ImportContext& ctx, Value* x);
+absl::StatusOr<Value*> SoftsignOf(ImportContext& ctx, Value* x);
+
 }  // namespace hetpass::onnx_frontend
 
 #endif  // HETPASS_FRONTEND_ONNX_CONVERTER_HELPERS_H_

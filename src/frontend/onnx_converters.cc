@@ -22,6 +22,9 @@ const ConverterTable& AllConverters() {
     AddLossConverters(*table);
     AddQuantConverters(*table);
     AddSignalConverters(*table);
+    AddSequenceConverters(*table);
+    AddEinsumConverters(*table);
+    AddRecurrentConverters(*table);
     return table;
   }();
   return *kTable;

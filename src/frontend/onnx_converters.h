@@ -48,6 +48,9 @@ void AddReduceConverters(ConverterTable& table);       // Reduce*, ArgMax, ArgMi
 void AddLossConverters(ConverterTable& table);         // NegativeLogLikelihoodLoss, SCE loss
 void AddQuantConverters(ConverterTable& table);        // (De)QuantizeLinear, QLinear*, *Integer
 void AddSignalConverters(ConverterTable& table);       // windows, MelWeightMatrix, DFT, STFT
+void AddSequenceConverters(ConverterTable& table);     // Compress, ReverseSequence
+void AddEinsumConverters(ConverterTable& table);       // Einsum
+void AddRecurrentConverters(ConverterTable& table);    // RNN, GRU, LSTM
 
 }  // namespace hetpass::onnx_frontend
 

@@ -99,7 +99,21 @@ class OneNodeModel {
     AddAttr(name, onnx::AttributeProto::STRING)->set_s(v);
     return *this;
   }
-  // The serialised model (for tests that import, compile and run it).
+  OneNodeModel& Float(const std::string& name, float v) {
+    AddAttr(name, onnx::AttributeProto::FLOAT)->set_f(v);
+    return *this;
+  }
+  OneNodeModel& FloatList(const std::string& name, std::vector<float> v) {
+    auto* a = AddAttr(name, onnx::AttributeProto::FLOATS);
+    for (float x : v) a->add_floats(x);
+    return *this;
+  }
+  OneNodeModel& Strs(const std::string& name, std::vector<std::string> v) {
+    auto* a = AddAttr(name, onnx::AttributeProto::STRINGS);
+    for (const std::string& x : v) a->add_strings(x);
+    return *this;
+  }
+  // The serialized model, for tests that compile and run it.
   std::string Bytes() const { return model_.SerializeAsString(); }
   // The imported module printed, or "error <code>: <message>".
   std::string Import() const {
