@@ -1,7 +1,8 @@
-// ONNX converters of the neural-network family: Pad, Conv, ConvTranspose, MaxPool,
+// ONNX converters of the neural-network family: Pad, Conv, ConvTranspose, MaxPool, MaxUnpool,
 // GlobalAveragePool, GlobalMaxPool, LayerNormalization, InstanceNormalization,
-// MeanVarianceNormalization, LRN, Softmax, LogSoftmax, Hardmax and BatchNormalization. The registry side is
-// shape_funcs/nn.cc; the conventions are in onnx_converters.h.
+// MeanVarianceNormalization, LRN, Softmax, LogSoftmax, Hardmax and BatchNormalization. The registry
+// side is shape_funcs/nn.cc (MaxUnpool: shape_funcs/unpool.cc); the conventions are in
+// onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
 #include <algorithm>
@@ -358,6 +359,47 @@ Outs AveragePool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return Pool(ctx, n, in, /*average=*/true);
 }
 
+// MaxUnpool-11, 2-D: nn.max_unpool2d, or dyn.nn.max_unpool2d when output_shape is computed
+// (its values then cross to the host; X and I never do). The window attributes are checked
+// here so the message names the node.
+Outs MaxUnpool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * indices, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank != 4) {
+    return ctx.Unimplemented(
+        absl::StrFormat("X of rank %d (only 2-D unpooling, X [N, C, H, W])", rank));
+  }
+  const DType it = ctx.DTypeOf(indices);
+  if (it != DType::kI64 && it != DType::kI32) {
+    return ctx.Error(absl::StrFormat("I must be int64, got %s", DTypeName(it)));
+  }
+  auto kernel = IntsAttr(n, "kernel_shape");
+  if (!kernel || kernel->size() != 2) return ctx.Error("kernel_shape must have 2 values");
+  const std::vector<int64_t> strides = Ints(n, "strides", {1, 1});
+  const std::vector<int64_t> pads = Ints(n, "pads", {0, 0, 0, 0});
+  if (strides.size() != 2) return ctx.Error("strides must have 2 values");
+  if (pads.size() != 4) return ctx.Error("pads must have 4 values");
+  for (int i = 0; i < 2; ++i) {
+    if ((*kernel)[i] <= 0 || strides[i] <= 0) {
+      return ctx.Error(absl::StrFormat("kernel_shape and strides must be positive, got %s and %s",
+                                       absl::StrJoin(*kernel, ","), absl::StrJoin(strides, ",")));
+    }
+  }
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; })) {
+    return ctx.Error(
+        absl::StrFormat("pads must be non-negative, got %s", absl::StrJoin(pads, ",")));
+  }
+  Attrs attrs{{"kernel_size", *kernel}, {"strides", strides}, {"padding", pads}};
+  Value* output_shape = In(in, 2);
+  if (output_shape == nullptr) return One(ctx.Op("nn.max_unpool2d", {x, indices}, attrs));
+  if (auto shape = ConstInts(ctx, output_shape)) {
+    attrs.Set("output_shape", *shape);
+    return One(ctx.Op("nn.max_unpool2d", {x, indices}, attrs));
+  }
+  return One(ctx.Op("dyn.nn.max_unpool2d", {x, indices, output_shape}, attrs));
+}
+
 Outs GlobalAveragePool(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
@@ -621,6 +663,7 @@ void AddNnConverters(ConverterTable& table) {
       {"LogSoftmax", LogSoftmax},
       {"LayerNormalization", LayerNormalization},
       {"MaxPool", MaxPool},
+      {"MaxUnpool", MaxUnpool},
       {"MeanVarianceNormalization", MeanVarianceNormalization},
       {"Pad", Pad},
       {"Softmax", Softmax},

@@ -15,6 +15,7 @@
 #include "shape_funcs/scatter.h"
 #include "shape_funcs/slice.h"
 #include "shape_funcs/transform.h"
+#include "shape_funcs/unpool.h"
 
 namespace hetpass {
 
@@ -22,6 +23,7 @@ void RegisterAllOps(OpRegistry::Builder& builder) {
   RegisterElementwiseOps(builder);
   RegisterMemoryOps(builder);
   RegisterNnOps(builder);
+  RegisterUnpoolOps(builder);
   RegisterLinalgOps(builder);
   RegisterTransformOps(builder);
   RegisterSliceOps(builder);

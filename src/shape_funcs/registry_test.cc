@@ -109,7 +109,8 @@ TEST(RegistryTest, NeedsValuesOnlyWhereDeclared) {
     if (def->needs_values()) value_ops.push_back(def->name());
   }
   EXPECT_EQ(absl::StrJoin(value_ops, ","),
-            "arange,argwhere,dyn.broadcast_to,dyn.full,dyn.image.resize2d,dyn.nn.pad,dyn.ones,"
+            "arange,argwhere,dyn.broadcast_to,dyn.full,dyn.image.resize2d,dyn.nn.max_unpool2d,"
+            "dyn.nn.pad,dyn.ones,"
             "dyn.reshape,dyn.squeeze,dyn.strided_slice,dyn.tile,dyn.topk,dyn.unsqueeze,dyn.zeros,"
             "memory.alloc_tensor_dyn,non_max_suppression");
 }
