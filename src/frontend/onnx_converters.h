@@ -41,7 +41,7 @@ void AddLinalgConverters(ConverterTable& table);       // Gemm, MatMul, Det
 void AddTransformConverters(ConverterTable& table);    // Reshape, Squeeze, Expand, Tile, ...
 void AddSliceConverters(ConverterTable& table);        // Gather(Elements/ND), Split, Slice
 void AddDynamicConverters(ConverterTable& table);      // Shape, Size, Range, Constant, EyeLike
-void AddAlgorithmConverters(ConverterTable& table);    // NonZero, TopK, NonMaxSuppression
+void AddAlgorithmConverters(ConverterTable& table);    // NonZero, TopK, NMS, Unique
 void AddNnConverters(ConverterTable& table);           // Conv, (un)pooling, normalization, Pad
 void AddImageConverters(ConverterTable& table);        // RoiAlign, Resize, GridSample
 void AddReduceConverters(ConverterTable& table);       // Reduce*, ArgMax, ArgMin

@@ -15,6 +15,7 @@
 #include "shape_funcs/scatter.h"
 #include "shape_funcs/slice.h"
 #include "shape_funcs/transform.h"
+#include "shape_funcs/unique.h"
 #include "shape_funcs/unpool.h"
 
 namespace hetpass {
@@ -31,6 +32,7 @@ void RegisterAllOps(OpRegistry::Builder& builder) {
   RegisterDynamicOps(builder);
   RegisterReduceOps(builder);
   RegisterAlgorithmOps(builder);
+  RegisterUniqueOps(builder);
   RegisterImageOps(builder);
 }
 

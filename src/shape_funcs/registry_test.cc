@@ -112,7 +112,7 @@ TEST(RegistryTest, NeedsValuesOnlyWhereDeclared) {
             "arange,argwhere,dyn.broadcast_to,dyn.full,dyn.image.resize2d,dyn.nn.max_unpool2d,"
             "dyn.nn.pad,dyn.ones,"
             "dyn.reshape,dyn.squeeze,dyn.strided_slice,dyn.tile,dyn.topk,dyn.unsqueeze,dyn.zeros,"
-            "memory.alloc_tensor_dyn,non_max_suppression");
+            "memory.alloc_tensor_dyn,non_max_suppression,unique");
 }
 
 TEST(RegistryTest, CheckAttrsErrors) {

@@ -269,6 +269,21 @@ inline Trial MaxUnpoolTrial(Gen& g, bool dyn) {
   return t;
 }
 
+// unique and its counter: rank 0-3 (a rank-0 tensor only flattened), values from a few
+// integers or halves so repeats are likely, flattened or along a possibly negative axis,
+// sorted or by first occurrence.
+inline Trial UniqueTrial(Gen& g) {
+  const auto s = g.Shape(g.Int(0, 3), 0, 4);
+  const int64_t rank = static_cast<int64_t>(s.size());
+  Tensor x = g.Coin() ? g.I(s, -1, 2) : Tensor::Zeros(DType::kF32, s);
+  if (x.dtype() == DType::kF32) {
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.SetDouble(i, g.Int(-1, 2) * 0.5);
+  }
+  Attrs a = {{"sorted", g.Coin()}};
+  if (rank > 0 && g.Coin()) a.Set("axis", std::vector<int64_t>{g.Int(-rank, rank - 1)});
+  return Trial{a, {x}};
+}
+
 inline Trial ResizeTrial(Gen& g, bool dyn) {
   const bool nchw = g.Coin();
   const std::vector<int64_t> x =
@@ -691,6 +706,8 @@ inline const std::map<std::string, Generator>& Generators() {
       {"dyn.image.resize2d", [](Gen& g) { return ResizeTrial(g, true); }},
       {"image.roi_align", RoiAlignTrial},
       {"image.grid_sample", GridSampleTrial},
+      {"unique", UniqueTrial},
+      {"unique_count", UniqueTrial},
       {"nn.max_unpool2d", [](Gen& g) { return MaxUnpoolTrial(g, false); }},
       {"dyn.nn.max_unpool2d", [](Gen& g) { return MaxUnpoolTrial(g, true); }},
       {"linalg.det",
