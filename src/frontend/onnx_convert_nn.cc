@@ -321,18 +321,22 @@ Outs ConvTranspose(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) 
   return std::vector<Value*>{y};
 }
 
-// MaxPool / AveragePool, 1-D (a unit height) and 2-D, every auto_pad.
+// MaxPool / AveragePool, 1-D (a unit height) and 2-D, every auto_pad. MaxPool's Indices output
+// (flat positions in the whole input, what MaxUnpool takes) makes it nn.max_pool2d_with_indices;
+// with a unit height the 2-D positions are the 1-D ones.
 Outs Pool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in, bool average) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(int spatial, SpatialRank(ctx, x, "pooling"));
-  if (n.output_size() > 1 && !n.output(1).empty()) {
-    return ctx.Unimplemented("the Indices output");
-  }
+  const bool with_indices = !average && n.output_size() > 1 && !n.output(1).empty();
   auto kernel = IntsAttr(n, "kernel_shape");
   if (!kernel || static_cast<int>(kernel->size()) != spatial) {
     return ctx.Error(absl::StrFormat("kernel_shape must have %d values", spatial));
   }
-  if (IntAttr(n, "storage_order", 0) != 0) return ctx.Unimplemented("storage_order = 1");
+  // storage_order only orders the Indices output.
+  const int64_t storage_order = IntAttr(n, "storage_order", 0);
+  if (storage_order != 0 && storage_order != 1) {
+    return ctx.Error(absl::StrFormat("storage_order must be 0 or 1, got %d", storage_order));
+  }
   const std::vector<int64_t> ones(spatial, 1);
   const std::vector<int64_t> strides = Ints(n, "strides", ones), dils = Ints(n, "dilations", ones);
   ASSIGN_OR_RETURN(std::vector<int64_t> pads, WindowPads(ctx, n, x, *kernel, strides, dils));
@@ -346,11 +350,21 @@ Outs Pool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in, bool aver
               {"dilation", win.dils},
               {"ceil_mode", IntAttr(n, "ceil_mode", 0) != 0}};
   if (average) attrs.Set("count_include_pad", IntAttr(n, "count_include_pad", 0) != 0);
-  ASSIGN_OR_RETURN(Value * y, ctx.Op(average ? "nn.avg_pool2d" : "nn.max_pool2d", {x}, attrs));
-  if (spatial == 1) {
-    ASSIGN_OR_RETURN(y, ctx.Op("squeeze", {y}, {{"axis", std::vector<int64_t>{2}}}));
+  std::vector<Value*> outs;
+  if (with_indices) {
+    attrs.Set("storage_order", storage_order);
+    ASSIGN_OR_RETURN(Node * node, ctx.OpNode("nn.max_pool2d_with_indices", {x}, attrs));
+    outs = {node->result(0), node->result(1)};
+  } else {
+    ASSIGN_OR_RETURN(Value * y, ctx.Op(average ? "nn.avg_pool2d" : "nn.max_pool2d", {x}, attrs));
+    outs = {y};
   }
-  return std::vector<Value*>{y};
+  if (spatial == 1) {
+    for (Value*& y : outs) {
+      ASSIGN_OR_RETURN(y, ctx.Op("squeeze", {y}, {{"axis", std::vector<int64_t>{2}}}));
+    }
+  }
+  return outs;
 }
 Outs MaxPool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return Pool(ctx, n, in, /*average=*/false);

@@ -1,4 +1,5 @@
-// Tests of the GridSample, Det and MaxUnpool converters on one-node models built in code: the
+// Tests of the GridSample, Det and MaxUnpool converters (and MaxPool's Indices output, which
+// MaxUnpool consumes) on one-node models built in code: the
 // registry op each emits (symbolic dims kept), and the attribute and shape errors that name the
 // node instead of crashing or reaching a kernel.
 #include <cstdint>
@@ -141,6 +142,24 @@ TEST(OnnxMaxUnpool, Errors) {
       .Input("i", {"1", "1", "2", "2", "2"}, onnx::TensorProto::INT64)
       .Ints("kernel_shape", {2, 2, 2});
   EXPECT_THAT(volumetric.Import(), StartsWith("error UNIMPLEMENTED"));
+}
+
+// Tests that MaxPool's Indices output imports (with storage_order), also for 1-D pooling, where
+// both results lose the unit height again.
+TEST(OnnxMaxUnpool, MaxPoolIndicesOutput) {
+  OneNodeModel m(11, "MaxPool", {"x"}, {"y", "i"});
+  m.Input("x", {"n", "2", "4", "4"}).Ints("kernel_shape", {2, 2}).Ints("strides", {2, 2});
+  m.Int("storage_order", 1);
+  const std::string r = m.Import();
+  EXPECT_THAT(r, HasSubstr("nn.max_pool2d_with_indices(%x)"));
+  EXPECT_THAT(r, HasSubstr("storage_order = 1"));
+  EXPECT_THAT(r, HasSubstr(": f32[n, 2, 2, 2], i64[n, 2, 2, 2]"));
+  OneNodeModel one_d(11, "MaxPool", {"x"}, {"y", "i"});
+  one_d.Input("x", {"1", "2", "6"}).Ints("kernel_shape", {3}).Ints("strides", {3});
+  EXPECT_THAT(one_d.Import(), HasSubstr("-> f32[1, 2, 2], i64[1, 2, 2]"));
+  OneNodeModel bad(11, "MaxPool", {"x"}, {"y", "i"});
+  bad.Input("x", {"1", "2", "4", "4"}).Ints("kernel_shape", {2, 2}).Int("storage_order", 2);
+  EXPECT_THAT(bad.Import(), HasSubstr("storage_order must be 0 or 1, got 2"));
 }
 
 }  // namespace

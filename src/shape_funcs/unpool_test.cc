@@ -1,6 +1,8 @@
 // Tests of nn.max_unpool2d and dyn.nn.max_unpool2d: the unpooled shape (symbolic too), the
 // output_shape forms, their errors, and the reference kernel's scatter (flat indices over the
-// whole unpooled tensor, output_shape padding at the end, out-of-range indices as errors).
+// whole unpooled tensor, output_shape padding at the end, out-of-range indices as errors); and
+// of nn.max_pool2d_with_indices, whose indices it consumes (pooling then unpooling keeps each
+// window's maximum in place).
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -117,6 +119,48 @@ TEST(MaxUnpoolTest, ReferenceRejectsIndexOutOfRange) {
                                        " of element 2 is outside the unpooled tensor of 16 "
                                        "elements")));
   }
+}
+
+// ---- nn.max_pool2d_with_indices ----------------------------------------------------------------
+
+Attrs PoolAttrs(int64_t storage_order) {
+  return {{"pool_size", std::vector<int64_t>{2, 2}},
+          {"strides", std::vector<int64_t>{2, 2}},
+          {"storage_order", storage_order}};
+}
+
+TEST(MaxPoolWithIndicesTest, Inference) {
+  EXPECT_EQ(InferStr("nn.max_pool2d_with_indices", PoolAttrs(0), {In(F32({S("n"), 3, 4, 6}))}),
+            "f32[n, 3, 2, 3], i64[n, 3, 2, 3]");
+  EXPECT_THAT(InferStr("nn.max_pool2d_with_indices", PoolAttrs(2), {In(F32({1, 1, 4, 4}))}),
+              HasSubstr("storage_order must be 0 or 1, got 2"));
+}
+
+// Tests the flat positions over the whole input (the second image's plane starts at 16), ties
+// resolved to the first element in row order, and storage_order 1's column-major positions.
+TEST(MaxPoolWithIndicesTest, ReferenceIndices) {
+  // Image 0: distinct values; image 1: all 5 (ties: the window's top-left wins).
+  std::vector<double> x = {1, 9, 2, 3, 4, 0, 8, 7, 5, 6, 1, 2, 0, 3, 4, 9};
+  for (int i = 0; i < 16; ++i) x.push_back(5);
+  auto row = RunRef("nn.max_pool2d_with_indices", PoolAttrs(0), {FT({2, 1, 4, 4}, x)});
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_THAT(Doubles((*row)[0]), ElementsAre(9, 8, 6, 9, 5, 5, 5, 5));
+  EXPECT_THAT(Ints((*row)[1]), ElementsAre(1, 6, 9, 15, 16, 18, 24, 26));
+  // Column-major within a plane: (h, w) -> h + w * 4.
+  auto col = RunRef("nn.max_pool2d_with_indices", PoolAttrs(1), {FT({2, 1, 4, 4}, x)});
+  ASSERT_TRUE(col.ok()) << col.status();
+  EXPECT_THAT(Ints((*col)[1]), ElementsAre(4, 9, 6, 15, 16, 24, 18, 26));
+}
+
+// Tests that unpooling with the pooling's own indices puts every maximum back in place and
+// zeros elsewhere: ONNX's MaxPool -> MaxUnpool pair.
+TEST(MaxPoolWithIndicesTest, UnpoolingRestoresTheMaxima) {
+  const std::vector<double> x = {1, 9, 2, 3, 4, 0, 8, 7, 5, 6, 1, 2, 0, 3, 4, 9};
+  auto pooled = RunRef("nn.max_pool2d_with_indices", PoolAttrs(0), {FT({1, 1, 4, 4}, x)});
+  ASSERT_TRUE(pooled.ok()) << pooled.status();
+  auto out = RunRef("nn.max_unpool2d", Window({2, 2}, {2, 2}), {(*pooled)[0], (*pooled)[1]});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Doubles((*out)[0]), ElementsAre(0, 9, 0, 0, 0, 0, 8, 0, 0, 6, 0, 0, 0, 0, 0, 9));
 }
 
 }  // namespace

@@ -430,6 +430,12 @@ inline const std::map<std::string, Generator>& Generators() {
        }},
       {"nn.conv2d", [](Gen& g) { return ConvTrial(g, false); }},
       {"nn.max_pool2d", [](Gen& g) { return ConvTrial(g, true); }},
+      {"nn.max_pool2d_with_indices",
+       [](Gen& g) {
+         Trial t = ConvTrial(g, true);
+         t.attrs.Set("storage_order", g.Int(0, 1));
+         return t;
+       }},
       {"nn.avg_pool2d",
        [](Gen& g) {
          Trial t = ConvTrial(g, true);
