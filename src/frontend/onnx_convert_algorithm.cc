@@ -1,6 +1,7 @@
 // ONNX converters of the sorting and searching family, whose output sizes depend on data:
-// NonZero (argwhere), TopK (topk, or dyn.topk for a computed K) and NonMaxSuppression. The
-// registry side is shape_funcs/algorithm.cc; the conventions are in onnx_converters.h.
+// NonZero (argwhere), TopK (topk, or dyn.topk for a computed K), NonMaxSuppression and Unique.
+// The registry side is shape_funcs/algorithm.cc (Unique: shape_funcs/unique.cc); the
+// conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
 #include <vector>
@@ -64,6 +65,28 @@ Outs NonMaxSuppression(ImportContext& ctx, const onnx::NodeProto& n, const Ins& 
                      {"has_score_threshold", has_score_threshold}}));
 }
 
+// Unique-11: one unique op for all four outputs (an output the node leaves unnamed is simply
+// not used). Its counter sizes y, indices and counts on the op's device.
+Outs Unique(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  const int64_t sorted = IntAttr(n, "sorted", 1);
+  if (sorted != 0 && sorted != 1) {
+    return ctx.Error(absl::StrFormat("sorted must be 0 or 1, got %d", sorted));
+  }
+  std::vector<int64_t> axis;
+  if (FindAttr(n, "axis") != nullptr) {
+    const int64_t a = IntAttr(n, "axis", 0);
+    if (a < -rank || a >= rank) {
+      return ctx.Error(absl::StrFormat("axis %d is out of range for X of rank %d", a, rank));
+    }
+    axis.push_back(a);
+  }
+  ASSIGN_OR_RETURN(Node * node,
+                   ctx.OpNode("unique", {x}, {{"axis", axis}, {"sorted", sorted == 1}}));
+  return std::vector<Value*>{node->result(0), node->result(1), node->result(2), node->result(3)};
+}
+
 }  // namespace
 
 void AddAlgorithmConverters(ConverterTable& table) {
@@ -71,6 +94,7 @@ void AddAlgorithmConverters(ConverterTable& table) {
       {"NonMaxSuppression", NonMaxSuppression},
       {"NonZero", NonZero},
       {"TopK", TopK},
+      {"Unique", Unique},
   };
   table.insert(table.end(), std::begin(kEntries), std::end(kEntries));
 }

@@ -1,6 +1,6 @@
-// ONNX converters of the image family: RoiAlign (image.roi_align) and Resize (image.resize2d,
+// ONNX converters of the image family: RoiAlign (image.roi_align), Resize (image.resize2d,
 // dyn.image.resize2d for computed sizes, dyn.image.resize2d_scaled for ONNX's own scales and
-// roi). The registry side is shape_funcs/image.cc; the
+// roi) and GridSample (image.grid_sample). The registry side is shape_funcs/image.cc; the
 // conventions are in onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
@@ -176,10 +176,53 @@ Outs Resize(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
                     {x, size_in, has_scales ? scales : empty_float, roi_in}, attrs));
 }
 
+// GridSample-16 as image.grid_sample: 2-D only (GridSample-20's N-D form is past our opsets),
+// attribute values as the schema of opset 16 names them. Anything else is refused here, before
+// the registry, so the message names the node.
+Outs GridSample(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  if (ctx.opset() < 16) return ctx.Error("GridSample is defined from opset 16");
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * grid, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank != 4) {
+    return ctx.Error(absl::StrFormat("X must be 4-D [N, C, H, W], got rank %d", rank));
+  }
+  ASSIGN_OR_RETURN(int grid_rank, NeedRank(ctx, grid));
+  if (grid_rank != 4) {
+    return ctx.Error(
+        absl::StrFormat("grid must be 4-D [N, H_out, W_out, 2], got rank %d", grid_rank));
+  }
+  for (const Value* v : {x, grid}) {
+    const DType dt = ctx.DTypeOf(v);
+    if (dt != DType::kF32 && dt != DType::kF64) {
+      return ctx.Unimplemented(
+          absl::StrFormat("%s of dtype %s (image.grid_sample samples f32 and f64)",
+                          v == x ? "X" : "grid", DTypeName(dt)));
+    }
+  }
+  const std::string mode = StringAttr(n, "mode", "bilinear");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") {
+    return ctx.Error(absl::StrCat("mode must be bilinear, nearest or bicubic, got '", mode, "'"));
+  }
+  const std::string padding = StringAttr(n, "padding_mode", "zeros");
+  if (padding != "zeros" && padding != "border" && padding != "reflection") {
+    return ctx.Error(
+        absl::StrCat("padding_mode must be zeros, border or reflection, got '", padding, "'"));
+  }
+  const int64_t align_corners = IntAttr(n, "align_corners", 0);
+  if (align_corners != 0 && align_corners != 1) {
+    return ctx.Error(absl::StrFormat("align_corners must be 0 or 1, got %d", align_corners));
+  }
+  return One(
+      ctx.Op("image.grid_sample", {x, grid},
+             {{"mode", mode}, {"padding_mode", padding}, {"align_corners", align_corners == 1}}));
+}
+
 }  // namespace
 
 void AddImageConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
+      {"GridSample", GridSample},
       {"Resize", Resize},
       {"RoiAlign", RoiAlign},
   };

@@ -1,6 +1,7 @@
 // ONNX converters of the linear-algebra family: Gemm and MatMul as nn.dense (the right side
-// transposed, folded for constants) or nn.batch_matmul. The registry side is nn.dense in
-// shape_funcs/nn.cc and shape_funcs/linalg.cc; the conventions are in onnx_converters.h.
+// transposed, folded for constants) or nn.batch_matmul, and Det as linalg.det. The registry side
+// is nn.dense in shape_funcs/nn.cc and shape_funcs/linalg.cc; the conventions are in
+// onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
 #include <cstring>
@@ -87,10 +88,26 @@ Outs MatMul(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return One(ctx.Op("nn.batch_matmul", {a, b}));
 }
 
+// Det-11: linalg.det over [*, M, M]. The ONNX types are the float ones; the registry rule
+// checks squareness (and the kernel, for symbolic dims).
+Outs Det(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank < 2) {
+    return ctx.Error(absl::StrFormat("X must have rank >= 2 ([*, M, M]), got %d", rank));
+  }
+  const DType dt = ctx.DTypeOf(x);
+  if (dt != DType::kF32 && dt != DType::kF64) {
+    return ctx.Unimplemented(absl::StrFormat("X of dtype %s (f32 and f64 only)", DTypeName(dt)));
+  }
+  return One(ctx.Op("linalg.det", {x}));
+}
+
 }  // namespace
 
 void AddLinalgConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
+      {"Det", Det},
       {"Gemm", Gemm},
       {"MatMul", MatMul},
   };

@@ -1,7 +1,8 @@
-// ONNX converters of the neural-network family: Pad, Conv, ConvTranspose, MaxPool,
+// ONNX converters of the neural-network family: Pad, Conv, ConvTranspose, MaxPool, MaxUnpool,
 // GlobalAveragePool, GlobalMaxPool, LayerNormalization, InstanceNormalization,
-// MeanVarianceNormalization, LRN, Softmax, LogSoftmax, Hardmax and BatchNormalization. The registry side is
-// shape_funcs/nn.cc; the conventions are in onnx_converters.h.
+// MeanVarianceNormalization, LRN, Softmax, LogSoftmax, Hardmax and BatchNormalization. The registry
+// side is shape_funcs/nn.cc (MaxUnpool: shape_funcs/unpool.cc); the conventions are in
+// onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
 #include <algorithm>
@@ -320,18 +321,22 @@ Outs ConvTranspose(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) 
   return std::vector<Value*>{y};
 }
 
-// MaxPool / AveragePool, 1-D (a unit height) and 2-D, every auto_pad.
+// MaxPool / AveragePool, 1-D (a unit height) and 2-D, every auto_pad. MaxPool's Indices output
+// (flat positions in the whole input, what MaxUnpool takes) makes it nn.max_pool2d_with_indices;
+// with a unit height the 2-D positions are the 1-D ones.
 Outs Pool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in, bool average) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
   ASSIGN_OR_RETURN(int spatial, SpatialRank(ctx, x, "pooling"));
-  if (n.output_size() > 1 && !n.output(1).empty()) {
-    return ctx.Unimplemented("the Indices output");
-  }
+  const bool with_indices = !average && n.output_size() > 1 && !n.output(1).empty();
   auto kernel = IntsAttr(n, "kernel_shape");
   if (!kernel || static_cast<int>(kernel->size()) != spatial) {
     return ctx.Error(absl::StrFormat("kernel_shape must have %d values", spatial));
   }
-  if (IntAttr(n, "storage_order", 0) != 0) return ctx.Unimplemented("storage_order = 1");
+  // storage_order only orders the Indices output.
+  const int64_t storage_order = IntAttr(n, "storage_order", 0);
+  if (storage_order != 0 && storage_order != 1) {
+    return ctx.Error(absl::StrFormat("storage_order must be 0 or 1, got %d", storage_order));
+  }
   const std::vector<int64_t> ones(spatial, 1);
   const std::vector<int64_t> strides = Ints(n, "strides", ones), dils = Ints(n, "dilations", ones);
   ASSIGN_OR_RETURN(std::vector<int64_t> pads, WindowPads(ctx, n, x, *kernel, strides, dils));
@@ -345,17 +350,68 @@ Outs Pool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in, bool aver
               {"dilation", win.dils},
               {"ceil_mode", IntAttr(n, "ceil_mode", 0) != 0}};
   if (average) attrs.Set("count_include_pad", IntAttr(n, "count_include_pad", 0) != 0);
-  ASSIGN_OR_RETURN(Value * y, ctx.Op(average ? "nn.avg_pool2d" : "nn.max_pool2d", {x}, attrs));
-  if (spatial == 1) {
-    ASSIGN_OR_RETURN(y, ctx.Op("squeeze", {y}, {{"axis", std::vector<int64_t>{2}}}));
+  std::vector<Value*> outs;
+  if (with_indices) {
+    attrs.Set("storage_order", storage_order);
+    ASSIGN_OR_RETURN(Node * node, ctx.OpNode("nn.max_pool2d_with_indices", {x}, attrs));
+    outs = {node->result(0), node->result(1)};
+  } else {
+    ASSIGN_OR_RETURN(Value * y, ctx.Op(average ? "nn.avg_pool2d" : "nn.max_pool2d", {x}, attrs));
+    outs = {y};
   }
-  return std::vector<Value*>{y};
+  if (spatial == 1) {
+    for (Value*& y : outs) {
+      ASSIGN_OR_RETURN(y, ctx.Op("squeeze", {y}, {{"axis", std::vector<int64_t>{2}}}));
+    }
+  }
+  return outs;
 }
 Outs MaxPool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return Pool(ctx, n, in, /*average=*/false);
 }
 Outs AveragePool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   return Pool(ctx, n, in, /*average=*/true);
+}
+
+// MaxUnpool-11, 2-D: nn.max_unpool2d, or dyn.nn.max_unpool2d when output_shape is computed
+// (its values then cross to the host; X and I never do). The window attributes are checked
+// here so the message names the node.
+Outs MaxUnpool(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(Value * indices, Need(ctx, in, 1));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank != 4) {
+    return ctx.Unimplemented(
+        absl::StrFormat("X of rank %d (only 2-D unpooling, X [N, C, H, W])", rank));
+  }
+  const DType it = ctx.DTypeOf(indices);
+  if (it != DType::kI64 && it != DType::kI32) {
+    return ctx.Error(absl::StrFormat("I must be int64, got %s", DTypeName(it)));
+  }
+  auto kernel = IntsAttr(n, "kernel_shape");
+  if (!kernel || kernel->size() != 2) return ctx.Error("kernel_shape must have 2 values");
+  const std::vector<int64_t> strides = Ints(n, "strides", {1, 1});
+  const std::vector<int64_t> pads = Ints(n, "pads", {0, 0, 0, 0});
+  if (strides.size() != 2) return ctx.Error("strides must have 2 values");
+  if (pads.size() != 4) return ctx.Error("pads must have 4 values");
+  for (int i = 0; i < 2; ++i) {
+    if ((*kernel)[i] <= 0 || strides[i] <= 0) {
+      return ctx.Error(absl::StrFormat("kernel_shape and strides must be positive, got %s and %s",
+                                       absl::StrJoin(*kernel, ","), absl::StrJoin(strides, ",")));
+    }
+  }
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; })) {
+    return ctx.Error(
+        absl::StrFormat("pads must be non-negative, got %s", absl::StrJoin(pads, ",")));
+  }
+  Attrs attrs{{"kernel_size", *kernel}, {"strides", strides}, {"padding", pads}};
+  Value* output_shape = In(in, 2);
+  if (output_shape == nullptr) return One(ctx.Op("nn.max_unpool2d", {x, indices}, attrs));
+  if (auto shape = ConstInts(ctx, output_shape)) {
+    attrs.Set("output_shape", *shape);
+    return One(ctx.Op("nn.max_unpool2d", {x, indices}, attrs));
+  }
+  return One(ctx.Op("dyn.nn.max_unpool2d", {x, indices, output_shape}, attrs));
 }
 
 Outs GlobalAveragePool(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
@@ -621,6 +677,7 @@ void AddNnConverters(ConverterTable& table) {
       {"LogSoftmax", LogSoftmax},
       {"LayerNormalization", LayerNormalization},
       {"MaxPool", MaxPool},
+      {"MaxUnpool", MaxUnpool},
       {"MeanVarianceNormalization", MeanVarianceNormalization},
       {"Pad", Pad},
       {"Softmax", Softmax},

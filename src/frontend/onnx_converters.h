@@ -37,13 +37,13 @@ using ConverterTable = std::vector<ConverterEntry>;
 // One function a family (onnx_convert_<family>.cc), each appending its converters to `table`.
 // Adding a family means adding a line here and one in onnx_converters.cc.
 void AddElementwiseConverters(ConverterTable& table);  // unary, binary, logic, Cast, Clip, Where
-void AddLinalgConverters(ConverterTable& table);       // Gemm, MatMul
+void AddLinalgConverters(ConverterTable& table);       // Gemm, MatMul, Det
 void AddTransformConverters(ConverterTable& table);    // Reshape, Squeeze, Expand, Tile, ...
 void AddSliceConverters(ConverterTable& table);        // Gather(Elements/ND), Split, Slice
 void AddDynamicConverters(ConverterTable& table);      // Shape, Size, Range, Constant, EyeLike
-void AddAlgorithmConverters(ConverterTable& table);    // NonZero, TopK, NonMaxSuppression
-void AddNnConverters(ConverterTable& table);           // Conv, pooling, normalization, Pad
-void AddImageConverters(ConverterTable& table);        // RoiAlign, Resize
+void AddAlgorithmConverters(ConverterTable& table);    // NonZero, TopK, NMS, Unique
+void AddNnConverters(ConverterTable& table);           // Conv, (un)pooling, normalization, Pad
+void AddImageConverters(ConverterTable& table);        // RoiAlign, Resize, GridSample
 void AddReduceConverters(ConverterTable& table);       // Reduce*, ArgMax, ArgMin
 void AddLossConverters(ConverterTable& table);         // NegativeLogLikelihoodLoss, SCE loss
 void AddQuantConverters(ConverterTable& table);        // (De)QuantizeLinear, QLinear*, *Integer

@@ -16,11 +16,12 @@
 // Per invoke of a primitive @P on device D, results r_i of type T_i:
 //   1. Known T_i:   %st = memory.alloc_storage() : storage[bytes(T_i)] @D
 //                   %t  = memory.alloc_tensor(%st) : T_i @D
-//   2. @P is a data-dependent op with a shape counter (argwhere, non_max_suppression): the
-//      counter runs on D, on @P's arguments with the op's attributes, into an 8-byte scalar;
-//      only that scalar is copied to the host, and
+//   2. @P is a data-dependent op with a shape counter (argwhere, non_max_suppression, unique)
+//      and T_i has one unknown dim: the counter runs on D, on @P's arguments with the op's
+//      attributes, into an 8-byte scalar; only that scalar is copied to the host, and
 //                   %t  = memory.alloc_tensor_dyn(%count_on_host) : T_i @D
-//      fills the unknown dim. The searched tensor never crosses.
+//      fills the unknown dim. The searched tensor never crosses. The counter runs and crosses
+//      once per invoke, however many results it sizes (unique's y, indices and counts).
 //   3. Otherwise the host shape function:
 //                   %s_i = invoke @P(...) {mask = M, shape_func = true} @cpu
 //      with M = DeriveInputMask(@P): `value` parameters are read on the host (a value living
@@ -157,6 +158,14 @@ class Manifester {
     Emit(std::move(k), d, loc);
   }
 
+  // True if the counter's scalar decides `t`: exactly one dim is not known (unique's y,
+  // indices and counts each have one, all equal to the count).
+  bool CountFillsUnknownDim(const Type& t) const {
+    int unknown = 0;
+    for (const DimExpr& d : t.shape()) unknown += Known(Type::Tensor(t.dtype(), {d})) ? 0 : 1;
+    return unknown == 1;
+  }
+
   // The single op of a primitive whose output shape only a counter can decide, if any.
   const OpDef* CountedOp(const Function& p) const {
     if (p.body().nodes().size() != 1) return nullptr;
@@ -232,17 +241,22 @@ class Manifester {
     std::vector<Value*> outs;
     const OpDef* counted = CountedOp(*callee);
     std::vector<Value*> shapes;  // from the shape function, when needed
+    Value* count_on_host = nullptr;  // the counter's scalar, run once for every result
     for (int i = 0; i < n->num_results(); ++i) {
       Value* r = n->result(i);
       const std::string name = r->name();
       if (Known(r->type())) {
         outs.push_back(AllocKnown(r->type(), d, loc, name));
-      } else if (counted != nullptr && n->num_results() == 1) {
-        ASSIGN_OR_RETURN(std::string counter, CounterFunction(*n, *callee));
-        const Type scalar = Type::Tensor(DType::kI64, {});
-        Value* count = AllocKnown(scalar, d, loc, name.empty() ? "" : absl::StrCat(name, "_count"));
-        EmitKernel(counter, args, {count}, d, loc);
-        outs.push_back(AllocDyn(r->type(), OnHost(count, loc), d, loc, name));
+      } else if (counted != nullptr && CountFillsUnknownDim(r->type())) {
+        if (count_on_host == nullptr) {
+          ASSIGN_OR_RETURN(std::string counter, CounterFunction(*n, *callee));
+          const Type scalar = Type::Tensor(DType::kI64, {});
+          Value* count =
+              AllocKnown(scalar, d, loc, name.empty() ? "" : absl::StrCat(name, "_count"));
+          EmitKernel(counter, args, {count}, d, loc);
+          count_on_host = OnHost(count, loc);
+        }
+        outs.push_back(AllocDyn(r->type(), count_on_host, d, loc, name));
       } else {
         if (shapes.empty()) {
           ASSIGN_OR_RETURN(shapes, EmitShapeFunction(*n, *callee, args));

@@ -136,6 +136,35 @@ TEST(ManifestAlloc, NonMaxSuppressionCopiesOnlyTheCount) {
                    "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc");
 }
 
+// Tests unique on the accelerator: its counter runs once and its one 8-byte count crosses once,
+// sizing all three counted results (y, indices, counts); inverse_indices is known from n.
+TEST(ManifestAlloc, UniqueCountsOnceForThreeResults) {
+  constexpr char kUnique[] = R"(
+def @main(%x: f32[n] @sim) {
+  %e = exp(%x)
+  %y, %first, %inverse, %counts = unique(%e) {sorted = false}
+  return %y, %first, %inverse, %counts
+}
+)";
+  const char* pipeline = "infer-types,plan-devices{outputs=target},fuse-ops,manifest-alloc";
+  Compiled c = Compile(kUnique, pipeline);
+  ExpectCopies(c.ledger, {.h2d = 0, .d2h = 1});
+  ASSERT_EQ(c.ledger.entries.size(), 1u);
+  EXPECT_EQ(c.ledger.entries[0].bytes, DimExpr(8));
+  EXPECT_EQ(c.shape_functions, 0);
+  EXPECT_THAT(c.text, HasSubstr("memory.alloc_tensor_dyn(%y_count_cpu) : f32[dyn1] @sim"));
+  EXPECT_THAT(c.text, HasSubstr("memory.alloc_tensor_dyn(%y_count_cpu) : i64[dyn2] @sim"));
+  EXPECT_THAT(c.text, HasSubstr("memory.alloc_tensor_dyn(%y_count_cpu) : i64[dyn3] @sim"));
+  EXPECT_THAT(c.text, HasSubstr("memory.alloc_tensor(%inverse_storage) : i64[n] @sim"));
+  size_t counters = 0;
+  for (size_t at = c.text.find("invoke @count_unique_0("); at != std::string::npos;
+       at = c.text.find("invoke @count_unique_0(", at + 1)) {
+    ++counters;
+  }
+  EXPECT_EQ(counters, 1u) << c.text;
+  ExpectIdempotent(kUnique, pipeline);
+}
+
 // Tests a reshape target from shape arithmetic: known symbolically, so no shape function and no
 // copy; and the ops TVM over-declared, with run-time host values: shape functions run, but no
 // data tensor crosses.

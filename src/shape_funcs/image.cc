@@ -1,4 +1,5 @@
-// Image ops: image.resize2d, dyn.image.resize2d, dyn.image.resize2d_scaled and image.roi_align.
+// Image ops: image.resize2d, dyn.image.resize2d, dyn.image.resize2d_scaled, image.roi_align
+// and image.grid_sample.
 //
 // Masks: the resized image is `shape` (only N and C, or N and C in NHWC, reach the output);
 // the run-time output size of dyn.image.resize2d is `value`. TVM declared dyn.image.resize2d
@@ -36,11 +37,22 @@
 //     >= 0, and at or past the last row/column it is pinned there (no interpolation);
 //   - max mode takes, per sample, the max of the four weighted corner values (w * v), not the
 //     max of interpolated values: that is what ONNX defines (and ONNX Runtime computes).
+//
+// image.grid_sample (ONNX GridSample-16, 2-D; PyTorch's grid_sample): data [N, C, H, W] and a
+// flow field grid [N, H_out, W_out, 2] of normalized (x, y) positions (-1 and 1 are the image's
+// edges: pixel centres under align_corners, outer pixel borders otherwise) give
+// [N, C, H_out, W_out]. Modes bilinear, nearest (halves to even), bicubic (A = -0.75);
+// padding_mode zeros, border, reflection; the per-axis arithmetic is in image_sampling.cc.
+// Both inputs are `shape`: the grid is data a kernel reads, never the shape rule, so a grid
+// computed on the device stays there. Data and grid are f32 or f64 (ONNX allows any data
+// type; integer images are refused with an error naming the dtype). An empty image (H or W 0)
+// samples zeros; a NaN coordinate, or an infinite one not clamped by border padding, gives NaN.
 #include "shape_funcs/image.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
@@ -388,6 +400,86 @@ KernelResult RoiAlignKernel(absl::Span<const Tensor> in, const Attrs& attrs,
   return std::vector<Tensor>{std::move(out)};
 }
 
+// ---- image.grid_sample -------------------------------------------------------------------------
+
+absl::Status CheckF32OrF64(const ShapeContext& ctx, int i, absl::string_view what) {
+  if (ctx.dtype(i) == DType::kF32 || ctx.dtype(i) == DType::kF64) return absl::OkStatus();
+  return ctx.Error(absl::StrFormat("%s must be f32 or f64, got %s", what, DTypeName(ctx.dtype(i))));
+}
+
+Result GridSampleRule(ShapeContext& ctx) {
+  RETURN_IF_ERROR(CheckOneOf(ctx, "mode", {"bilinear", "nearest", "bicubic"}));
+  RETURN_IF_ERROR(CheckOneOf(ctx, "padding_mode", {"zeros", "border", "reflection"}));
+  RETURN_IF_ERROR(CheckF32OrF64(ctx, 0, "data"));
+  RETURN_IF_ERROR(CheckF32OrF64(ctx, 1, "grid"));
+  if (ctx.rank(0) != 4) {
+    return ctx.Error(absl::StrFormat("data must have rank 4, got rank %d", ctx.rank(0)));
+  }
+  if (ctx.rank(1) != 4) {
+    return ctx.Error(absl::StrFormat("grid must have rank 4, got rank %d", ctx.rank(1)));
+  }
+  ASSIGN_OR_RETURN(auto data, ctx.Shape(0));
+  ASSIGN_OR_RETURN(auto grid, ctx.Shape(1));
+  if (shape_rules::ProvablyDifferent(grid[3], 2)) {
+    return ctx.Error(absl::StrFormat("grid must be [N, H_out, W_out, 2], got %s",
+                                     ShapeToString(shape_rules::ToVec(grid))));
+  }
+  if (shape_rules::ProvablyDifferent(data[0], grid[0])) {
+    return ctx.Error(absl::StrFormat("data has batch %d but grid has %d", data[0].constant(),
+                                     grid[0].constant()));
+  }
+  return One(Type::Tensor(ctx.dtype(0), {data[0], data[1], grid[1], grid[2]}));
+}
+
+KernelResult GridSampleKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                              absl::Span<const Type> out_t) {
+  const Tensor& data = in[0];
+  const Tensor& grid = in[1];
+  const std::vector<int64_t>& ds = data.shape();
+  const std::vector<int64_t>& gs = grid.shape();
+  // Symbolic batch dims or a symbolic last dim pass type inference without a shape function:
+  // the kernel is where run-time shapes meet.
+  if (gs[0] != ds[0] || gs[3] != 2) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "op 'image.grid_sample': grid %s does not fit data %s (want [%d, H_out, W_out, 2])",
+        ShapeToString(shape_rules::ToDims(gs)), ShapeToString(shape_rules::ToDims(ds)), ds[0]));
+  }
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  const int64_t channels = ds[1], height = ds[2], width = ds[3];
+  const int64_t plane = height * width, out_plane = gs[1] * gs[2];
+  if (plane == 0) return std::vector<Tensor>{std::move(out)};
+  const GridSampleParams params = GridSampleParamsOf(attrs);
+  // Each pixel is read by many samples: one conversion to doubles, as image.roi_align does.
+  const std::vector<double> pixels = data.ToDoubles();
+  const std::vector<double> coords = grid.ToDoubles();
+  for (int64_t n = 0; n < ds[0]; ++n) {
+    for (int64_t o = 0; o < out_plane; ++o) {
+      const int64_t g = (n * out_plane + o) * 2;
+      // The taps are shared by every channel.
+      const GridAxisTaps tx = GridSampleAxis(coords[g], width, params);
+      const GridAxisTaps ty = GridSampleAxis(coords[g + 1], height, params);
+      for (int64_t c = 0; c < channels; ++c) {
+        const int64_t base = (n * channels + c) * plane;
+        double v = std::numeric_limits<double>::quiet_NaN();
+        if (tx.count > 0 && ty.count > 0) {
+          v = 0;
+          for (int i = 0; i < ty.count; ++i) {
+            if (ty.index[i] < 0) continue;
+            double row = 0;
+            for (int j = 0; j < tx.count; ++j) {
+              if (tx.index[j] >= 0)
+                row += tx.weight[j] * pixels[base + ty.index[i] * width + tx.index[j]];
+            }
+            v += ty.weight[i] * row;
+          }
+        }
+        out.SetDouble((n * channels + c) * out_plane + o, v);
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
 }  // namespace
 
 void RegisterImageOps(OpRegistry::Builder& b) {
@@ -439,6 +531,19 @@ void RegisterImageOps(OpRegistry::Builder& b) {
           "into [R, C, output_height, output_width] by bilinear sampling (ONNX RoiAlign)")
       .Rule(RoiAlignRule)
       .Reference(RoiAlignKernel);
+  b.Register("image.grid_sample")
+      .Input("data", InputDep::kShape)
+      .Input("grid", InputDep::kShape)
+      .Attr("mode", AttrType::kString, std::string("bilinear"))
+      .Attr("padding_mode", AttrType::kString, std::string("zeros"))
+      .Attr("align_corners", AttrType::kBool, false)
+      .Pattern(FusionPattern::kOpaque)
+      .Doc(
+          "samples data[N, C, H, W] at the normalized (x, y) positions of grid[N, H_out, W_out, "
+          "2] into [N, C, H_out, W_out] (ONNX GridSample-16: bilinear / nearest / bicubic, "
+          "padding zeros / border / reflection)")
+      .Rule(GridSampleRule)
+      .Reference(GridSampleKernel);
 }
 
 }  // namespace hetpass

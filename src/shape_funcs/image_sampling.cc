@@ -1,6 +1,20 @@
-// Sampling arithmetic of image.resize2d and image.roi_align (see image_sampling.h). The
-// expressions are the reference kernels' own, in their evaluation order: the native kernels'
-// bit-identity to the reference depends on it.
+// Sampling arithmetic of image.resize2d, image.roi_align and image.grid_sample (see
+// image_sampling.h). The expressions are the reference kernels' own, in their evaluation order:
+// the native kernels' bit-identity to the reference depends on it.
+//
+// image.grid_sample follows ONNX's GridSample reference (onnx/reference/ops/op_grid_sample.py,
+// itself after PyTorch's GridSampler.h), per axis of a sample:
+//   1. denormalize: align_corners x = (v + 1) / 2 * (size - 1), else ((v + 1) * size - 1) / 2;
+//   2. nearest mode rounds x half to even (PyTorch's 2-D nearbyint), BEFORE padding;
+//   3. coordinate padding, only outside [lo, hi] = [0, size - 1] (align_corners) or
+//      [-0.5, size - 0.5]: border clamps x into [0, size - 1], reflection folds it back by the
+//      near border until inside (a zero-width range, size 1 under align_corners, gives lo);
+//   4. taps: nearest x itself, bilinear floor(x) and floor(x) + 1 (weights 1 - t and t,
+//      t = x - floor(x)), bicubic floor(x) - 1 .. floor(x) + 2 with Keys' weights, A = -0.75;
+//   5. every tap is padded again: zeros reads 0 outside [0, size), border clamps, reflection
+//      folds the integer tap into [lo, hi] and truncates.
+// Tap arithmetic stays in double until an index is known to be inside the image, so no grid
+// value (1e30, an infinity) reaches an integer conversion out of range.
 #include "shape_funcs/image_sampling.h"
 
 #include <algorithm>
@@ -181,6 +195,103 @@ RoiSample BilinearRoiSample(double y, double x, int64_t height, int64_t width) {
   s.w[2] = ly * hx;
   s.w[3] = ly * lx;
   return s;
+}
+
+GridSampleParams GridSampleParamsOf(const Attrs& attrs) {
+  GridSampleParams p;
+  const std::string& mode = attrs.GetString("mode");
+  p.mode = mode == "nearest"   ? GridSampleParams::Mode::kNearest
+           : mode == "bicubic" ? GridSampleParams::Mode::kBicubic
+                               : GridSampleParams::Mode::kBilinear;
+  const std::string& padding = attrs.GetString("padding_mode");
+  p.padding = padding == "border"       ? GridSampleParams::Padding::kBorder
+              : padding == "reflection" ? GridSampleParams::Padding::kReflection
+                                        : GridSampleParams::Padding::kZeros;
+  p.align_corners = attrs.GetBool("align_corners");
+  return p;
+}
+
+namespace {
+
+// Folds x into [lo, hi] by reflecting at the near border until inside (step 3 of the file
+// comment). floor(dx / range) counts the crossings; its parity picks the border measured from.
+double GridReflect(double x, double lo, double hi) {
+  const double range = hi - lo;
+  if (range <= 0) return lo;
+  if (x < lo) {
+    const double dx = lo - x;
+    const double crossings = std::floor(dx / range);
+    const double r = dx - crossings * range;
+    return std::fmod(crossings, 2.0) == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    const double dx = x - hi;
+    const double crossings = std::floor(dx / range);
+    const double r = dx - crossings * range;
+    return std::fmod(crossings, 2.0) == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+// The pixel a tap at integer position i (a double: it may be far outside int64) reads, or -1
+// for a zero (step 5).
+int64_t GridTap(double i, int64_t size, double lo, double hi, const GridSampleParams& p) {
+  const double last = static_cast<double>(size - 1);
+  switch (p.padding) {
+    case GridSampleParams::Padding::kZeros:
+      return i >= 0 && i <= last ? static_cast<int64_t>(i) : -1;
+    case GridSampleParams::Padding::kBorder:
+      return static_cast<int64_t>(std::clamp(i, 0.0, last));
+    case GridSampleParams::Padding::kReflection:
+      // The reference truncates the folded value; the clamp only guards rounding at a border.
+      return static_cast<int64_t>(std::clamp(std::trunc(GridReflect(i, lo, hi)), 0.0, last));
+  }
+  return -1;
+}
+
+// Keys' cubic convolution weights of taps -1, 0, 1, 2 around a coordinate t in [0, 1) past tap 0.
+void CubicWeights(double t, double w[4]) {
+  constexpr double kA = -0.75;
+  const double t0 = t + 1, t1 = t, t2 = 1 - t, t3 = 2 - t;
+  w[0] = ((kA * t0 - 5 * kA) * t0 + 8 * kA) * t0 - 4 * kA;
+  w[1] = ((kA + 2) * t1 - (kA + 3)) * t1 * t1 + 1;
+  w[2] = ((kA + 2) * t2 - (kA + 3)) * t2 * t2 + 1;
+  w[3] = ((kA * t3 - 5 * kA) * t3 + 8 * kA) * t3 - 4 * kA;
+}
+
+}  // namespace
+
+GridAxisTaps GridSampleAxis(double v, int64_t size, const GridSampleParams& p) {
+  const double n = static_cast<double>(size);
+  double x = p.align_corners ? (v + 1) / 2.0 * (n - 1) : ((v + 1) * n - 1) / 2.0;
+  if (p.mode == GridSampleParams::Mode::kNearest) x = std::nearbyint(x);
+  const double lo = p.align_corners ? 0.0 : -0.5;
+  const double hi = p.align_corners ? n - 1 : n - 0.5;
+  if (x < lo || x > hi) {
+    if (p.padding == GridSampleParams::Padding::kBorder) x = std::clamp(x, 0.0, n - 1);
+    if (p.padding == GridSampleParams::Padding::kReflection) x = GridReflect(x, lo, hi);
+  }
+  GridAxisTaps taps;
+  if (!std::isfinite(x)) return taps;
+  if (p.mode == GridSampleParams::Mode::kNearest) {
+    taps.count = 1;
+    taps.index[0] = GridTap(x, size, lo, hi, p);
+    taps.weight[0] = 1;
+    return taps;
+  }
+  const double f = std::floor(x);
+  const double t = x - f;
+  if (p.mode == GridSampleParams::Mode::kBilinear) {
+    taps.count = 2;
+    taps.weight[0] = 1 - t;
+    taps.weight[1] = t;
+    for (int k = 0; k < 2; ++k) taps.index[k] = GridTap(f + k, size, lo, hi, p);
+    return taps;
+  }
+  taps.count = 4;
+  CubicWeights(t, taps.weight);
+  for (int k = 0; k < 4; ++k) taps.index[k] = GridTap(f + k - 1, size, lo, hi, p);
+  return taps;
 }
 
 }  // namespace hetpass

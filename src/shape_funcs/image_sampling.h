@@ -1,5 +1,6 @@
 // Sampling arithmetic of the image ops, shared by the reference kernels (image.cc) and the
-// native CPU kernels (compile_engine/image_kernel.cc) (internal header).
+// native CPU kernels (compile_engine/image_kernel.cc) (internal header). image.grid_sample's
+// arithmetic (the last section) has only the reference kernel so far.
 //
 // The native kernels must give bit-identical results to the reference (image_kernel_test.cc
 // compares them), and they only can if source coordinates, rounding, clamping and weights are
@@ -117,6 +118,32 @@ struct RoiSample {
   double w[4] = {0, 0, 0, 0};
 };
 RoiSample BilinearRoiSample(double y, double x, int64_t height, int64_t width);
+
+// ---- image.grid_sample -----------------------------------------------------------------------
+
+// image.grid_sample's attributes, read once per call (the shape rule has checked the names).
+struct GridSampleParams {
+  enum class Mode { kBilinear, kNearest, kBicubic };
+  enum class Padding { kZeros, kBorder, kReflection };
+  Mode mode = Mode::kBilinear;
+  Padding padding = Padding::kZeros;
+  bool align_corners = false;
+};
+GridSampleParams GridSampleParamsOf(const Attrs& attrs);
+
+// How one sample reads along one axis: `count` taps (1 nearest, 2 bilinear, 4 bicubic), each a
+// pixel index or -1 for a zero (zeros padding outside the image), with its weight. count 0: the
+// coordinate is NaN, or infinite and not clamped by border padding: the sample is NaN.
+struct GridAxisTaps {
+  int count = 0;
+  int64_t index[4] = {-1, -1, -1, -1};
+  double weight[4] = {0, 0, 0, 0};
+};
+
+// The taps of normalized coordinate `v` (-1 and 1 are the image's edges) along an axis of
+// `size` >= 1 pixels: denormalize, nearest rounding (half to even), coordinate padding (border
+// clamps, reflection folds) and the padding of every tap, as ONNX's GridSample reference does.
+GridAxisTaps GridSampleAxis(double v, int64_t size, const GridSampleParams& params);
 
 }  // namespace hetpass
 

@@ -1,4 +1,5 @@
 // Neural-network ops: nn.dense, nn.bias_add, nn.conv2d, nn.conv2d_transpose, nn.max_pool2d,
+// nn.max_pool2d_with_indices (ONNX MaxPool's Indices output, which nn.max_unpool2d consumes),
 // nn.avg_pool2d, nn.softmax, nn.pad and dyn.nn.pad.
 //
 // Masks: every tensor operand is `shape`: output shapes follow from input shapes and
@@ -460,33 +461,71 @@ Result MaxPool2dRule(ShapeContext& ctx) {
   return One(Type::Tensor(ctx.dtype(0), {x[0], x[1], h, w}));
 }
 
-KernelResult MaxPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                             absl::Span<const Type> out_t) {
-  Tensor out = shape_rules::ZerosOf(out_t[0]);
+// Max pooling of x into `out`; with `indices`, also where each maximum is: the first element
+// of the window holding the largest value (ONNX's reference scans rows, then columns, and keeps
+// a later element only if strictly larger), as a flat position in the whole input
+// (nc * H * W + h * W + w, or nc * H * W + h + w * H for storage_order 1). A window whose
+// values are all -inf or NaN points at its first element; one entirely in the padding at -1.
+void MaxPool2dInto(const Tensor& x, const Attrs& attrs, Tensor& out, Tensor* indices) {
   const Window win = ConcreteWindow(attrs);
   const auto& ps = attrs.GetIntList("pool_size");
   const std::array<int64_t, 2> pool = {ps[0], ps.back()};
-  const auto& xs = in[0].shape();
+  const auto& xs = x.shape();
   const auto& os = out.shape();
+  const bool column_major = indices != nullptr && attrs.GetInt("storage_order") == 1;
   int64_t o_idx = 0;
   for (int64_t nc = 0; nc < os[0] * os[1]; ++nc) {
     for (int64_t oh = 0; oh < os[2]; ++oh) {
       for (int64_t ow = 0; ow < os[3]; ++ow, ++o_idx) {
         double m = -std::numeric_limits<double>::infinity();
+        int64_t at = -1, first = -1;
         for (int64_t kh = 0; kh < pool[0]; ++kh) {
           const int64_t ih = oh * win.stride[0] - win.pad[0] + kh * win.dil[0];
           if (ih < 0 || ih >= xs[2]) continue;
           for (int64_t kw = 0; kw < pool[1]; ++kw) {
             const int64_t iw = ow * win.stride[1] - win.pad[1] + kw * win.dil[1];
             if (iw < 0 || iw >= xs[3]) continue;
-            m = std::max(m, in[0].GetDouble((nc * xs[2] + ih) * xs[3] + iw));
+            const double v = x.GetDouble((nc * xs[2] + ih) * xs[3] + iw);
+            if (indices != nullptr) {
+              const int64_t pos =
+                  nc * xs[2] * xs[3] + (column_major ? ih + iw * xs[2] : ih * xs[3] + iw);
+              if (first < 0) first = pos;
+              if (v > m) at = pos;
+            }
+            m = std::max(m, v);
           }
         }
         out.SetDouble(o_idx, m);
+        if (indices != nullptr) indices->SetInt64(o_idx, at >= 0 ? at : first);
       }
     }
   }
+}
+
+KernelResult MaxPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                             absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  MaxPool2dInto(in[0], attrs, out, nullptr);
   return std::vector<Tensor>{std::move(out)};
+}
+
+// nn.max_pool2d_with_indices: nn.max_pool2d's result and an i64 tensor of the same shape.
+Result MaxPool2dWithIndicesRule(ShapeContext& ctx) {
+  const int64_t order = ctx.attrs().GetInt("storage_order");
+  if (order != 0 && order != 1) {
+    return ctx.Error(absl::StrFormat("storage_order must be 0 or 1, got %d", order));
+  }
+  ASSIGN_OR_RETURN(std::vector<Type> types, MaxPool2dRule(ctx));
+  types.push_back(Type::Tensor(DType::kI64, types[0].shape()));
+  return types;
+}
+
+KernelResult MaxPool2dWithIndicesKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                        absl::Span<const Type> out_t) {
+  Tensor out = shape_rules::ZerosOf(out_t[0]);
+  Tensor indices = shape_rules::ZerosOf(out_t[1]);
+  MaxPool2dInto(in[0], attrs, out, &indices);
+  return std::vector<Tensor>{std::move(out), std::move(indices)};
 }
 
 // ---- nn.avg_pool2d -------------------------------------------------------------------------
@@ -741,6 +780,16 @@ void RegisterNnOps(OpRegistry::Builder& b) {
   pool("nn.max_pool2d")
       .Doc("2-D max pooling, NCHW; padded positions never win")
       .Reference(MaxPool2dKernel);
+  // Two results: no kernel appends elementwise consumers to it, so it is opaque.
+  pool("nn.max_pool2d_with_indices")
+      .Attr("storage_order", AttrType::kInt, int64_t{0})
+      .Outputs(2)
+      .Pattern(FusionPattern::kOpaque)
+      .Doc(
+          "nn.max_pool2d and the flat input position of each maximum, i64 (ONNX MaxPool's "
+          "Indices; storage_order 1: column-major within each plane)")
+      .Rule(MaxPool2dWithIndicesRule)
+      .Reference(MaxPool2dWithIndicesKernel);
   pool("nn.avg_pool2d")
       .Attr("count_include_pad", AttrType::kBool, false)
       .Doc("2-D average pooling, NCHW; padding counts in the divisor with count_include_pad")

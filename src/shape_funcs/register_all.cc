@@ -15,6 +15,8 @@
 #include "shape_funcs/scatter.h"
 #include "shape_funcs/slice.h"
 #include "shape_funcs/transform.h"
+#include "shape_funcs/unique.h"
+#include "shape_funcs/unpool.h"
 
 namespace hetpass {
 
@@ -22,6 +24,7 @@ void RegisterAllOps(OpRegistry::Builder& builder) {
   RegisterElementwiseOps(builder);
   RegisterMemoryOps(builder);
   RegisterNnOps(builder);
+  RegisterUnpoolOps(builder);
   RegisterLinalgOps(builder);
   RegisterTransformOps(builder);
   RegisterSliceOps(builder);
@@ -29,6 +32,7 @@ void RegisterAllOps(OpRegistry::Builder& builder) {
   RegisterDynamicOps(builder);
   RegisterReduceOps(builder);
   RegisterAlgorithmOps(builder);
+  RegisterUniqueOps(builder);
   RegisterImageOps(builder);
 }
 

@@ -110,9 +110,9 @@ TEST(RegistryTest, NeedsValuesOnlyWhereDeclared) {
   }
   EXPECT_EQ(absl::StrJoin(value_ops, ","),
             "arange,argwhere,dyn.broadcast_to,dyn.full,dyn.image.resize2d,"
-            "dyn.image.resize2d_scaled,dyn.nn.pad,dyn.ones,dyn.reshape,dyn.squeeze,"
-            "dyn.strided_slice,dyn.sum,dyn.tile,dyn.topk,dyn.unsqueeze,dyn.zeros,"
-            "memory.alloc_tensor_dyn,non_max_suppression");
+            "dyn.image.resize2d_scaled,dyn.nn.max_unpool2d,dyn.nn.pad,dyn.ones,dyn.reshape,"
+            "dyn.squeeze,dyn.strided_slice,dyn.sum,dyn.tile,dyn.topk,dyn.unsqueeze,dyn.zeros,"
+            "memory.alloc_tensor_dyn,non_max_suppression,unique");
 }
 
 TEST(RegistryTest, CheckAttrsErrors) {

@@ -240,6 +240,61 @@ inline Trial RoiAlignTrial(Gen& g) {
   return Trial{a, {g.F({n, g.Int(1, 3), h, w}), rois, g.I({r}, 0, n - 1)}};
 }
 
+// image.grid_sample: a small image and grid positions in eighths from -1.5 to 1.5, so some
+// fall outside the image (every padding mode matters) and some on pixel centres and halves
+// (rounding ties of nearest), every mode and both align_corners.
+inline Trial GridSampleTrial(Gen& g) {
+  const int64_t n = g.Int(1, 2);
+  Tensor grid = Tensor::Zeros(DType::kF32, {n, g.Int(1, 3), g.Int(1, 3), 2});
+  for (int64_t i = 0; i < grid.num_elements(); ++i) grid.SetDouble(i, g.Int(-12, 12) * 0.125);
+  Attrs a = {{"mode", g.Pick<std::string>({"bilinear", "nearest", "bicubic"})},
+             {"padding_mode", g.Pick<std::string>({"zeros", "border", "reflection"})},
+             {"align_corners", g.Coin()}};
+  return Trial{a, {g.F({n, g.Int(1, 3), g.Int(1, 4), g.Int(1, 4)}), grid}};
+}
+
+// nn.max_unpool2d and its dyn form: a small pooled tensor, window attributes whose unpooled
+// dims stay >= 1, indices anywhere in the unpooled tensor (repeats included: the last write
+// wins), and sometimes (always for dyn) an output_shape up to 2 larger per dim.
+inline Trial MaxUnpoolTrial(Gen& g, bool dyn) {
+  const std::vector<int64_t> x = {g.Int(1, 2), g.Int(1, 2), g.Int(1, 3), g.Int(1, 3)};
+  const std::vector<int64_t> k = {g.Int(1, 3), g.Int(1, 3)}, s = {g.Int(1, 2), g.Int(1, 2)};
+  std::vector<int64_t> pad(4, 0), unpooled = {x[0], x[1]};
+  for (int a = 0; a < 2; ++a) {
+    const int64_t full = (x[2 + a] - 1) * s[a] + k[a];
+    pad[a] = g.Int(0, (full - 1) / 2);
+    pad[a + 2] = g.Int(0, (full - 1) / 2);
+    unpooled.push_back(full - pad[a] - pad[a + 2]);
+  }
+  int64_t total = 1;
+  for (int64_t d : unpooled) total *= d;
+  std::vector<int64_t> out = unpooled;
+  for (int64_t& d : out) d += g.Int(0, 2);
+  Attrs a = {{"kernel_size", k}, {"strides", s}, {"padding", pad}};
+  Trial t{a, {g.F(x), g.I(x, 0, total - 1)}};
+  if (dyn) {
+    t.inputs.push_back(g.Vec(out));
+  } else if (g.Coin()) {
+    t.attrs.Set("output_shape", out);
+  }
+  return t;
+}
+
+// unique and its counter: rank 0-3 (a rank-0 tensor only flattened), values from a few
+// integers or halves so repeats are likely, flattened or along a possibly negative axis,
+// sorted or by first occurrence.
+inline Trial UniqueTrial(Gen& g) {
+  const auto s = g.Shape(g.Int(0, 3), 0, 4);
+  const int64_t rank = static_cast<int64_t>(s.size());
+  Tensor x = g.Coin() ? g.I(s, -1, 2) : Tensor::Zeros(DType::kF32, s);
+  if (x.dtype() == DType::kF32) {
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.SetDouble(i, g.Int(-1, 2) * 0.5);
+  }
+  Attrs a = {{"sorted", g.Coin()}};
+  if (rank > 0 && g.Coin()) a.Set("axis", std::vector<int64_t>{g.Int(-rank, rank - 1)});
+  return Trial{a, {x}};
+}
+
 inline Trial ResizeTrial(Gen& g, bool dyn) {
   const bool nchw = g.Coin();
   const std::vector<int64_t> x =
@@ -420,6 +475,12 @@ inline const std::map<std::string, Generator>& Generators() {
        }},
       {"nn.conv2d", [](Gen& g) { return ConvTrial(g, false); }},
       {"nn.max_pool2d", [](Gen& g) { return ConvTrial(g, true); }},
+      {"nn.max_pool2d_with_indices",
+       [](Gen& g) {
+         Trial t = ConvTrial(g, true);
+         t.attrs.Set("storage_order", g.Int(0, 1));
+         return t;
+       }},
       {"nn.avg_pool2d",
        [](Gen& g) {
          Trial t = ConvTrial(g, true);
@@ -706,6 +767,19 @@ inline const std::map<std::string, Generator>& Generators() {
       {"dyn.image.resize2d", [](Gen& g) { return ResizeTrial(g, true); }},
       {"dyn.image.resize2d_scaled", ResizeScaledTrial},
       {"image.roi_align", RoiAlignTrial},
+      {"image.grid_sample", GridSampleTrial},
+      {"unique", UniqueTrial},
+      {"unique_count", UniqueTrial},
+      {"nn.max_unpool2d", [](Gen& g) { return MaxUnpoolTrial(g, false); }},
+      {"dyn.nn.max_unpool2d", [](Gen& g) { return MaxUnpoolTrial(g, true); }},
+      {"linalg.det",
+       [](Gen& g) {
+         std::vector<int64_t> s = g.Shape(g.Int(0, 2));
+         const int64_t m = g.Int(1, 4);
+         s.push_back(m);
+         s.push_back(m);
+         return Trial{{}, {g.F(s)}};
+       }},
   };
   return *table;
 }
