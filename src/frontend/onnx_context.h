@@ -28,6 +28,9 @@ class ImportContext {
       : module_(module), builder_(block, registry), opset_(opset), model_opset_(model_opset) {}
 
   int64_t opset() const { return opset_; }
+  // The opset the model imports, below 11 for an older model (opset() is then 11): the
+  // converters of older op versions (ConvTranspose-1, Upsample-9) check it.
+  int64_t model_opset() const { return model_opset_; }
   Builder& builder() { return builder_; }
   // Where new nodes go: the function body, or a region while an If/Loop body is imported.
   Block* block() const { return builder_.block(); }

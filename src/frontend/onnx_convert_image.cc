@@ -218,12 +218,37 @@ Outs GridSample(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
              {{"mode", mode}, {"padding_mode", padding}, {"align_corners", align_corners == 1}}));
 }
 
+// Upsample-9/10 (deprecated since opset 10; X and scales): nearest takes input floor(x /
+// scale), linear interpolates at x / scale, which is Resize's asymmetric transformation with
+// floor rounding (ONNX's reference Upsample is that Resize).
+Outs Upsample(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  if (ctx.model_opset() < 9) return ctx.Unimplemented("Upsample-7 (scales as an attribute)");
+  const std::string mode = StringAttr(n, "mode", "nearest");
+  if (mode != "nearest" && mode != "linear") {
+    return ctx.Error(absl::StrCat("mode must be nearest or linear, got '", mode, "'"));
+  }
+  onnx::NodeProto resize = n;
+  resize.set_op_type("Resize");
+  resize.clear_attribute();
+  auto set = [&](const std::string& name, const std::string& value) {
+    onnx::AttributeProto* a = resize.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+  };
+  set("mode", mode);
+  set("coordinate_transformation_mode", "asymmetric");
+  set("nearest_mode", "floor");
+  return Resize(ctx, resize, {In(in, 0), nullptr, In(in, 1)});
+}
+
 }  // namespace
 
 void AddImageConverters(ConverterTable& table) {
   constexpr ConverterEntry kEntries[] = {
       {"GridSample", GridSample},
       {"Resize", Resize},
+      {"Upsample", Upsample},
       {"RoiAlign", RoiAlign},
   };
   table.insert(table.end(), std::begin(kEntries), std::end(kEntries));

@@ -287,6 +287,12 @@ Outs ConvTranspose(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) 
       } else {
         total = reach - strides[i];  // output = input * stride
       }
+      // ConvTranspose-1 (below opset 11) puts the odd pixel of an odd total on the other side.
+      if (ctx.model_opset() < 11 && total > 0 && total % 2 != 0) {
+        return ctx.Unimplemented(
+            "ConvTranspose-1's output_shape / SAME padding with an odd total padding (its split "
+            "differs from ConvTranspose-11's)");
+      }
       const TransposePads p = PadsForOutputSize(total, auto_pad == "SAME_UPPER");
       pads[i] = p.begin;
       pads[spatial + i] = p.end;
@@ -617,9 +623,49 @@ Outs GlobalMaxPool(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
 
 // Inference BatchNormalization: y = x * a + b with a = scale / sqrt(var + eps) and
 // b = bias - mean * a, folded here into [C, 1, ..., 1] constants.
+// BatchNormalization-14/15 in training mode: normalized with the batch's own mean and (biased)
+// variance over every axis but 1, and the running statistics updated as
+// running * momentum + batch * (1 - momentum), ONNX's reference formulas.
+Outs BatchNormalizationTraining(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
+  ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
+  ASSIGN_OR_RETURN(int rank, NeedRank(ctx, x));
+  if (rank < 2) return ctx.Error(absl::StrFormat("X must have rank >= 2, got %d", rank));
+  Value* p[4];
+  for (int i = 0; i < 4; ++i) {
+    ASSIGN_OR_RETURN(p[i], Need(ctx, in, i + 1));
+    if (ctx.RankOf(p[i]) != 1) return ctx.Error("scale, B, input_mean and input_var must be 1-D");
+  }
+  std::vector<int64_t> axes = {0};
+  for (int i = 2; i < rank; ++i) axes.push_back(i);
+  const Attrs over{{"axis", axes}, {"keepdims", true}};
+  ASSIGN_OR_RETURN(Value * mean, ctx.Op("mean", {x}, over));
+  ASSIGN_OR_RETURN(Value * centred, ctx.Op("subtract", {x, mean}));
+  ASSIGN_OR_RETURN(Value * sq, ctx.Op("multiply", {centred, centred}));
+  ASSIGN_OR_RETURN(Value * var, ctx.Op("mean", {sq}, over));
+  ASSIGN_OR_RETURN(Value * ve, ctx.Op("add", {var, ctx.ScalarLike(x, FloatAttr(n, "epsilon", 1e-5f))}));
+  ASSIGN_OR_RETURN(Value * sd, ctx.Op("sqrt", {ve}));
+  ASSIGN_OR_RETURN(Value * normed, ctx.Op("divide", {centred, sd}));
+  std::vector<int64_t> cshape = {-1};
+  for (int i = 2; i < rank; ++i) cshape.push_back(1);
+  ASSIGN_OR_RETURN(Value * scale, ctx.Op("reshape", {p[0]}, {{"newshape", cshape}}));
+  ASSIGN_OR_RETURN(Value * bias, ctx.Op("reshape", {p[1]}, {{"newshape", cshape}}));
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("multiply", {normed, scale}));
+  ASSIGN_OR_RETURN(y, ctx.Op("add", {y, bias}));
+  const double momentum = FloatAttr(n, "momentum", 0.9f);
+  auto running = [&](Value* old, Value* batch) -> absl::StatusOr<Value*> {
+    ASSIGN_OR_RETURN(Value * flat, ctx.Op("reshape", {batch}, {{"newshape", std::vector<int64_t>{-1}}}));
+    ASSIGN_OR_RETURN(Value * kept, ctx.Op("multiply", {old, ctx.ScalarLike(old, momentum)}));
+    ASSIGN_OR_RETURN(Value * added, ctx.Op("multiply", {flat, ctx.ScalarLike(flat, 1 - momentum)}));
+    return ctx.Op("add", {kept, added});
+  };
+  ASSIGN_OR_RETURN(Value * running_mean, running(p[2], mean));
+  ASSIGN_OR_RETURN(Value * running_var, running(p[3], var));
+  return std::vector<Value*>{y, running_mean, running_var};
+}
+
 Outs BatchNormalization(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  if (IntAttr(n, "training_mode", 0) != 0) return ctx.Unimplemented("training_mode = 1");
+  if (IntAttr(n, "training_mode", 0) != 0) return BatchNormalizationTraining(ctx, n, in);
   std::optional<Tensor> p[4];
   Value* pv[4];
   bool all_const = true;

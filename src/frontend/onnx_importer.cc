@@ -691,13 +691,24 @@ class GraphImporter {
   }
 
   // For a model older than opset 11: "" when op_type has the same version at `opset` as at 11
-  // (ONNX's schema registry), else why it cannot be imported.
+  // (ONNX's schema registry), or an older version its converter handles, else why it cannot be
+  // imported.
   static std::string OlderVersionProblem(const std::string& op_type, int64_t opset) {
     if (opset >= kMinConvertedOpset) return "";
     const onnx::OpSchema* then = onnx::OpSchemaRegistry::Schema(op_type, static_cast<int>(opset));
     const onnx::OpSchema* now = onnx::OpSchemaRegistry::Schema(op_type, kMinConvertedOpset);
     if (then == nullptr || now == nullptr) return "";  // reported as unsupported op types
     if (then->since_version() == now->since_version()) return "";
+    // Older versions whose converters read them: Scatter-9 is ScatterElements without negative
+    // indices, Upsample-9 takes its scales as an input like Upsample-10, ReduceLogSum-1 lacks
+    // only negative axes, and ConvTranspose-1 differs from -11 only in how output_shape and
+    // SAME padding split the padding, which its converter refuses below opset 11.
+    static const absl::flat_hash_map<std::string, int> kOlderConverted = {
+        {"Scatter", 9}, {"Upsample", 9}, {"ReduceLogSum", 1}, {"ConvTranspose", 1}};
+    if (auto it = kOlderConverted.find(op_type);
+        it != kOlderConverted.end() && then->since_version() >= it->second) {
+      return "";
+    }
     return absl::StrFormat("%s-%d differs from %s-%d, the oldest version this importer converts",
                            op_type, then->since_version(), op_type, now->since_version());
   }
