@@ -7,6 +7,7 @@
 #include "frontend/onnx_converters.h"
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -267,27 +268,46 @@ Outs Identity(ImportContext& ctx, const onnx::NodeProto&, const Ins& in) {
 
 // Dropout in inference: the identity; the mask output is not produced. A training_mode that
 // is not a constant false is refused (the result would be random).
-// Dropout is the identity at inference, and also in training with a ratio of 0; its mask
-// output is then all true. Training with another ratio draws random numbers, whose values no
-// test could compare: refused.
+// Dropout is the identity at inference (its mask output all true). In training mode (a
+// training_mode that is not a constant false) it keeps x * 1 / (1 - ratio) where a uniform draw
+// is at least the ratio and 0 elsewhere, the mask telling which: a ratio of 0 keeps everything,
+// so that case is deterministic. A computed training_mode selects per call.
 Outs Dropout(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   ASSIGN_OR_RETURN(Value * x, Need(ctx, in, 0));
-  if (Value* training = In(in, 2)) {
-    auto t = ctx.ConstValue(training);
-    const bool inference = t && t->num_elements() == 1 && t->GetInt64(0) == 0;
-    Value* ratio = In(in, 1);
-    auto r = ratio != nullptr ? ctx.ConstValue(ratio) : std::nullopt;
-    const bool zero_ratio = r && r->num_elements() == 1 && r->GetDouble(0) == 0;
-    if (!inference && !zero_ratio) {
-      return ctx.Unimplemented(
-          "training_mode that is not a constant false, with a ratio that is not a constant 0 "
-          "(random masks)");
-    }
+  const bool want_mask = n.output_size() >= 2 && !n.output(1).empty();
+  Value* training = In(in, 2);
+  std::optional<Tensor> t = training != nullptr ? ctx.ConstValue(training) : std::nullopt;
+  const bool inference = training == nullptr || (t && t->num_elements() == 1 && t->GetInt64(0) == 0);
+  if (inference) {
+    if (!want_mask) return std::vector<Value*>{x};
+    ASSIGN_OR_RETURN(Value * shape, ctx.Op("shape_of", {x}));
+    ASSIGN_OR_RETURN(Value * mask, ctx.Op("dyn.ones", {shape}, {{"dtype", DType::kBool}}));
+    return std::vector<Value*>{x, mask};
   }
-  if (n.output_size() < 2 || n.output(1).empty()) return std::vector<Value*>{x};
-  ASSIGN_OR_RETURN(Value * shape, ctx.Op("shape_of", {x}));
-  ASSIGN_OR_RETURN(Value * mask, ctx.Op("dyn.ones", {shape}, {{"dtype", DType::kBool}}));
-  return std::vector<Value*>{x, mask};
+  const DType dt = ctx.DTypeOf(x);
+  if (!IsFloat(dt)) return ctx.Error(absl::StrCat("data must be floating point, got ", DTypeName(dt)));
+  Value* ratio = In(in, 1);
+  if (ratio == nullptr) {
+    ratio = ctx.ScalarLike(x, 0.5);
+  } else if (ctx.DTypeOf(ratio) != dt) {
+    ASSIGN_OR_RETURN(ratio, ctx.Op("cast", {ratio}, {{"dtype", dt}}));
+  }
+  int64_t seed = -1;
+  if (FindAttr(n, "seed") != nullptr) seed = IntAttr(n, "seed", 0) & 0x7fffffff;
+  ASSIGN_OR_RETURN(Value * u, ctx.Op("random.uniform_like", {x}, {{"dtype", dt}, {"seed", seed}}));
+  ASSIGN_OR_RETURN(Value * below, ctx.Op("less", {u, ratio}));
+  ASSIGN_OR_RETURN(Value * keep, ctx.Op("equal", {below, ctx.Const(Tensor::Scalar(DType::kBool, 0))}));
+  ASSIGN_OR_RETURN(Value * rest, ctx.Op("subtract", {ctx.ScalarLike(x, 1.0), ratio}));
+  ASSIGN_OR_RETURN(Value * scale, ctx.Op("divide", {ctx.ScalarLike(x, 1.0), rest}));
+  ASSIGN_OR_RETURN(Value * scaled, ctx.Op("multiply", {x, scale}));
+  ASSIGN_OR_RETURN(Value * y, ctx.Op("where", {keep, scaled, ctx.ScalarLike(x, 0.0)}));
+  Value* mask = keep;
+  if (!t) {  // training_mode computed: dropout only when it holds
+    ASSIGN_OR_RETURN(y, ctx.Op("where", {training, y, x}));
+    ASSIGN_OR_RETURN(mask, ctx.Op("where", {training, keep, ctx.Const(Tensor::Scalar(DType::kBool, 1))}));
+  }
+  if (!want_mask) return std::vector<Value*>{y};
+  return std::vector<Value*>{y, mask};
 }
 
 Outs Clip(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {

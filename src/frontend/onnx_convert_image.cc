@@ -131,7 +131,10 @@ Outs Resize(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
         return ctx.Error(absl::StrFormat("scales[%d] = %g is not a positive number", axis, scale));
       }
       if (!t.shape()[axis].is_constant()) {
-        integral = integral && scale == std::floor(scale);
+        // An integral scale of a symbolic dim multiplies it on the host; one past 2^31 (user
+        // input: 3e38) would not convert to int64 and goes to the scaled op, whose rule checks
+        // each product at run time.
+        integral = integral && scale == std::floor(scale) && scale <= 2147483648.0;
         continue;
       }
       // in * scale, checked before the cast: 3e38, or 2^62 * 4, would make it undefined.

@@ -25,6 +25,7 @@ const ConverterTable& AllConverters() {
     AddSequenceConverters(*table);
     AddEinsumConverters(*table);
     AddRecurrentConverters(*table);
+    AddRandomConverters(*table);
     return table;
   }();
   return *kTable;

@@ -51,6 +51,7 @@ void AddSignalConverters(ConverterTable& table);       // windows, MelWeightMatr
 void AddSequenceConverters(ConverterTable& table);     // Compress, ReverseSequence
 void AddEinsumConverters(ConverterTable& table);       // Einsum
 void AddRecurrentConverters(ConverterTable& table);    // RNN, GRU, LSTM
+void AddRandomConverters(ConverterTable& table);       // Random*, Bernoulli
 
 }  // namespace hetpass::onnx_frontend
 

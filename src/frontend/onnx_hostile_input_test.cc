@@ -53,6 +53,13 @@ TEST(OnnxHostileInput, ResizeOutputSizeOutOfRange) {
   EXPECT_THAT(ResizeWithScales(-2, 1).Import(), HasSubstr("scales[2] = -2 is not a positive number"));
 }
 
+// Tests that a huge integral scale of a symbolic dim (a fuzzer finding: 3e38 cast to int64)
+// goes to the scaled op, whose rule checks floor(h * scale) once h is known.
+TEST(OnnxHostileInput, ResizeHugeIntegralScaleOnSymbolicDim) {
+  const std::string r = ResizeWithScales(3e38f, 1, "h").Import();
+  EXPECT_THAT(r, HasSubstr("dyn.image.resize2d_scaled(%x"));
+}
+
 // Tests that a NaN scale is an error, not a cast of NaN to int64.
 TEST(OnnxHostileInput, ResizeNaNScale) {
   const std::string r = ResizeWithScales(std::numeric_limits<float>::quiet_NaN(), 1).Import();

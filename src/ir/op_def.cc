@@ -239,6 +239,10 @@ OpDefBuilder& OpDefBuilder::Pattern(FusionPattern p) {
   def_->pattern_ = p;
   return *this;
 }
+OpDefBuilder& OpDefBuilder::Impure() {
+  def_->impure_ = true;
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::DataDependentOutputShape() {
   def_->data_dependent_ = true;
   return *this;

@@ -11,6 +11,7 @@
 #include "shape_funcs/image.h"
 #include "shape_funcs/linalg.h"
 #include "shape_funcs/nn.h"
+#include "shape_funcs/random.h"
 #include "shape_funcs/reduce.h"
 #include "shape_funcs/scatter.h"
 #include "shape_funcs/slice.h"
@@ -34,6 +35,7 @@ void RegisterAllOps(OpRegistry::Builder& builder) {
   RegisterAlgorithmOps(builder);
   RegisterUniqueOps(builder);
   RegisterImageOps(builder);
+  RegisterRandomOps(builder);
 }
 
 // The registry of every built-in op (declared with the machinery in passes/ir/op_def.h).

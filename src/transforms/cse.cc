@@ -18,6 +18,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "passes/ir/op_def.h"
 
 namespace hetpass {
 namespace {
@@ -73,6 +74,7 @@ class CsePass : public Pass {
   static bool Mergeable(const Node& n) {
     switch (n.kind()) {
       case NodeKind::kCall:
+        return !n.op()->impure();  // two draws of a random op are two values
       case NodeKind::kConstant:
       case NodeKind::kTuple:
       case NodeKind::kGetItem:

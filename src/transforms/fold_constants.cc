@@ -88,6 +88,7 @@ class FoldConstantsPass : public Pass {
       if (!r->type().is_tensor()) return Result();
     }
     const OpDef& op = *node.op();
+    if (op.impure()) return Result();  // a random draw is not a constant
     bool all_constant = true;
     for (const Value* v : node.operands()) all_constant &= ConstantData(v) != nullptr;
     if (all_constant && op.reference()) return FoldByKernel(node);

@@ -37,7 +37,15 @@ _BF16_TRUNCATED = ("the reference output truncates float to bfloat16 (ONNX <= 1.
 _LIKE_SHAPE = ("the model declares input 'like' as [3, 4] but the test data holds shape [1]; "
                "an input whose static dims differ from the declared ones is an error (as in "
                "ONNX Runtime)")
+_RANDOM = ("its output is one sample of random draws (NumPy's generator in ONNX's test "
+           "generator, seeded or not); hetpass draws from its own mt19937_64 stream, so the "
+           "values differ while the distribution is the same (random_test.cc checks it)")
 KNOWN_FAILURES = {
+    **{t: _RANDOM for t in ["test_bernoulli", "test_bernoulli_double",
+                            "test_bernoulli_double_expanded", "test_bernoulli_expanded",
+                            "test_bernoulli_seed", "test_bernoulli_seed_expanded",
+                            "test_training_dropout", "test_training_dropout_default",
+                            "test_training_dropout_default_mask", "test_training_dropout_mask"]},
     "test_cast_FLOAT_to_BFLOAT16": _BF16_TRUNCATED,
     "test_castlike_FLOAT_to_BFLOAT16": _LIKE_SHAPE + "; its output is also " + _BF16_TRUNCATED,
     "test_castlike_FLOAT_to_BFLOAT16_expanded": _LIKE_SHAPE + "; its output is also " + _BF16_TRUNCATED,

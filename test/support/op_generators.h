@@ -766,6 +766,17 @@ inline const std::map<std::string, Generator>& Generators() {
       {"image.resize2d", [](Gen& g) { return ResizeTrial(g, false); }},
       {"dyn.image.resize2d", [](Gen& g) { return ResizeTrial(g, true); }},
       {"dyn.image.resize2d_scaled", ResizeScaledTrial},
+      // Seeded, so every kernel and run draws the same numbers.
+      {"random.uniform_like",
+       [](Gen& g) {
+         return Trial{{{"seed", g.Int(0, 1000)}, {"low", -1.0}, {"high", g.Int(0, 3) * 1.0}},
+                      {g.F(g.Shape(g.Int(0, 3)))}};
+       }},
+      {"random.normal_like",
+       [](Gen& g) {
+         return Trial{{{"seed", g.Int(0, 1000)}, {"dtype", g.Coin() ? DType::kF32 : DType::kF64}},
+                      {g.F(g.Shape(g.Int(0, 3)))}};
+       }},
       {"image.roi_align", RoiAlignTrial},
       {"image.grid_sample", GridSampleTrial},
       {"unique", UniqueTrial},

@@ -171,6 +171,9 @@ class OpDef {
   // True if output shapes are known only from input contents after they are computed
   // (argwhere): planning must bring a count to the host, not a shape.
   bool data_dependent_output_shape() const { return data_dependent_; }
+  // True for ops whose results are not a function of their inputs (random draws): never folded
+  // into constants and never merged with an equal-looking call by CSE.
+  bool impure() const { return impure_; }
   // For data-dependent ops: the op that computes, on the op's own device, the scalar deciding
   // the unknown output dim (argwhere: count_nonzero). manifest-alloc copies only that scalar.
   const std::string& shape_counter() const { return shape_counter_; }
@@ -209,6 +212,7 @@ class OpDef {
   int num_outputs_ = 1;
   FusionPattern pattern_ = FusionPattern::kOpaque;
   bool data_dependent_ = false;
+  bool impure_ = false;
   std::string shape_counter_;
   bool typed_by_declaration_ = false;
   bool view_ = false;
@@ -232,6 +236,7 @@ class OpDefBuilder {
   OpDefBuilder& Outputs(int n);
   OpDefBuilder& Pattern(FusionPattern p);
   OpDefBuilder& DataDependentOutputShape();
+  OpDefBuilder& Impure();
   // Data-dependent output shape whose unknown dim is the scalar computed by `counter`.
   OpDefBuilder& DataDependentOutputShape(std::string counter);
   OpDefBuilder& StorageInput(std::string name);
