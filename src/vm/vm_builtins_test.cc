@@ -185,5 +185,61 @@ TEST(VmBuiltins, ContainerArgumentsAreChecked) {
   EXPECT_EQ(Values((*out)[0]), std::vector<double>{2});
 }
 
+// Tests that on sim a tensor computed on the device goes through a sequence without a copy:
+// the run makes exactly the copies of the same program without the sequence.
+TEST(VmBuiltins, SequencesAddNoCopiesOnSim) {
+  const std::string with_seq = R"(
+def @main(%a: f32[4], %p: i64[]) {
+  %b = nn.relu(%a)
+  %s = seq.construct(%b, %b)
+  %x = seq.at(%s, %p)
+  %y = add(%x, %x)
+  return %y
+}
+)";
+  const std::string without = R"(
+def @main(%a: f32[4], %p: i64[]) {
+  %b = nn.relu(%a)
+  %y = add(%b, %b)
+  return %y
+}
+)";
+  runtime::DeviceCounters counts[2];
+  for (int k = 0; k < 2; ++k) {
+    VmProgram p;
+    auto vm = Load(k == 0 ? with_seq : without, DeviceKind::kSim, &p);
+    ASSERT_NE(vm, nullptr);
+    auto out = vm->RunWithHostValues("main", {F32({-1, 2, -3, 4}), I64(1)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(Values((*out)[0]), (std::vector<double>{0, 4, 0, 8}));
+    const absl::Status agree = CompareWithLedger(p.ledger, vm->LastRunCounters(), {});
+    EXPECT_TRUE(agree.ok()) << agree;
+    counts[k] = vm->LastRunCounters();
+  }
+  EXPECT_EQ(counts[0].d2h_bytes, counts[1].d2h_bytes);
+  // The position crosses to the host if it was staged on the device; nothing else more.
+  EXPECT_LE(counts[0].d2h_calls, counts[1].d2h_calls + 1);
+  EXPECT_EQ(counts[0].h2d_bytes, counts[1].h2d_bytes);
+  EXPECT_GT(counts[0].launches, 0);
+}
+
+// Tests that a parameter's container survives saving and loading the executable, and that the
+// listing names the builtins.
+TEST(VmBuiltins, ContainerParametersSurviveSerialization) {
+  auto p = CompileForVm("def @main(%s: opt<seq<?>>, %t: seq<f32[2]>) {\n  %h = opt.has(%s)\n"
+                        "  %n = seq.length(%t)\n  return %h, %n\n}\n",
+                        DefaultPipeline(DeviceKind::kCpu));
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto back = Executable::Deserialize(p->executable.Serialize());
+  ASSERT_TRUE(back.ok()) << back.status();
+  const VmFunction& f = back->functions[back->FindFunction("main")];
+  ASSERT_EQ(f.params.size(), 2u);
+  EXPECT_EQ(f.params[0].container, ArgSpec::kOptionalSequence);
+  EXPECT_TRUE(f.params[0].any_element);
+  EXPECT_EQ(f.params[1].container, ArgSpec::kSequence);
+  EXPECT_FALSE(f.params[1].any_element);
+  EXPECT_THAT(back->ToListing(), HasSubstr("opt.has("));
+}
+
 }  // namespace
 }  // namespace hetpass::vm
