@@ -2,15 +2,20 @@
 // optional type, the Sequence* and Optional* converters becoming VM builtins, a Loop that
 // appends to a sequence started by SequenceEmpty, and the test-data readers of SequenceProto
 // and OptionalProto files.
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/frontend/onnx_importer.h"
 #include "support/onnx_one_node_model.h"  // the frontend's ONNX definitions, onnx_pb.h
 #include "onnx/onnx-data.pb.h"
 #include "passes/ir/printer.h"
+#include "passes/pass/pass_registry.h"
+#include "passes/vm/executable.h"
+#include "passes/vm/vm.h"
 
 namespace hetpass {
 namespace {
@@ -137,6 +142,76 @@ TEST(OnnxContainers, ReadsSequenceAndOptionalProtos) {
   EXPECT_EQ(o->kind, OnnxValue::Kind::kOptional);
   EXPECT_TRUE(o->elements.empty());
   EXPECT_FALSE(ParseOnnxValue("\xff\xff\xff", OnnxValue::Kind::kSequence).ok());
+}
+
+vm::HostValue ToHost(const OnnxValue& v) {
+  vm::HostValue h;
+  h.kind = v.kind == OnnxValue::Kind::kTensor     ? vm::HostValue::Kind::kTensor
+           : v.kind == OnnxValue::Kind::kSequence ? vm::HostValue::Kind::kSequence
+                                                  : vm::HostValue::Kind::kOptional;
+  h.tensor = v.tensor;
+  for (const OnnxValue& e : v.elements) h.elements.push_back(ToHost(e));
+  return h;
+}
+
+// Every tensor of a value, depth first, as "shape: values" lines.
+void Flatten(const vm::HostValue& v, std::string* out) {
+  if (v.kind == vm::HostValue::Kind::kTensor) {
+    absl::StrAppend(out, v.tensor.type().ToString(), ":");
+    for (int64_t i = 0; i < v.tensor.num_elements(); ++i) absl::StrAppend(out, " ", v.tensor.GetDouble(i));
+    out->push_back('\n');
+    return;
+  }
+  absl::StrAppend(out, v.kind == vm::HostValue::Kind::kSequence ? "seq " : "opt ", v.elements.size(), "\n");
+  for (const vm::HostValue& e : v.elements) Flatten(e, out);
+}
+
+// Tests ONNX's `simple` sequence models (SequenceEmpty/Insert/At/Erase, ConcatFromSequence with
+// and without new_axis, SplitToSequence without a split, with keepdims=0 and with a split
+// input) on cpu and sim against their stored outputs.
+TEST(OnnxContainers, SimpleSequenceModelsMatchTheirOutputs) {
+  const std::string root = "/usr/share/libonnx-testdata/data/simple";
+  if (!std::filesystem::exists(root)) GTEST_SKIP() << root << " is not installed";
+  for (int i = 1; i <= 8; ++i) {
+    for (DeviceKind target : {DeviceKind::kCpu, DeviceKind::kSim}) {
+      const std::string dir = absl::StrCat(root, "/test_sequence_model", i);
+      SCOPED_TRACE(absl::StrCat(dir, " on ", DeviceName(target)));
+      auto m = ImportOnnxFile(dir + "/model.onnx");
+      ASSERT_TRUE(m.ok()) << m.status();
+      auto pm = ParsePipeline(vm::DefaultPipeline(target), {});
+      ASSERT_TRUE(pm.ok()) << pm.status();
+      auto run = (*pm)->Run(**m);
+      ASSERT_TRUE(run.ok()) << run.status();
+      auto exe = vm::CompileModule(**m);
+      ASSERT_TRUE(exe.ok()) << exe.status();
+      const vm::VmFunction fn = exe->functions[exe->FindFunction("main")];
+      auto machine = vm::VirtualMachine::Load(*std::move(exe));
+      ASSERT_TRUE(machine.ok()) << machine.status();
+      std::vector<vm::HostValue> inputs;
+      for (size_t k = 0; k < fn.params.size(); ++k) {
+        const OnnxValue::Kind kind = fn.params[k].container == vm::ArgSpec::kTensor
+                                         ? OnnxValue::Kind::kTensor
+                                         : OnnxValue::Kind::kSequence;
+        auto v = ReadOnnxValueFile(absl::StrCat(dir, "/test_data_set_0/input_", k, ".pb"), kind);
+        ASSERT_TRUE(v.ok()) << v.status();
+        inputs.push_back(ToHost(*v));
+      }
+      auto out = (*machine)->RunWithHostValues("main", inputs);
+      ASSERT_TRUE(out.ok()) << out.status();
+      for (size_t j = 0; j < out->size(); ++j) {
+        const vm::HostValue& got = (*out)[j];
+        const OnnxValue::Kind kind = got.kind == vm::HostValue::Kind::kSequence
+                                         ? OnnxValue::Kind::kSequence
+                                         : OnnxValue::Kind::kTensor;
+        auto want = ReadOnnxValueFile(absl::StrCat(dir, "/test_data_set_0/output_", j, ".pb"), kind);
+        ASSERT_TRUE(want.ok()) << want.status();
+        std::string got_text, want_text;
+        Flatten(got, &got_text);
+        Flatten(ToHost(*want), &want_text);
+        EXPECT_EQ(got_text, want_text) << "output " << j;
+      }
+    }
+  }
 }
 
 }  // namespace
