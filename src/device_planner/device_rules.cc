@@ -88,6 +88,21 @@ UseNeeds OperandNeeds(const Node& user, int i) {
       return UseNeeds{true, false};
     case NodeKind::kLoop:
       return i < 2 ? UseNeeds{true, false} : UseNeeds{false, true};
+    case NodeKind::kBuiltin:
+      // A container lives with its elements (the builtin's side); a position is read on the
+      // host; a length or presence query reads the container's metadata only.
+      switch (user.builtin()) {
+        case Builtin::kSeqLength:
+        case Builtin::kOptHas:
+          return UseNeeds{};
+        case Builtin::kSeqAt:
+        case Builtin::kSeqErase:
+          return i == 1 ? UseNeeds{true, false} : UseNeeds{false, true};
+        case Builtin::kSeqInsert:
+          return i == 2 ? UseNeeds{true, false} : UseNeeds{false, true};
+        default:
+          return UseNeeds{false, true};
+      }
     default:
       return UseNeeds{false, true};
   }

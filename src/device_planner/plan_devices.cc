@@ -47,6 +47,12 @@
 // Output invariants (VerifyDevicePlacement): every binding and parameter has a device; every
 // data-reading use reads a value on its own side; a device_copy stands at every boundary and
 // nowhere else. Running the pass again changes nothing.
+// Sequences and optionals (builtins.def): a builtin is a graph node like a call; the
+//   container operand is used on the builtin's side, a position on HOST, and seq.length /
+//   opt.has read metadata only (fixed to HOST). A container value costs more than any tensor
+//   in the cut, so it stays on one side with its producer and users and only the tensors
+//   entering it are copied; a container that fixed sides would force across is an error
+//   (CheckContainersStay), since there is no copy of a container.
 // Known gaps: tuples are not placed (error); an invoked non-primitive function's body is not
 //   planned (its caller's invoke runs on the target); cheap shape subgraphs needed on both
 //   sides are copied, not recomputed (only constants are duplicated).
@@ -93,6 +99,7 @@ class Planner {
     ForceShapeSubgraphToHost();
     ASSIGN_OR_RETURN(CutSolution solution, Solve());
     side_ = solution.side;
+    RETURN_IF_ERROR(CheckContainersStay());
     RETURN_IF_ERROR(AssignDevices());
     PlaceConstants();
     InsertCopies();
@@ -262,6 +269,9 @@ class Planner {
         }
       } else if (n.kind() == NodeKind::kInvoke) {
         fixed = CutProblem::kAccel;
+      } else if (n.kind() == NodeKind::kBuiltin &&
+                 (n.builtin() == Builtin::kSeqLength || n.builtin() == Builtin::kOptHas)) {
+        fixed = CutProblem::kHost;  // host scalars from container metadata
       }
     }
     return absl::OkStatus();
@@ -307,6 +317,9 @@ class Planner {
 
   // ---- Phase 3 ------------------------------------------------------------------------------
   int64_t EstimateBytes(const Type& t) const {
+    // A sequence or optional is never copied as a whole (there is no such copy): the cut keeps
+    // it with its producer and users by pricing it above any tensor.
+    if (t.is_sequence() || t.is_optional()) return int64_t{1} << 40;
     if (!t.is_tensor()) return 0;
     int64_t n = DTypeSize(t.dtype());
     for (const DimExpr& d : t.shape()) {
@@ -439,6 +452,28 @@ class Planner {
     } else {
       u.user->set_operand(u.index, to);
     }
+  }
+
+  // Sequences and optionals stay on one side: their elements are copied where they enter
+  // (seq.insert's tensor operand), never the container. Only fixed sides (annotations,
+  // parameters, function results) can force one across; say which.
+  absl::Status CheckContainersStay() const {
+    for (Value* v : values_) {
+      if (!v->type().is_sequence() && !v->type().is_optional()) continue;
+      auto it = uses_.find(v);
+      if (it == uses_.end()) continue;
+      const int from = side_[producer_.at(v)];
+      for (const UseSite& u : it->second) {
+        if (u.operand && ConsumerSide(u) != from) {
+          return absl::UnimplementedError(absl::StrFormat(
+              "plan-devices: %s of @%s (%s) is made on %s but used on %s; sequences and optionals "
+              "are not copied between devices",
+              names_.Name(v), f_.name(), v->type().ToString(), DeviceName(Device(from)),
+              DeviceName(Device(1 - from))));
+        }
+      }
+    }
+    return absl::OkStatus();
   }
 
   void InsertCopies() {

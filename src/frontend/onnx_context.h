@@ -44,6 +44,9 @@ class ImportContext {
   absl::StatusOr<Value*> Op(absl::string_view op, std::vector<Value*> operands, Attrs attrs = {});
   absl::StatusOr<Node*> OpNode(absl::string_view op, std::vector<Value*> operands,
                                Attrs attrs = {});
+  // A sequence/optional builtin (ir/builtins.def), located and typed locally like Op;
+  // `declared` types seq.empty and opt.none (onnx_convert_container.cc).
+  absl::StatusOr<Value*> BuiltinOp(Builtin b, std::vector<Value*> operands, Type declared = Type());
   // A bound constant.
   Value* Const(Tensor t, std::string name = "");
   Value* ScalarLike(Value* like, double v);  // a scalar of `like`'s dtype (f32 when unknown)
@@ -87,6 +90,11 @@ using Converter = absl::StatusOr<std::vector<Value*>> (*)(ImportContext& ctx,
 Converter FindConverter(absl::string_view op_type);
 // Ops recognised but deliberately out of scope (If, Loop, ...): their reason, else "".
 absl::string_view OutOfScopeReason(absl::string_view op_type);
+
+// An ONNX TypeProto as an IR type: tensors (dims: values, named or fresh symbols through
+// `dim`, called per dim without a value), sequences and optionals (their element dims
+// unknown: the elements of one sequence differ). Maps and sparse tensors are Unimplemented.
+absl::StatusOr<Type> TypeFromOnnx(const onnx::TypeProto& t);
 
 // TensorProto -> Tensor (also used for initializers and Constant attributes).
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t);

@@ -24,6 +24,7 @@ const ConverterTable& AllConverters() {
     AddSignalConverters(*table);
     AddSequenceConverters(*table);
     AddEinsumConverters(*table);
+    AddContainerConverters(*table);
     AddRecurrentConverters(*table);
     AddRandomConverters(*table);
     return table;

@@ -50,6 +50,7 @@ void AddQuantConverters(ConverterTable& table);        // (De)QuantizeLinear, QL
 void AddSignalConverters(ConverterTable& table);       // windows, MelWeightMatrix, DFT, STFT
 void AddSequenceConverters(ConverterTable& table);     // Compress, ReverseSequence
 void AddEinsumConverters(ConverterTable& table);       // Einsum
+void AddContainerConverters(ConverterTable& table);    // Sequence*, Optional*
 void AddRecurrentConverters(ConverterTable& table);    // RNN, GRU, LSTM
 void AddRandomConverters(ConverterTable& table);       // Random*, Bernoulli
 

@@ -8,7 +8,8 @@
 //      so the opset-11 converters apply unchanged (ConstantOfShape-9, Gemm-11 stays Gemm-11...). Every node's op type is
 //      looked up in the converter table (onnx_converters.cc); ALL unsupported nodes are listed
 //      in one Unimplemented error (op type, node name, opset), so a user sees the whole gap.
-//   2. Signature. Graph inputs that are not initializers become parameters. A named dynamic dim
+//   2. Signature. Graph inputs that are not initializers become parameters (sequence and
+//      optional inputs `seq<T>` / `opt<T>`, their element dims unknown: TypeFromOnnx). A named dynamic dim
 //      (dim_param) becomes one symbol shared by every input that names it (sanitised into an
 //      identifier, made unique); an unnamed or unknown dim becomes a fresh symbol.
 //   3. Constants. Initializers become bound `constant` nodes (never parameters: passing weights
@@ -18,7 +19,8 @@
 //      the results with the registry's rule (locally, for dtypes and ranks).
 //   5. Results: the graph outputs, in order. Optionally infer-types, whose errors name the node.
 //
-// Subgraphs. If and Loop become the IR's `if` and `loop`, their bodies regions. ONNX scoping
+// Subgraphs. If and Loop become the IR's `if` and `loop`, their bodies regions (SequenceMap
+// a `loop` over the sequence's elements, see ImportSequenceMap). ONNX scoping
 // maps directly onto the IR's: a body may name any value of the enclosing graphs, and the IR
 // lets a region use every value of its enclosing blocks, so a captured value is just an outer
 // value used inside (the VM passes such captures to the region's function). Names resolve
@@ -42,6 +44,7 @@
 #include "absl/strings/str_join.h"
 #include "frontend/onnx_context.h"
 #include "onnx/defs/schema.h"
+#include "onnx/onnx-data.pb.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 #include "passes/transforms/infer_types.h"
@@ -241,6 +244,37 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type) {
                                      static_cast<onnx::TensorProto::DataType>(elem_type))
                                : absl::StrCat(elem_type);
   return absl::UnimplementedError(absl::StrCat("unsupported ONNX element type ", name));
+}
+
+absl::StatusOr<Type> TypeFromOnnx(const onnx::TypeProto& t) {
+  if (t.has_sequence_type()) {
+    if (!t.sequence_type().has_elem_type()) return Type::Sequence(Type());
+    // Exporters write element types loosely (ONNX's own tests declare `[]` for sequences of
+    // vectors, or no shape at all): an element type without dims is left open (`seq<?>`), so
+    // what goes in decides.
+    const onnx::TypeProto& e = t.sequence_type().elem_type();
+    if (e.has_tensor_type() && (!e.tensor_type().has_shape() || e.tensor_type().shape().dim_size() == 0)) {
+      return Type::Sequence(Type());
+    }
+    ASSIGN_OR_RETURN(Type elem, TypeFromOnnx(e));
+    if (!elem.is_tensor()) return absl::UnimplementedError("only sequences of tensors are supported");
+    return Type::Sequence(std::move(elem));
+  }
+  if (t.has_optional_type()) {
+    if (!t.optional_type().has_elem_type()) return absl::InvalidArgumentError("optional type without element type");
+    ASSIGN_OR_RETURN(Type elem, TypeFromOnnx(t.optional_type().elem_type()));
+    if (elem.is_optional()) return absl::InvalidArgumentError("an optional of an optional");
+    return Type::Optional(std::move(elem));
+  }
+  if (!t.has_tensor_type()) return absl::UnimplementedError("maps and sparse tensors are not supported");
+  const auto& tt = t.tensor_type();
+  ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(tt.elem_type()));
+  if (!tt.has_shape()) return absl::UnimplementedError("a tensor type without a shape (unknown rank)");
+  std::vector<DimExpr> dims;
+  for (const auto& d : tt.shape().dim()) {
+    dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? DimExpr(d.dim_value()) : DimExpr::Unknown());
+  }
+  return Type::Tensor(dtype, std::move(dims));
 }
 
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t) {
@@ -464,6 +498,8 @@ class GraphImporter {
         outs = ImportIf(node, inputs, ctx);
       } else if (node.op_type() == "Loop") {
         outs = ImportLoop(node, inputs, ctx);
+      } else if (node.op_type() == "SequenceMap") {
+        outs = ImportSequenceMap(node, inputs, ctx);
       } else {
         outs = onnx_frontend::FindConverter(node.op_type())(ctx, node, inputs);
       }
@@ -534,6 +570,9 @@ class GraphImporter {
 
   // dtype and rank when both sides agree; a dim stays only where both have the same one.
   static Type JoinLocal(const Type& a, const Type& b) {
+    if ((a.is_sequence() || a.is_optional()) && a.kind() == b.kind()) {
+      return JoinTypes(a, b).value_or(Type());
+    }
     if (!a.is_tensor() || !b.is_tensor() || a.dtype() != b.dtype() || a.rank() != b.rank()) {
       return Type();
     }
@@ -545,6 +584,8 @@ class GraphImporter {
   }
 
   static Type UnknownDims(const Type& t) {
+    if (t.is_sequence()) return Type::Sequence(t.element().is_unset() ? Type() : UnknownDims(t.element()));
+    if (t.is_optional()) return Type::Optional(UnknownDims(t.element()));
     if (!t.is_tensor()) return Type();
     return Type::Tensor(t.dtype(), std::vector<DimExpr>(t.rank(), DimExpr::Unknown()));
   }
@@ -602,6 +643,88 @@ class GraphImporter {
     return outs;
   }
 
+  // SequenceMap(s, extra...) body(x, extra...) -> (y...): a loop over the elements of s,
+  //   %len = seq.length(%s)
+  //   %r... = loop(%len, true, seq.empty()...) (%i, %c, %acc...) {
+  //     %x = seq.at(%s, %i)          (each sequence input; tensors are used as they are)
+  //     ...body...
+  //     yield %c, seq.insert(%acc, %y)...
+  //   }
+  // ONNX requires every sequence input to have the length of the first.
+  absl::StatusOr<std::vector<Value*>> ImportSequenceMap(const onnx::NodeProto& node,
+                                                        const std::vector<Value*>& inputs,
+                                                        ImportContext& ctx) {
+    const onnx::GraphProto* body = GraphAttr(node, "body");
+    if (body == nullptr) return ctx.Error("needs a graph attribute 'body'");
+    if (inputs.empty() || inputs[0] == nullptr) return ctx.Error("needs an input sequence");
+    if (body->input_size() != static_cast<int>(inputs.size())) {
+      return ctx.Error(absl::StrFormat("the body has %d inputs for %d node inputs",
+                                       body->input_size(), inputs.size()));
+    }
+    const int results = body->output_size();
+    if (node.output_size() > results) {
+      return ctx.Error(absl::StrFormat("has %d outputs but its body gives %d", node.output_size(), results));
+    }
+    ASSIGN_OR_RETURN(Value * len, ctx.BuiltinOp(Builtin::kSeqLength, {inputs[0]}));
+    std::vector<Value*> operands{len, ctx.Const(Tensor::Scalar(DType::kBool, 1))};
+    for (int j = 0; j < results; ++j) {
+      ASSIGN_OR_RETURN(Value * e, ctx.BuiltinOp(Builtin::kSeqEmpty, {}, Type::Sequence(Type())));
+      operands.push_back(e);
+    }
+    Node* n = AppendRegionNode(NodeKind::kLoop, operands, ctx);
+    Block* region = n->region(0);
+    Value* iter = region->AddParam(Type(), "i");
+    ctx.SetLocalType(iter, Type::Tensor(DType::kI64, {}));
+    Value* cond = region->AddParam(Type(), "cond");
+    ctx.SetLocalType(cond, Type::Tensor(DType::kBool, {}));
+    std::vector<Value*> accs;
+    for (int j = 0; j < results; ++j) {
+      accs.push_back(region->AddParam(Type(), "acc"));
+      ctx.SetLocalType(accs.back(), Type::Sequence(Type()));
+    }
+    Block* outer = ctx.block();
+    ctx.set_block(region);
+    std::vector<std::pair<std::string, Value*>> params;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      Value* in = inputs[k];
+      if (in == nullptr) {
+        ctx.set_block(outer);
+        return ctx.Error(absl::StrCat("input ", k, " is empty"));
+      }
+      if (ctx.TypeOf(in).is_sequence()) {
+        auto at = ctx.BuiltinOp(Builtin::kSeqAt, {in, iter});
+        if (!at.ok()) {
+          ctx.set_block(outer);
+          return at.status();
+        }
+        in = *at;
+      }
+      params.emplace_back(body->input(static_cast<int>(k)).name(), in);
+    }
+    ctx.set_block(outer);
+    ASSIGN_OR_RETURN(std::vector<Value*> ys,
+                     ImportBody(*body, region, ctx, params, absl::StrCat(ctx.Where(), "body")));
+    ctx.set_block(region);
+    std::vector<Value*> yields{cond};
+    for (int j = 0; j < results; ++j) {
+      auto ins = ctx.BuiltinOp(Builtin::kSeqInsert, {accs[j], ys[j]});
+      if (!ins.ok()) {
+        ctx.set_block(outer);
+        return ins.status();
+      }
+      yields.push_back(*ins);
+    }
+    ctx.set_block(outer);
+    region->set_results(yields);
+    std::vector<Value*> outs;
+    for (int j = 0; j < results; ++j) {
+      Value* r = n->AddResult();
+      ctx.SetLocalType(r, UnknownDims(ctx.TypeOf(yields[1 + j])));
+      outs.push_back(r);
+    }
+    return outs;
+  }
+
   // Loop(M?, cond?, v_initial...) body(iter, cond_in, v...) -> (cond_out, v..., scan...)
   // -> `loop(%M, %cond, %v...) (%iter, %cond_in, %v...) { ... yield ... }`.
   absl::StatusOr<std::vector<Value*>> ImportLoop(const onnx::NodeProto& node,
@@ -649,10 +772,32 @@ class GraphImporter {
     }
     ASSIGN_OR_RETURN(std::vector<Value*> yields,
                      ImportBody(*body, region, ctx, params, absl::StrCat(ctx.Where(), "body")));
+    // Loop-16 lets an optional carried value come back as its content (test_loop16_seq_none:
+    // an absent sequence, then a sequence): the body re-wraps it with opt.some, and the result
+    // is unwrapped with opt.get after the loop (the graph declares the content's type).
+    std::vector<bool> unwrap(carried, false);
+    for (int k = 0; k < carried; ++k) {
+      const Type in = ctx.TypeOf(operands[2 + k]);
+      const Type out = ctx.TypeOf(yields[1 + k]);
+      if (!in.is_optional() || out.is_unset() || out.is_optional()) continue;
+      Block* outer = ctx.block();
+      ctx.set_block(region);
+      auto some = ctx.BuiltinOp(Builtin::kOptSome, {yields[1 + k]});
+      ctx.set_block(outer);
+      if (!some.ok()) return some.status();
+      yields[1 + k] = *some;
+      unwrap[k] = true;
+    }
     region->set_results(yields);
     std::vector<Value*> outs;
     for (int i = 0; i < carried + scans; ++i) {
       Value* r = n->AddResult();
+      if (i < carried && unwrap[i]) {
+        ctx.SetLocalType(r, UnknownDims(ctx.TypeOf(operands[2 + i])));
+        ASSIGN_OR_RETURN(Value * got, ctx.BuiltinOp(Builtin::kOptGet, {r}));
+        outs.push_back(got);
+        continue;
+      }
       if (i < carried) {
         ctx.SetLocalType(r, UnknownDims(ctx.TypeOf(operands[2 + i])));
       } else {
@@ -735,7 +880,8 @@ class GraphImporter {
       absl::string_view reason = onnx_frontend::OutOfScopeReason(node.op_type());
       if (std::string old = OlderVersionProblem(node.op_type(), opset); !old.empty()) {
         problems.push_back(absl::StrCat(where, ": ", old));
-      } else if (node.op_type() == "If" || node.op_type() == "Loop") {
+      } else if (node.op_type() == "If" || node.op_type() == "Loop" ||
+                 node.op_type() == "SequenceMap") {
         for (const auto& a : node.attribute()) {
           if (a.has_g()) CollectUnsupported(a.g(), opset, problems);
         }
@@ -774,9 +920,17 @@ class GraphImporter {
   }
 
   absl::StatusOr<Type> InputType(const onnx::ValueInfoProto& in) {
+    if (in.type().has_sequence_type() || in.type().has_optional_type()) {
+      auto t = onnx_frontend::TypeFromOnnx(in.type());
+      if (!t.ok()) {
+        return absl::Status(t.status().code(), absl::StrFormat("%s: graph input '%s': %s", source_name_,
+                                                               in.name(), t.status().message()));
+      }
+      return t;
+    }
     if (!in.type().has_tensor_type()) {
       return absl::UnimplementedError(absl::StrFormat(
-          "%s: graph input '%s' is not a tensor (sequences and maps are not supported)",
+          "%s: graph input '%s' is not a tensor, sequence or optional (maps are not supported)",
           source_name_, in.name()));
     }
     const auto& tt = in.type().tensor_type();
@@ -869,6 +1023,80 @@ absl::StatusOr<Tensor> ReadOnnxTensorFile(const std::string& path) {
   auto t = ParseOnnxTensor(bytes);
   if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
   return t;
+}
+
+namespace {
+
+absl::StatusOr<OnnxValue> FromSequenceProto(const onnx::SequenceProto& p);
+
+absl::StatusOr<OnnxValue> FromOptionalProto(const onnx::OptionalProto& p) {
+  OnnxValue v;
+  v.kind = OnnxValue::Kind::kOptional;
+  if (p.has_tensor_value()) {
+    OnnxValue e;
+    ASSIGN_OR_RETURN(e.tensor, onnx_frontend::TensorFromProto(p.tensor_value()));
+    v.elements.push_back(std::move(e));
+  } else if (p.has_sequence_value()) {
+    ASSIGN_OR_RETURN(OnnxValue e, FromSequenceProto(p.sequence_value()));
+    v.elements.push_back(std::move(e));
+  } else if (p.has_sparse_tensor_value() || p.has_map_value() || p.has_optional_value()) {
+    return absl::UnimplementedError("optional of a sparse tensor, map or optional");
+  }
+  return v;
+}
+
+absl::StatusOr<OnnxValue> FromSequenceProto(const onnx::SequenceProto& p) {
+  OnnxValue v;
+  v.kind = OnnxValue::Kind::kSequence;
+  for (const auto& t : p.tensor_values()) {
+    OnnxValue e;
+    ASSIGN_OR_RETURN(e.tensor, onnx_frontend::TensorFromProto(t));
+    v.elements.push_back(std::move(e));
+  }
+  for (const auto& s : p.sequence_values()) {
+    ASSIGN_OR_RETURN(OnnxValue e, FromSequenceProto(s));
+    v.elements.push_back(std::move(e));
+  }
+  if (p.sparse_tensor_values_size() + p.map_values_size() + p.optional_values_size() > 0) {
+    return absl::UnimplementedError("sequence of sparse tensors, maps or optionals");
+  }
+  return v;
+}
+
+}  // namespace
+
+absl::StatusOr<OnnxValue> ParseOnnxValue(absl::string_view bytes, OnnxValue::Kind kind) {
+  if (kind == OnnxValue::Kind::kTensor) {
+    OnnxValue v;
+    ASSIGN_OR_RETURN(v.tensor, ParseOnnxTensor(bytes));
+    return v;
+  }
+  try {
+    const int size = bytes.size() > static_cast<size_t>(INT32_MAX) ? -1 : static_cast<int>(bytes.size());
+    if (kind == OnnxValue::Kind::kSequence) {
+      onnx::SequenceProto p;
+      if (size < 0 || !p.ParseFromArray(bytes.data(), size)) {
+        return absl::InvalidArgumentError("not a valid ONNX SequenceProto");
+      }
+      return FromSequenceProto(p);
+    }
+    onnx::OptionalProto p;
+    if (size < 0 || !p.ParseFromArray(bytes.data(), size)) {
+      return absl::InvalidArgumentError("not a valid ONNX OptionalProto");
+    }
+    return FromOptionalProto(p);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("ONNX value parse failed: ", e.what()));
+  } catch (...) {
+    return absl::InternalError("ONNX value parse failed");
+  }
+}
+
+absl::StatusOr<OnnxValue> ReadOnnxValueFile(const std::string& path, OnnxValue::Kind kind) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  auto v = ParseOnnxValue(bytes, kind);
+  if (!v.ok()) return absl::Status(v.status().code(), absl::StrCat(path, ": ", v.status().message()));
+  return v;
 }
 
 }  // namespace hetpass

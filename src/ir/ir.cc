@@ -30,6 +30,36 @@ int NodeKindNumRegions(NodeKind k) {
   return 0;
 }
 
+absl::string_view BuiltinName(Builtin b) {
+  switch (b) {
+#define HETPASS_BUILTIN(e, name, min_operands, max_operands) \
+  case Builtin::e:                                           \
+    return name;
+#include "passes/ir/builtins.def"
+#undef HETPASS_BUILTIN
+  }
+  return "<bad builtin>";
+}
+
+std::optional<Builtin> ParseBuiltin(absl::string_view text) {
+#define HETPASS_BUILTIN(e, name, min_operands, max_operands) \
+  if (text == name) return Builtin::e;
+#include "passes/ir/builtins.def"
+#undef HETPASS_BUILTIN
+  return std::nullopt;
+}
+
+bool BuiltinAcceptsOperandCount(Builtin b, int count) {
+  switch (b) {
+#define HETPASS_BUILTIN(e, name, min_operands, max_operands) \
+  case Builtin::e:                                           \
+    return count >= (min_operands) && count <= (max_operands);
+#include "passes/ir/builtins.def"
+#undef HETPASS_BUILTIN
+  }
+  return false;
+}
+
 absl::string_view DeviceName(DeviceKind d) {
   switch (d) {
 #define HETPASS_DEVICE(e, name, accel) \
@@ -85,6 +115,7 @@ Node* Block::Append(std::unique_ptr<Node> node) {
 
 absl::string_view Node::OpName() const {
   if (kind_ == NodeKind::kCall && op_ != nullptr) return op_->name();
+  if (kind_ == NodeKind::kBuiltin) return BuiltinName(builtin_);
   return NodeKindName(kind_);
 }
 

@@ -518,7 +518,20 @@ absl::Status Parser::ParseBinding(Block& block) {
   std::unique_ptr<Node> node;
   int num_results = num_names;
   bool is_constant = false;
-  if (head.text == "constant") {
+  // seq.empty and opt.none have no operand to type them: their type is declared.
+  bool needs_type = false;
+  if (const std::optional<Builtin> builtin = ParseBuiltin(head.text)) {
+    node = std::make_unique<Node>(NodeKind::kBuiltin);
+    node->set_builtin(*builtin);
+    Advance();
+    RETURN_IF_ERROR(ParseOperands(*node, head.text));
+    if (!BuiltinAcceptsOperandCount(*builtin, node->num_operands())) {
+      return ErrorAt(head, absl::StrFormat("'%s' does not take %d %s", head.text, node->num_operands(),
+                                           Plural(node->num_operands(), "operand", "operands")));
+    }
+    needs_type = *builtin == Builtin::kSeqEmpty || *builtin == Builtin::kOptNone;
+    if (num_names != 1) return count_error(1);
+  } else if (head.text == "constant") {
     is_constant = true;
     node = std::make_unique<Node>(NodeKind::kConstant);
     Advance();
@@ -600,6 +613,8 @@ absl::Status Parser::ParseBinding(Block& block) {
     }
   } else if (is_constant) {
     return Expected("':' and the type of the constant");
+  } else if (needs_type) {
+    return Expected(absl::StrCat("':' and the type of '", head.text, "'"));
   }
   if (is_constant) {
     ASSIGN_OR_RETURN(Tensor value, BuildConstant(types[0], colon));
@@ -1198,6 +1213,19 @@ absl::StatusOr<Type> Parser::ParseType() {
     return Type::Tuple(std::move(fields));
   }
   if (!Is(Tok::kIdent)) return Expected("a type like 'f32[n, 4]' or '(f32[2], i64[])'");
+  if (tok_.text == "seq" || tok_.text == "opt") {
+    const bool is_seq = tok_.text == "seq";
+    Advance();
+    RETURN_IF_ERROR(Expect(Tok::kLess, absl::StrCat("'<' after '", is_seq ? "seq" : "opt", "'")));
+    Type inner;  // `seq<?>`: element type not known yet (ONNX SequenceEmpty)
+    if (Is(Tok::kQuestion)) {
+      Advance();
+    } else {
+      ASSIGN_OR_RETURN(inner, ParseType());
+    }
+    RETURN_IF_ERROR(Expect(Tok::kGreater, "'>' after the contained type"));
+    return is_seq ? Type::Sequence(std::move(inner)) : Type::Optional(std::move(inner));
+  }
   if (tok_.text == "storage") {
     Advance();
     if (!Is(Tok::kLBracket)) return Expected("'[' and a byte count after 'storage'");

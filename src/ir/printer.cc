@@ -310,6 +310,11 @@ class FunctionPrinter {
         AppendLiteral(node.constant_value(), options_, out_);
         out_->push_back('>');
         break;
+      case NodeKind::kBuiltin:
+        absl::StrAppend(out_, BuiltinName(node.builtin()), "(");
+        RefList(node.operands());
+        out_->push_back(')');
+        break;
       case NodeKind::kTuple:
         out_->append("tuple(");
         RefList(node.operands());

@@ -116,7 +116,7 @@ class Comparer {
   bool Nodes(const Node& a, const Node& b, const std::string& where) {
     const std::string at = absl::StrCat(where, " ('", OpNameOf(a), "' vs '", OpNameOf(b), "')");
     if (a.kind() != b.kind()) return Fail(absl::StrCat(at, ": node kinds differ"));
-    if (a.kind() == NodeKind::kCall && OpNameOf(a) != OpNameOf(b)) {
+    if ((a.kind() == NodeKind::kCall || a.kind() == NodeKind::kBuiltin) && OpNameOf(a) != OpNameOf(b)) {
       return Fail(absl::StrCat(at, ": ops differ"));
     }
     if (a.callee() != b.callee()) return Fail(absl::StrCat(at, ": callees differ"));

@@ -29,8 +29,24 @@ Type Type::Storage(DimExpr bytes) {
   return t;
 }
 
+Type Type::Sequence(Type elem) {
+  Type t;
+  t.kind_ = Kind::kSequence;
+  t.fields_ = {std::move(elem)};
+  return t;
+}
+
+Type Type::Optional(Type inner) {
+  Type t;
+  t.kind_ = Kind::kOptional;
+  t.fields_ = {std::move(inner)};
+  return t;
+}
+
 bool Type::is_static() const {
-  if (kind_ == Kind::kTuple) {
+  // A sequence's length is a run-time value, so it is never static.
+  if (kind_ == Kind::kSequence) return false;
+  if (kind_ == Kind::kTuple || kind_ == Kind::kOptional) {
     for (const Type& f : fields_) {
       if (!f.is_static()) return false;
     }
@@ -59,6 +75,8 @@ bool Type::operator==(const Type& o) const {
     case Kind::kTensor:
       return dtype_ == o.dtype_ && shape_ == o.shape_;
     case Kind::kTuple:
+    case Kind::kSequence:
+    case Kind::kOptional:
       return fields_ == o.fields_;
     case Kind::kStorage:
       return shape_ == o.shape_;
@@ -84,6 +102,10 @@ std::string Type::ToString() const {
       return absl::StrCat(DTypeName(dtype_), ShapeToString(shape_));
     case Kind::kStorage:
       return absl::StrCat("storage[", shape_[0].ToString(), "]");
+    case Kind::kSequence:
+      return absl::StrCat("seq<", fields_[0].is_unset() ? "?" : fields_[0].ToString(), ">");
+    case Kind::kOptional:
+      return absl::StrCat("opt<", fields_[0].is_unset() ? "?" : fields_[0].ToString(), ">");
     case Kind::kTuple:
       return absl::StrCat("(",
                           absl::StrJoin(fields_, ", ",
@@ -105,6 +127,14 @@ std::optional<Type> Combine(const Type& a, const Type& b, const DimMerge& merge)
     auto d = merge(a.storage_bytes(), b.storage_bytes());
     if (!d) return std::nullopt;
     return Type::Storage(*d);
+  }
+  if (a.is_sequence() || a.is_optional()) {
+    // An unknown element type (`seq<?>`, an empty sequence of unknown rank) fits any.
+    if (a.element().is_unset()) return b;
+    if (b.element().is_unset()) return a;
+    auto e = Combine(a.element(), b.element(), merge);
+    if (!e) return std::nullopt;
+    return a.is_sequence() ? Type::Sequence(*std::move(e)) : Type::Optional(*std::move(e));
   }
   if (a.is_tuple()) {
     if (a.fields().size() != b.fields().size()) return std::nullopt;

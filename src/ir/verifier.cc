@@ -179,8 +179,45 @@ class FunctionVerifier {
         return VerifyIf(node);
       case NodeKind::kLoop:
         return VerifyLoop(node);
+      case NodeKind::kBuiltin:
+        return VerifyBuiltin(node);
     }
     return NodeError(node, "unknown node kind");
+  }
+
+  // Operand count, and the container kind of typed operands and results (docs/text_ir.md).
+  absl::Status VerifyBuiltin(const Node& node) {
+    RETURN_IF_ERROR(ExpectResults(node, 1));
+    const Builtin b = node.builtin();
+    if (!BuiltinAcceptsOperandCount(b, node.num_operands())) {
+      return NodeError(node, absl::StrFormat("'%s' does not take %d operands", BuiltinName(b),
+                                             node.num_operands()));
+    }
+    auto expect = [&](const Type& t, bool want_seq, absl::string_view what) -> absl::Status {
+      if (t.is_unset() || (want_seq ? t.is_sequence() : t.is_optional())) return absl::OkStatus();
+      return NodeError(node, absl::StrCat(what, " must be ", want_seq ? "a sequence" : "an optional",
+                                          ", found ", t.ToString()));
+    };
+    const Type& result = node.result()->type();
+    switch (b) {
+      case Builtin::kSeqConstruct:
+      case Builtin::kSeqEmpty:
+        return expect(result, true, "the result");
+      case Builtin::kSeqInsert:
+      case Builtin::kSeqErase:
+        RETURN_IF_ERROR(expect(result, true, "the result"));
+        return expect(node.operand(0)->type(), true, "operand 0");
+      case Builtin::kSeqAt:
+      case Builtin::kSeqLength:
+        return expect(node.operand(0)->type(), true, "operand 0");
+      case Builtin::kOptSome:
+      case Builtin::kOptNone:
+        return expect(result, false, "the result");
+      case Builtin::kOptHas:
+      case Builtin::kOptGet:
+        return expect(node.operand(0)->type(), false, "operand 0");
+    }
+    return absl::OkStatus();
   }
 
   absl::Status VerifyCall(const Node& node) {

@@ -204,7 +204,10 @@ class BlockPlanner {
     const int end = static_cast<int>(nodes.size());
     for (int k = 0; k < end; ++k) {
       const Node& n = *nodes[k];
+      // A container's result shares its elements' storage (seq.insert, seq.at, opt.get), so a
+      // builtin ties their lifetimes like a tuple does.
       const bool structural = n.kind() == NodeKind::kTuple || n.kind() == NodeKind::kGetItem ||
+                              n.kind() == NodeKind::kBuiltin ||
                               n.kind() == NodeKind::kIf || n.kind() == NodeKind::kLoop ||
                               IsPlainInvoke(n);
       if (HasRole(n, OpRole::kAllocTensor)) uf.Union(id_of(n.result()), id_of(n.operand(0)));
@@ -342,7 +345,9 @@ class BlockPlanner {
     std::vector<std::vector<Value*>> dying(end);
     auto consider = [&](Value* v) {
       const Type& t = v->type();
-      if (!t.is_tensor() && !t.is_storage() && !t.is_tuple()) return;
+      if (!t.is_tensor() && !t.is_storage() && !t.is_tuple() && !t.is_sequence() && !t.is_optional()) {
+        return;
+      }
       if (v->producer() != nullptr && v->producer()->kind() == NodeKind::kConstant) return;
       auto it = l.last_use.find(v);
       const int last = it != l.last_use.end() ? it->second : l.def.at(v);

@@ -69,6 +69,7 @@ NeedMap DeriveNeeds(const Function& f) {
       case NodeKind::kGetItem:
         for (const Value* v : n.operands()) add(v, out);
         break;
+      case NodeKind::kBuiltin:
       case NodeKind::kInvoke:
       case NodeKind::kIf:
       case NodeKind::kLoop:
@@ -226,6 +227,7 @@ class Composer {
       }
       case NodeKind::kCall:
         return VisitCall(n);
+      case NodeKind::kBuiltin:
       case NodeKind::kInvoke:
       case NodeKind::kIf:
       case NodeKind::kLoop:

@@ -79,6 +79,8 @@ class CsePass : public Pass {
       case NodeKind::kTuple:
       case NodeKind::kGetItem:
         return true;
+      // Builtins are cheap and seq.empty/opt.none differ only by type: not worth a key.
+      case NodeKind::kBuiltin:
       case NodeKind::kInvoke:
       case NodeKind::kIf:
       case NodeKind::kLoop:

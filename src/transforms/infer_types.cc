@@ -293,8 +293,90 @@ class InferTypesPass : public Pass {
         return InferIf(n);
       case NodeKind::kLoop:
         return InferLoop(n);
+      case NodeKind::kBuiltin:
+        return InferBuiltin(n);
     }
     return absl::InternalError("unhandled node kind");
+  }
+
+  // Builtins (builtins.def): a sequence's element type is the join of every tensor put in it
+  // (dims that differ become `?`), so a sequence of differently sized tensors stays well typed.
+  absl::Status InferBuiltin(Node& n) {
+    auto operand = [&](int i) -> const Type& { return n.operand(i)->type(); };
+    auto need = [&](int i, bool seq) -> absl::Status {
+      const Type& t = operand(i);
+      if (seq ? t.is_sequence() : t.is_optional()) return absl::OkStatus();
+      return NodeError(n, absl::StrFormat("operand %d must be %s, got %s", i,
+                                          seq ? "a sequence" : "an optional", t.ToString()));
+    };
+    auto need_position = [&](int i) -> absl::Status {
+      const Type& t = operand(i);
+      if (t.is_tensor() && IsInteger(t.dtype()) && t.rank() <= 1) return absl::OkStatus();
+      return NodeError(n, absl::StrFormat("position (operand %d) must be an integer scalar, got %s",
+                                          i, t.ToString()));
+    };
+    auto join_element = [&](const Type& a, const Type& b) -> absl::StatusOr<Type> {
+      if (!b.is_tensor()) {
+        return NodeError(n, "sequence elements must be tensors, got " + b.ToString());
+      }
+      if (a.is_unset()) return b;  // the first element of a `seq<?>`
+      std::optional<Type> j = JoinTypes(a, b);
+      // ONNX sequences may mix ranks (a scalar, then vectors): the element type is then open.
+      if (!j && a.is_tensor() && a.dtype() == b.dtype()) return Type();
+      if (!j) {
+        return NodeError(n, absl::StrFormat("element %s does not fit a sequence of %s",
+                                            b.ToString(), a.ToString()));
+      }
+      return *std::move(j);
+    };
+    const Type& declared = n.result()->type();
+    switch (n.builtin()) {
+      case Builtin::kSeqConstruct: {
+        Type elem = operand(0);
+        for (int i = 0; i < n.num_operands(); ++i) {
+          ASSIGN_OR_RETURN(elem, join_element(elem, operand(i)));
+        }
+        return SetType(n, n.result(), Type::Sequence(std::move(elem)));
+      }
+      case Builtin::kSeqEmpty:
+      case Builtin::kOptNone:
+        if (n.builtin() == Builtin::kSeqEmpty ? !declared.is_sequence() : !declared.is_optional()) {
+          return NodeError(n, absl::StrCat("needs a declared ",
+                                           n.builtin() == Builtin::kSeqEmpty ? "sequence" : "optional",
+                                           " type, found ", declared.ToString()));
+        }
+        return absl::OkStatus();
+      case Builtin::kSeqInsert: {
+        RETURN_IF_ERROR(need(0, true));
+        if (n.num_operands() == 3) RETURN_IF_ERROR(need_position(2));
+        ASSIGN_OR_RETURN(Type elem, join_element(operand(0).element(), operand(1)));
+        return SetType(n, n.result(), Type::Sequence(std::move(elem)));
+      }
+      case Builtin::kSeqAt:
+        RETURN_IF_ERROR(need(0, true));
+        RETURN_IF_ERROR(need_position(1));
+        if (operand(0).element().is_unset()) {
+          return NodeError(n, "the element type of a sequence that is never filled is unknown");
+        }
+        return SetType(n, n.result(), operand(0).element());
+      case Builtin::kSeqErase:
+        RETURN_IF_ERROR(need(0, true));
+        if (n.num_operands() == 2) RETURN_IF_ERROR(need_position(1));
+        return SetType(n, n.result(), operand(0));
+      case Builtin::kSeqLength:
+        RETURN_IF_ERROR(need(0, true));
+        return SetType(n, n.result(), Type::Tensor(DType::kI64, {}));
+      case Builtin::kOptSome:
+        if (operand(0).is_optional()) return NodeError(n, "an optional cannot hold an optional");
+        return SetType(n, n.result(), Type::Optional(operand(0)));
+      case Builtin::kOptHas:
+        RETURN_IF_ERROR(need(0, false));
+        return SetType(n, n.result(), Type::Tensor(DType::kBool, {}));
+      case Builtin::kOptGet:
+        RETURN_IF_ERROR(need(0, false));
+        return SetType(n, n.result(), operand(0).element());
+    }
+    return absl::InternalError("unhandled builtin");
   }
 
   absl::Status InferCall(Node& n) {

@@ -213,21 +213,34 @@ class ModuleCompiler {
     std::set<std::string>& bound = s.bound;
     for (int i = 0; i < body.num_params(); ++i) {
       const Value* p = body.param(i);
-      if (!p->type().is_tensor()) {
+      // A sequence or optional parameter: `arg` checks its elements against the tensor type
+      // inside (whose symbols are not bound: elements may differ).
+      Type tensor = p->type();
+      ArgSpec spec;
+      if (tensor.is_optional()) {
+        tensor = Type(tensor.element());
+        spec.container = ArgSpec::kOptional;
+      }
+      if (tensor.is_sequence()) {
+        spec.container = spec.container == ArgSpec::kOptional ? ArgSpec::kOptionalSequence
+                                                              : ArgSpec::kSequence;
+        spec.any_element = tensor.element().is_unset();
+        tensor = tensor.element().is_unset() ? Type::Tensor(DType::kF32, {}) : Type(tensor.element());
+      }
+      if (!tensor.is_tensor()) {
         return absl::UnimplementedError(absl::StrCat("@", f.name(), ": parameter %", p->name(),
                                                      " of type ", p->type().ToString(),
                                                      " (only tensor parameters run on the VM)"));
       }
-      ArgSpec spec;
       spec.name = std::string(absl::StripPrefix(names_->Name(p), "%"));
-      spec.dtype = p->type().dtype();
+      spec.dtype = tensor.dtype();
       spec.device = p->device() == DeviceKind::kUnset ? DeviceKind::kCpu : p->device();
       spec.type_text = absl::StrCat(p->type().ToString(), " @", DeviceName(spec.device));
-      for (const DimExpr& d : p->type().shape()) {
+      for (const DimExpr& d : tensor.shape()) {
         ArgDim ad;
         if (d.is_constant()) {
           ad = {ArgDim::kStatic, d.constant()};
-        } else if (d.is_unknown()) {
+        } else if (d.is_unknown() || spec.container != ArgSpec::kTensor) {
           ad = {ArgDim::kAny, 0};
         } else if (d.is_symbol() && !bound.contains(d.symbol_name())) {
           bound.insert(d.symbol_name());
@@ -351,6 +364,14 @@ class ModuleCompiler {
         ASSIGN_OR_RETURN(int32_t list, List(s, n.operands(), n));
         const int32_t r = NewReg(s, n.result());
         Push(s, Instruction{.op = Opcode::kTuple, .dst = r, .list = list, .count = n.num_operands()},
+             Comment(n));
+        return absl::OkStatus();
+      }
+      case NodeKind::kBuiltin: {
+        ASSIGN_OR_RETURN(int32_t list, List(s, n.operands(), n));
+        const int32_t r = NewReg(s, n.result());
+        Push(s, Instruction{.op = Opcode::kBuiltin, .dst = r, .a = static_cast<int32_t>(n.builtin()),
+                            .list = list, .count = n.num_operands()},
              Comment(n));
         return absl::OkStatus();
       }

@@ -21,7 +21,7 @@ namespace {
 
 constexpr char kMagic[8] = {'H', 'P', 'V', 'M', 'E', 'X', 'E', '1'};
 // 2: alloc_tensor_dyn dims may bind symbols; 3: loop lists its scan outputs' types
-constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kFormatVersion = 4;  // 4: ArgSpec::container
 
 uint64_t Fnv1a(absl::string_view bytes) {
   uint64_t h = 1469598103934665603ull;
@@ -280,6 +280,10 @@ std::string Executable::ToListing() const {
           break;
         case Opcode::kTuple: ops = absl::StrCat("$", in.dst, ", (", regs(in.list, in.count), ")"); break;
         case Opcode::kGetItem: ops = absl::StrCat("$", in.dst, ", $", in.a, "[", in.b, "]"); break;
+        case Opcode::kBuiltin:
+          ops = absl::StrCat("$", in.dst, ", ", BuiltinName(static_cast<Builtin>(in.a)), "(",
+                             regs(in.list, in.count), ")");
+          break;
         case Opcode::kMove: ops = absl::StrCat("$", in.dst, ", $", in.a); break;
         case Opcode::kIf:
           ops = absl::StrCat(regs(in.list + in.count + in.dst, in.count2), " = $", in.c, " ? ",
@@ -388,6 +392,10 @@ absl::Status Executable::Verify() const {
         case Opcode::kMove: ok = reg(in.dst) && reg(in.a); break;
         case Opcode::kGetItem: ok = reg(in.dst) && reg(in.a) && in.b >= 0; break;
         case Opcode::kTuple: ok = reg(in.dst); break;
+        case Opcode::kBuiltin:
+          ok = reg(in.dst) && in.a >= 0 && in.a <= static_cast<int32_t>(Builtin::kOptGet) &&
+               BuiltinAcceptsOperandCount(static_cast<Builtin>(in.a), in.count);
+          break;
         case Opcode::kCall: ok = in.a >= 0 && in.a < nf; break;
         case Opcode::kIf:
           ok = in.a >= 0 && in.a < nf && in.b >= 0 && in.b < nf && reg(in.c) && in.dst >= 0;
@@ -458,6 +466,7 @@ std::string Executable::Serialize() const {
       w.U8(static_cast<uint8_t>(a.dtype));
       w.U8(static_cast<uint8_t>(a.device));
       w.Str(a.type_text);
+      w.U8(static_cast<uint8_t>(a.container | (a.any_element ? 0x80 : 0)));
       w.U64(a.dims.size());
       for (const ArgDim& d : a.dims) {
         w.U8(d.kind);
@@ -579,13 +588,18 @@ absl::StatusOr<Executable> Executable::Deserialize(absl::string_view bytes) {
     ASSIGN_OR_RETURN(f.num_params, r.Get<int32_t>("num_params"));
     ASSIGN_OR_RETURN(f.num_registers, r.Get<int32_t>("num_registers"));
     if (f.num_registers < 0 || f.num_registers > (1 << 24)) return Corrupt("register count");
-    ASSIGN_OR_RETURN(size_t np, r.Count("parameter specs", 26));
+    ASSIGN_OR_RETURN(size_t np, r.Count("parameter specs", 27));
     for (size_t j = 0; j < np; ++j) {
       ArgSpec a;
       ASSIGN_OR_RETURN(a.name, r.Str("parameter name"));
       ASSIGN_OR_RETURN(a.dtype, GetDType(r, "parameter dtype"));
       ASSIGN_OR_RETURN(a.device, GetDevice(r, "parameter device"));
       ASSIGN_OR_RETURN(a.type_text, r.Str("parameter type"));
+      ASSIGN_OR_RETURN(uint8_t container, r.Get<uint8_t>("parameter container"));
+      a.any_element = (container & 0x80) != 0;
+      container &= 0x7f;
+      if (container > ArgSpec::kOptionalSequence) return Corrupt("parameter container");
+      a.container = static_cast<ArgSpec::Container>(container);
       ASSIGN_OR_RETURN(size_t n, r.Count("parameter dims", 9));
       for (size_t k = 0; k < n; ++k) {
         ASSIGN_OR_RETURN(uint8_t kind, r.Get<uint8_t>("parameter dim kind"));

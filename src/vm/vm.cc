@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/ir/parser.h"
 #include "passes/support/status_macros.h"
@@ -237,10 +238,52 @@ struct VirtualMachine::Impl {
   absl::Status CheckArg(const VmFunction& f, int param, const Object& o, int64_t* syms) {
     const ArgSpec& spec = f.params[param];
     const std::string what = absl::StrCat("argument ", param, " (%", spec.name, ") of @", f.name);
+    if (spec.container != ArgSpec::kTensor) return CheckContainerArg(spec, what, o, syms);
     if (o.kind != Object::Kind::kTensor) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": expected a tensor ", spec.type_text));
     }
-    const NDArray& a = o.tensor;
+    return CheckTensorArg(spec, what, o.tensor, syms);
+  }
+
+  // An optional (present or not) and/or a sequence: each element against the tensor part.
+  absl::Status CheckContainerArg(const ArgSpec& spec, const std::string& what, const Object& o,
+                                 int64_t* syms) {
+    const Object* seq = &o;
+    if (spec.container == ArgSpec::kOptional || spec.container == ArgSpec::kOptionalSequence) {
+      if (o.kind != Object::Kind::kOptional || o.fields == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": expected an optional ", spec.type_text));
+      }
+      if (o.fields->empty()) return absl::OkStatus();
+      seq = &(*o.fields)[0];
+      if (spec.container == ArgSpec::kOptional) {
+        if (seq->kind != Object::Kind::kTensor) {
+          return absl::InvalidArgumentError(absl::StrCat(what, ": expected ", spec.type_text));
+        }
+        return CheckTensorArg(spec, what, seq->tensor, syms);
+      }
+    }
+    if (seq->kind != Object::Kind::kSequence || seq->fields == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": expected a sequence ", spec.type_text));
+    }
+    for (size_t k = 0; k < seq->fields->size(); ++k) {
+      const Object& e = (*seq->fields)[k];
+      const std::string elem = absl::StrCat(what, " element ", k);
+      if (e.kind != Object::Kind::kTensor) {
+        return absl::InvalidArgumentError(absl::StrCat(elem, ": not a tensor"));
+      }
+      if (spec.any_element) {
+        if (e.tensor.device()->kind() != spec.device) {
+          return absl::InvalidArgumentError(absl::StrCat(elem, ": expected on ", DeviceName(spec.device)));
+        }
+        continue;
+      }
+      RETURN_IF_ERROR(CheckTensorArg(spec, elem, e.tensor, syms));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckTensorArg(const ArgSpec& spec, const std::string& what, const NDArray& a,
+                              int64_t* syms) {
     auto mismatch = [&](absl::string_view why) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": expected ", spec.type_text, ", got ",
                                                      a.TypeString(), " (", why, ")"));
@@ -293,6 +336,113 @@ struct VirtualMachine::Impl {
     }
     TraceWrite(a);
     return a;
+  }
+
+  // A sequence/optional builtin (ir/builtins.def). Containers share their element objects, so
+  // inserting or indexing never touches element data; only a position is read, on the host.
+  absl::StatusOr<Object> RunBuiltin(Builtin b, const std::vector<const Object*>& args) {
+    const absl::string_view name = BuiltinName(b);
+    auto container = [&](int i, Object::Kind kind) -> absl::StatusOr<const std::vector<Object>*> {
+      const Object& o = *args[i];
+      if (o.kind != kind || o.fields == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ": operand ", i, " is not ", kind == Object::Kind::kSequence ? "a sequence" : "an optional"));
+      }
+      return o.fields.get();
+    };
+    auto make = [](Object::Kind kind, std::vector<Object> fields) {
+      Object o;
+      o.kind = kind;
+      o.fields = std::make_shared<std::vector<Object>>(std::move(fields));
+      return o;
+    };
+    // Reads position operand `i` and resolves it against `size` (ONNX: -size..size-1, or up to
+    // size inclusive where inserting may append).
+    auto position = [&](int i, int64_t size, bool allow_end) -> absl::StatusOr<int64_t> {
+      RETURN_IF_ERROR(ExpectTensor(*args[i], absl::StrCat(name, " position")));
+      const NDArray& a = args[i]->tensor;
+      RETURN_IF_ERROR(ExpectHost(a, absl::StrCat(name, " position")));
+      if (a.num_elements() != 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": position has ", a.num_elements(), " elements, expected 1"));
+      }
+      TraceRead(a);
+      ASSIGN_OR_RETURN(int64_t pos, ReadInt(a, 0));
+      const int64_t hi = allow_end ? size : size - 1;
+      if (pos < -size || pos > hi) {
+        return absl::OutOfRangeError(absl::StrFormat(
+            "%s: position %d is out of range for a sequence of length %d (valid: %d..%d)", name,
+            pos, size, -size, hi));
+      }
+      return pos < 0 ? pos + size : pos;
+    };
+    auto host_scalar = [&](DType dtype, int64_t v) -> absl::StatusOr<Object> {
+      ASSIGN_OR_RETURN(NDArray a, runtime::AllocateTensor(pool(DeviceKind::kCpu), dtype, {}));
+      if (dtype == DType::kBool) {
+        *static_cast<uint8_t*>(a.data()) = v != 0;
+      } else {
+        *static_cast<int64_t*>(a.data()) = v;
+      }
+      TraceWrite(a);
+      return Object::FromTensor(std::move(a));
+    };
+    switch (b) {
+      case Builtin::kSeqConstruct: {
+        std::vector<Object> fields;
+        for (const Object* o : args) fields.push_back(*o);
+        return make(Object::Kind::kSequence, std::move(fields));
+      }
+      case Builtin::kSeqEmpty:
+        return make(Object::Kind::kSequence, {});
+      case Builtin::kSeqInsert: {
+        ASSIGN_OR_RETURN(const std::vector<Object>* s, container(0, Object::Kind::kSequence));
+        const int64_t size = static_cast<int64_t>(s->size());
+        int64_t pos = size;
+        if (args.size() == 3) {
+          ASSIGN_OR_RETURN(pos, position(2, size, /*allow_end=*/true));
+        }
+        std::vector<Object> fields = *s;
+        fields.insert(fields.begin() + pos, *args[1]);
+        return make(Object::Kind::kSequence, std::move(fields));
+      }
+      case Builtin::kSeqAt: {
+        ASSIGN_OR_RETURN(const std::vector<Object>* s, container(0, Object::Kind::kSequence));
+        ASSIGN_OR_RETURN(int64_t pos, position(1, static_cast<int64_t>(s->size()), false));
+        return (*s)[pos];
+      }
+      case Builtin::kSeqErase: {
+        ASSIGN_OR_RETURN(const std::vector<Object>* s, container(0, Object::Kind::kSequence));
+        const int64_t size = static_cast<int64_t>(s->size());
+        if (size == 0) return absl::OutOfRangeError(absl::StrCat(name, ": the sequence is empty"));
+        int64_t pos = size - 1;
+        if (args.size() == 2) {
+          ASSIGN_OR_RETURN(pos, position(1, size, false));
+        }
+        std::vector<Object> fields = *s;
+        fields.erase(fields.begin() + pos);
+        return make(Object::Kind::kSequence, std::move(fields));
+      }
+      case Builtin::kSeqLength: {
+        ASSIGN_OR_RETURN(const std::vector<Object>* s, container(0, Object::Kind::kSequence));
+        return host_scalar(DType::kI64, static_cast<int64_t>(s->size()));
+      }
+      case Builtin::kOptSome:
+        return make(Object::Kind::kOptional, {*args[0]});
+      case Builtin::kOptNone:
+        return make(Object::Kind::kOptional, {});
+      case Builtin::kOptHas: {
+        ASSIGN_OR_RETURN(const std::vector<Object>* o, container(0, Object::Kind::kOptional));
+        return host_scalar(DType::kBool, o->empty() ? 0 : 1);
+      }
+      case Builtin::kOptGet: {
+        ASSIGN_OR_RETURN(const std::vector<Object>* o, container(0, Object::Kind::kOptional));
+        if (o->empty()) {
+          return absl::FailedPreconditionError(absl::StrCat(name, ": the optional holds no value"));
+        }
+        return (*o)[0];
+      }
+    }
+    return absl::InternalError("bad builtin");
   }
 
   absl::StatusOr<NDArray> Copy(const NDArray& src, DeviceKind to) {
@@ -588,6 +738,12 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
     }
     case Opcode::kLoop:
       return Loop(f, in, regs, syms);
+    case Opcode::kBuiltin: {
+      std::vector<const Object*> args;
+      for (int32_t i = 0; i < in.count; ++i) args.push_back(&regs[list[i]]);
+      ASSIGN_OR_RETURN(regs[in.dst], RunBuiltin(static_cast<Builtin>(in.a), args));
+      return absl::OkStatus();
+    }
     case Opcode::kKill:
       for (int32_t i = 0; i < in.count; ++i) regs[list[i]] = Object();
       return absl::OkStatus();
@@ -744,8 +900,62 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::RunRecorded(int fi, std::vec
   return out;
 }
 
+namespace {
+
+absl::StatusOr<Object> StageValue(const HostValue& v, runtime::PoolingAllocator* pool) {
+  if (v.kind == HostValue::Kind::kTensor) {
+    ASSIGN_OR_RETURN(NDArray a, runtime::FromHost(v.tensor, pool));
+    return Object::FromTensor(std::move(a));
+  }
+  Object o;
+  o.kind = v.kind == HostValue::Kind::kSequence ? Object::Kind::kSequence : Object::Kind::kOptional;
+  o.fields = std::make_shared<std::vector<Object>>();
+  for (const HostValue& e : v.elements) {
+    ASSIGN_OR_RETURN(Object oe, StageValue(e, pool));
+    o.fields->push_back(std::move(oe));
+  }
+  return o;
+}
+
+absl::StatusOr<HostValue> ReadBack(const Object& o, size_t i) {
+  HostValue v;
+  switch (o.kind) {
+    case Object::Kind::kTensor: {
+      ASSIGN_OR_RETURN(v.tensor, runtime::ToHost(o.tensor));
+      return v;
+    }
+    case Object::Kind::kSequence:
+    case Object::Kind::kOptional:
+      v.kind = o.kind == Object::Kind::kSequence ? HostValue::Kind::kSequence : HostValue::Kind::kOptional;
+      for (const Object& e : *o.fields) {
+        ASSIGN_OR_RETURN(HostValue he, ReadBack(e, i));
+        v.elements.push_back(std::move(he));
+      }
+      return v;
+    default:
+      return absl::UnimplementedError(absl::StrCat("result ", i, " is not a tensor, sequence or optional"));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Tensor>> VirtualMachine::RunWithHostTensors(absl::string_view function,
                                                                       const std::vector<Tensor>& inputs) {
+  std::vector<HostValue> values;
+  for (const Tensor& t : inputs) values.push_back(HostValue::FromTensor(t));
+  ASSIGN_OR_RETURN(std::vector<HostValue> out, RunWithHostValues(function, values));
+  std::vector<Tensor> host;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].kind != HostValue::Kind::kTensor) {
+      return absl::UnimplementedError(absl::StrCat("result ", i, " is not a tensor"));
+    }
+    host.push_back(std::move(out[i].tensor));
+  }
+  return host;
+}
+
+absl::StatusOr<std::vector<HostValue>> VirtualMachine::RunWithHostValues(
+    absl::string_view function, const std::vector<HostValue>& inputs) {
   const int fi = impl_->exe.FindFunction(function);
   if (fi < 0) return absl::NotFoundError(absl::StrCat("no function @", function, " in the executable"));
   const VmFunction& f = impl_->exe.functions[fi];
@@ -755,8 +965,8 @@ absl::StatusOr<std::vector<Tensor>> VirtualMachine::RunWithHostTensors(absl::str
   }
   std::vector<Object> args;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    ASSIGN_OR_RETURN(NDArray a, runtime::FromHost(inputs[i], impl_->pool(f.params[i].device)));
-    args.push_back(Object::FromTensor(std::move(a)));
+    ASSIGN_OR_RETURN(Object o, StageValue(inputs[i], impl_->pool(f.params[i].device)));
+    args.push_back(std::move(o));
   }
   ResetCounters();
   Impl& m = *impl_;
@@ -791,14 +1001,10 @@ absl::StatusOr<std::vector<Tensor>> VirtualMachine::RunWithHostTensors(absl::str
     }
     last_memory_.push_back(stats);
   }
-  std::vector<Tensor> host;
+  std::vector<HostValue> host;
   for (size_t i = 0; i < out->size(); ++i) {
-    const Object& o = (*out)[i];
-    if (o.kind != Object::Kind::kTensor) {
-      return absl::UnimplementedError(absl::StrCat("result ", i, " is not a tensor"));
-    }
-    ASSIGN_OR_RETURN(Tensor t, runtime::ToHost(o.tensor));
-    host.push_back(std::move(t));
+    ASSIGN_OR_RETURN(HostValue v, ReadBack((*out)[i], i));
+    host.push_back(std::move(v));
   }
   return host;
 }

@@ -723,6 +723,56 @@ Tensor AsDeclaredBFloat16(Tensor t, DType declared) {
   return bits.ok() ? *std::move(bits) : t;
 }
 
+vm::HostValue ToHostValue(OnnxValue v, DType declared) {
+  vm::HostValue h;
+  h.kind = v.kind == OnnxValue::Kind::kTensor     ? vm::HostValue::Kind::kTensor
+           : v.kind == OnnxValue::Kind::kSequence ? vm::HostValue::Kind::kSequence
+                                                  : vm::HostValue::Kind::kOptional;
+  h.tensor = AsDeclaredBFloat16(std::move(v.tensor), declared);
+  for (OnnxValue& e : v.elements) h.elements.push_back(ToHostValue(std::move(e), declared));
+  return h;
+}
+
+// What a test-data file of parameter `spec` holds.
+OnnxValue::Kind FileKind(const vm::ArgSpec& spec) {
+  switch (spec.container) {
+    case vm::ArgSpec::kTensor: return OnnxValue::Kind::kTensor;
+    case vm::ArgSpec::kSequence: return OnnxValue::Kind::kSequence;
+    default: return OnnxValue::Kind::kOptional;
+  }
+}
+
+OnnxValue::Kind FileKind(const vm::HostValue& got) {
+  switch (got.kind) {
+    case vm::HostValue::Kind::kTensor: return OnnxValue::Kind::kTensor;
+    case vm::HostValue::Kind::kSequence: return OnnxValue::Kind::kSequence;
+    default: return OnnxValue::Kind::kOptional;
+  }
+}
+
+// Sequences element by element, optionals by presence then value.
+Comparison CompareValues(const vm::HostValue& got, const vm::HostValue& want, double rtol, double atol) {
+  if (got.kind == vm::HostValue::Kind::kTensor && want.kind == vm::HostValue::Kind::kTensor) {
+    return Compare(got.tensor, want.tensor, rtol, atol);
+  }
+  Comparison c;
+  if (got.kind != want.kind || got.elements.size() != want.elements.size()) {
+    c.ok = false;
+    c.why = absl::StrCat(got.kind == vm::HostValue::Kind::kOptional ? "optional" : "sequence", " of ",
+                         got.elements.size(), " values, expected ", want.elements.size());
+    return c;
+  }
+  for (size_t i = 0; i < got.elements.size(); ++i) {
+    Comparison e = CompareValues(got.elements[i], want.elements[i], rtol, atol);
+    c.max_abs_err = std::max(c.max_abs_err, e.max_abs_err);
+    if (!e.ok && c.ok) {
+      c.ok = false;
+      c.why = absl::StrCat("element ", i, ": ", e.why);
+    }
+  }
+  return c;
+}
+
 absl::Status TestOnnx(const std::string& dir) {
   ASSIGN_OR_RETURN(const DeviceKind device, DeviceFlag());
   const std::string model_path = dir + "/model.onnx";
@@ -755,17 +805,17 @@ absl::Status TestOnnx(const std::string& dir) {
   }
   for (const std::string& set : sets) {
     const std::string name = std::filesystem::path(set).filename().string();
-    std::vector<Tensor> inputs;
+    std::vector<vm::HostValue> inputs;
     for (size_t i = 0; i < fn.params.size(); ++i) {
-      ASSIGN_OR_RETURN(Tensor t,
-                       Stage("import", ReadOnnxTensorFile(absl::StrCat(set, "/input_", i, ".pb"))));
-      inputs.push_back(AsDeclaredBFloat16(std::move(t), fn.params[i].dtype));
+      ASSIGN_OR_RETURN(OnnxValue v, Stage("import", ReadOnnxValueFile(absl::StrCat(set, "/input_", i, ".pb"),
+                                                                      FileKind(fn.params[i]))));
+      inputs.push_back(ToHostValue(std::move(v), fn.params[i].dtype));
     }
     size_t expected_outputs = 0;
     while (std::filesystem::exists(absl::StrCat(set, "/output_", expected_outputs, ".pb"))) {
       ++expected_outputs;
     }
-    auto outputs = machine->RunWithHostTensors("main", inputs);
+    auto outputs = machine->RunWithHostValues("main", inputs);
     std::string verdict;
     bool pass = outputs.ok();
     double max_err = 0;
@@ -776,16 +826,17 @@ absl::Status TestOnnx(const std::string& dir) {
       verdict = absl::StrCat(outputs->size(), " outputs, expected ", expected_outputs);
     } else {
       for (size_t j = 0; j < outputs->size(); ++j) {
-        auto want = ReadOnnxTensorFile(absl::StrCat(set, "/output_", j, ".pb"));
+        const vm::HostValue& got = (*outputs)[j];
+        auto want = ReadOnnxValueFile(absl::StrCat(set, "/output_", j, ".pb"), FileKind(got));
         // Reference data we cannot read (strings): the test is unsupported.
         if (absl::IsUnimplemented(want.status())) return Stage("import", want.status());
-        if (want.ok()) want = AsDeclaredBFloat16(*std::move(want), (*outputs)[j].dtype());
         if (!want.ok()) {
           pass = false;
           verdict = std::string(want.status().message());
           break;
         }
-        const Comparison c = Compare((*outputs)[j], *want, rtol, atol);
+        const DType declared = got.kind == vm::HostValue::Kind::kTensor ? got.tensor.dtype() : DType::kF32;
+        const Comparison c = CompareValues(got, ToHostValue(*std::move(want), declared), rtol, atol);
         max_err = std::max(max_err, c.max_abs_err);
         if (!c.ok) {
           pass = false;

@@ -600,6 +600,7 @@ class GraphBuilder {
         break;
       case NodeKind::kTuple:
       case NodeKind::kGetItem:
+      case NodeKind::kBuiltin:
         label = absl::StrCat(lhs, n.OpName(), n.attrs().empty() ? "" : " ", n.attrs().ToString());
         Set(node, "fontsize", "9");
         Set(node, "height", "0.3");

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -41,6 +42,18 @@ absl::StatusOr<std::unique_ptr<Module>> ImportOnnxFile(const std::string& path,
 // A serialized TensorProto (e.g. test_data_set_0/input_0.pb) as a host Tensor.
 absl::StatusOr<Tensor> ParseOnnxTensor(absl::string_view bytes);
 absl::StatusOr<Tensor> ReadOnnxTensorFile(const std::string& path);
+
+// A test-data value that is not a plain tensor: a SequenceProto (of tensors, or of sequences)
+// or an OptionalProto, read as what `kind` says the file holds (the model's type decides:
+// the bytes alone do not).
+struct OnnxValue {
+  enum class Kind : uint8_t { kTensor, kSequence, kOptional };
+  Kind kind = Kind::kTensor;
+  Tensor tensor;
+  std::vector<OnnxValue> elements;  // a sequence's elements, an optional's value (0 or 1)
+};
+absl::StatusOr<OnnxValue> ParseOnnxValue(absl::string_view bytes, OnnxValue::Kind kind);
+absl::StatusOr<OnnxValue> ReadOnnxValueFile(const std::string& path, OnnxValue::Kind kind);
 
 }  // namespace hetpass
 

@@ -63,6 +63,17 @@ enum class NodeKind : uint8_t {
 absl::string_view NodeKindName(NodeKind k);
 int NodeKindNumRegions(NodeKind k);
 
+// The operation of a NodeKind::kBuiltin binding (builtins.def).
+enum class Builtin : uint8_t {
+#define HETPASS_BUILTIN(e, name, min_operands, max_operands) e,
+#include "passes/ir/builtins.def"
+#undef HETPASS_BUILTIN
+};
+absl::string_view BuiltinName(Builtin b);
+std::optional<Builtin> ParseBuiltin(absl::string_view name);
+// Whether `count` operands are accepted by `b`.
+bool BuiltinAcceptsOperandCount(Builtin b, int count);
+
 enum class DeviceKind : uint8_t {
 #define HETPASS_DEVICE(e, name, accel) e,
 #include "passes/ir/devices.def"
@@ -159,8 +170,11 @@ class Node {
   // kCall: the op definition (from the registry the module was built with).
   const OpDef* op() const { return op_; }
   void set_op(const OpDef* op) { op_ = op; }
-  // Op name for kCall, keyword for other kinds.
+  // Op name for kCall, builtin name for kBuiltin, keyword for other kinds.
   absl::string_view OpName() const;
+  // kBuiltin: which one.
+  Builtin builtin() const { return builtin_; }
+  void set_builtin(Builtin b) { builtin_ = b; }
   // kInvoke: the callee function name.
   const std::string& callee() const { return callee_; }
   void set_callee(std::string c) { callee_ = std::move(c); }
@@ -198,6 +212,7 @@ class Node {
   friend class Block;
   Block* AddRegion();
   NodeKind kind_;
+  Builtin builtin_ = Builtin::kSeqConstruct;
   const OpDef* op_ = nullptr;
   std::string callee_;
   std::vector<Value*> operands_;

@@ -1,5 +1,8 @@
-// Value types: tensors (dtype + symbolic shape) and tuples. A default-constructed Type is
-// "unset": the value has not been typed yet (infer-types fills it in).
+// Value types: tensors (dtype + symbolic shape), tuples, sequences and optionals. A
+// default-constructed Type is "unset": the value has not been typed yet (infer-types fills it in).
+// A sequence (`seq<f32[?, 3]>`) holds a run-time number of values of one element type (ONNX
+// sequences); an optional (`opt<T>`) holds one value of type T or none. Both are containers the
+// VM manages (builtins.def), never kernel operands; their one type parameter is fields()[0].
 #ifndef HETPASS_IR_TYPE_H_
 #define HETPASS_IR_TYPE_H_
 
@@ -14,7 +17,7 @@ namespace hetpass {
 
 class Type {
  public:
-  enum class Kind { kUnset, kTensor, kTuple, kStorage };
+  enum class Kind { kUnset, kTensor, kTuple, kStorage, kSequence, kOptional };
 
   Type() = default;
   static Type Tensor(DType dtype, std::vector<DimExpr> shape);
@@ -22,12 +25,20 @@ class Type {
   // A block of device memory of `bytes` (an expression of the symbols, or `?` when only a
   // shape function knows it): what memory.alloc_storage returns (manifest-alloc).
   static Type Storage(DimExpr bytes);
+  // `seq<elem>` and `opt<inner>`.
+  static Type Sequence(Type elem);
+  static Type Optional(Type inner);
 
   Kind kind() const { return kind_; }
   bool is_unset() const { return kind_ == Kind::kUnset; }
   bool is_tensor() const { return kind_ == Kind::kTensor; }
   bool is_tuple() const { return kind_ == Kind::kTuple; }
   bool is_storage() const { return kind_ == Kind::kStorage; }
+  bool is_sequence() const { return kind_ == Kind::kSequence; }
+  bool is_optional() const { return kind_ == Kind::kOptional; }
+  // Sequence / optional accessor: the element (contained) type; unset when not known yet
+  // (`seq<?>`: an ONNX SequenceEmpty, whose rank nothing says), which joins with any type.
+  const Type& element() const { return fields_[0]; }
   // Storage accessor.
   const DimExpr& storage_bytes() const { return shape_[0]; }
 

@@ -19,6 +19,8 @@
 //   loop           body, $max, $cond, $init..., $captures... -> $dsts (ONNX Loop semantics);
 //                  `c` is the operand-pool offset of one TypeSpec index per scan output (the
 //                  stacked result's type: its dtype and element dims when the loop runs 0 times)
+//   builtin        $dst, which, $args...    a sequence/optional builtin (ir/builtins.def, `a` its
+//                                           number): moves tensor references, copies no data
 //   ret            $values...
 //   kill           $values...               drop the registers (memory.kill): storage returns
 //                                           to its pool when its last reference goes
@@ -61,14 +63,15 @@ namespace hetpass::vm {
   X(kIf, "if")                  \
   X(kLoop, "loop")              \
   X(kRet, "ret")                \
-  X(kKill, "kill")
+  X(kKill, "kill")              \
+  X(kBuiltin, "builtin")
 
 enum class Opcode : uint8_t {
 #define HETPASS_VM_OPCODE_ENUM(e, name) e,
   HETPASS_VM_OPCODES(HETPASS_VM_OPCODE_ENUM)
 #undef HETPASS_VM_OPCODE_ENUM
 };
-inline constexpr int kNumOpcodes = 17;
+inline constexpr int kNumOpcodes = 18;
 absl::string_view OpcodeName(Opcode op);
 
 // Fixed-size instruction; variable operand lists live in the function's operand pool.
@@ -110,6 +113,13 @@ struct ArgDim {
   int64_t value = 0;  // kStatic: the size; kBind: the symbol slot; kCheck: a DimProgram index
 };
 struct ArgSpec {
+  // What wraps the tensor the dtype and dims describe: a sequence (each element is checked;
+  // element dims bind no symbols), an optional, or an optional sequence.
+  enum Container : uint8_t { kTensor, kSequence, kOptional, kOptionalSequence };
+  Container container = kTensor;
+  // A sequence of `seq<?>` (element type unknown, as ONNX sequences without an element shape):
+  // elements of any dtype and rank; `dtype` and `dims` are not checked.
+  bool any_element = false;
   std::string name;
   DType dtype = DType::kF32;
   DeviceKind device = DeviceKind::kCpu;

@@ -27,9 +27,11 @@
 
 namespace hetpass::vm {
 
-// A register's contents.
+// A register's contents. A tuple's and a sequence's values are `fields` (a sequence's length is
+// its size); an optional holds its value in `fields` (one entry) or nothing (empty). Builtins
+// build new containers sharing the element objects, so containers are immutable once made.
 struct Object {
-  enum class Kind : uint8_t { kNone, kTensor, kStorage, kTuple };
+  enum class Kind : uint8_t { kNone, kTensor, kStorage, kTuple, kSequence, kOptional };
   Kind kind = Kind::kNone;
   runtime::NDArray tensor;
   std::shared_ptr<runtime::Storage> storage;
@@ -40,6 +42,22 @@ struct Object {
     o.kind = Kind::kTensor;
     o.tensor = std::move(t);
     return o;
+  }
+};
+
+// A value on the host for RunWithHostValues: a tensor, a sequence of values, or an optional
+// (`elements` holds its value, or nothing). What ONNX calls TensorProto, SequenceProto and
+// OptionalProto.
+struct HostValue {
+  enum class Kind : uint8_t { kTensor, kSequence, kOptional };
+  Kind kind = Kind::kTensor;
+  Tensor tensor;
+  std::vector<HostValue> elements;
+
+  static HostValue FromTensor(Tensor t) {
+    HostValue v;
+    v.tensor = std::move(t);
+    return v;
   }
 };
 
@@ -105,6 +123,10 @@ class VirtualMachine {
   // counters of the run (LastRunCounters), then copies tensor results back to the host.
   absl::StatusOr<std::vector<Tensor>> RunWithHostTensors(absl::string_view function,
                                                         const std::vector<Tensor>& inputs);
+  // The same for sequences and optionals too: each tensor is staged on the parameter's device
+  // and every tensor of the results read back.
+  absl::StatusOr<std::vector<HostValue>> RunWithHostValues(absl::string_view function,
+                                                           const std::vector<HostValue>& inputs);
 
   runtime::DeviceCounters Counters() const;  // summed over devices
   runtime::DeviceCounters CountersOf(DeviceKind kind) const;
