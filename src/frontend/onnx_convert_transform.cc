@@ -24,7 +24,8 @@ Outs Reshape(ImportContext& ctx, const onnx::NodeProto& n, const Ins& in) {
   auto shape = ConstInts(ctx, s);
   const bool allowzero = IntAttr(n, "allowzero", 0) != 0;
   if (allowzero && (!shape || std::count(shape->begin(), shape->end(), 0) > 0)) {
-    return ctx.Unimplemented("allowzero = 1 with a zero (or computed) target dim");
+    // A 0 is a zero dim: dyn.reshape's allowzero (a constant target still types statically).
+    return One(ctx.Op("dyn.reshape", {x, s}, {{"allowzero", true}}));
   }
   // ONNX 0 (copy) and -1 (infer) are the registry's reshape semantics too.
   if (shape) return One(ctx.Op("reshape", {x}, {{"newshape", *shape}}));

@@ -106,15 +106,17 @@ absl::StatusOr<DimExpr> InferMinusOne(const ShapeContext& ctx, absl::Span<const 
   return DimExpr::FloorDiv(num, den);
 }
 
+// allowzero (ONNX Reshape-14's, dyn.reshape's attribute): a 0 is a zero dim, not a copy.
 absl::StatusOr<std::vector<DimExpr>> ReshapeDims(const ShapeContext& ctx,
                                                  absl::Span<const DimExpr> in,
-                                                 absl::Span<const DimExpr> newshape) {
+                                                 absl::Span<const DimExpr> newshape,
+                                                 bool allowzero = false) {
   std::vector<DimExpr> out;
   std::vector<DimExpr> known;
   int infer_at = -1;
   for (size_t i = 0; i < newshape.size(); ++i) {
     const DimExpr& v = newshape[i];
-    if (v.is_constant() && v.constant() == 0) {
+    if (v.is_constant() && v.constant() == 0 && !allowzero) {
       if (i >= in.size()) {
         return ctx.Error(
             absl::StrFormat("newshape[%d] = 0 copies a dim the rank-%d input lacks", i, in.size()));
@@ -176,7 +178,7 @@ Result DynReshapeRule(ShapeContext& ctx) {
     ASSIGN_OR_RETURN(int64_t len, shape_rules::StaticLength(ctx, 1, "newshape"));
     return One(Type::Tensor(ctx.dtype(0), shape_rules::UnknownDims(len)));
   }
-  ASSIGN_OR_RETURN(auto out, ReshapeDims(ctx, in, *ns));
+  ASSIGN_OR_RETURN(auto out, ReshapeDims(ctx, in, *ns, ctx.attrs().GetBool("allowzero")));
   return One(Type::Tensor(ctx.dtype(0), std::move(out)));
 }
 
@@ -642,8 +644,10 @@ void RegisterTransformOps(OpRegistry::Builder& b) {
       .View()
       .Input("data", InputDep::kShape)
       .Input("newshape", InputDep::kValue)
+      .Attr("allowzero", AttrType::kBool, false)
       .Pattern(FusionPattern::kInjective)
-      .Doc("reshape to a run-time 1-D target (0 and -1 as in reshape)")
+      .Doc("reshape to a run-time 1-D target (0 and -1 as in reshape; with allowzero a 0 is a "
+           "zero dim)")
       .Rule(DynReshapeRule)
       .SymbolicValues(shape_rules::ForwardIntValues)
       .Reference(ReshapeKernel);

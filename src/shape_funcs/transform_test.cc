@@ -100,6 +100,18 @@ TEST(DynReshapeTest, ShapeFunction) {
               HasSubstr("newshape must have a static length"));
 }
 
+// allowzero (ONNX Reshape-14): a 0 in the target is a zero dim, not a copy of the input's.
+TEST(DynReshapeTest, AllowZero) {
+  const Attrs allowzero = {{"allowzero", true}};
+  EXPECT_EQ(InferStr("dyn.reshape", allowzero, {In(F32({0, 3, 4})), InV(I64s({3, 4, 0}))}),
+            "f32[3, 4, 0]");
+  EXPECT_EQ(InferStr("dyn.reshape", {}, {In(F32({0, 3, 4})), InV(I64s({0, 4, 3}))}), "f32[0, 4, 3]");
+  EXPECT_THAT(InferStr("dyn.reshape", allowzero, {In(F32({2, 3})), InV(I64s({3, 0}))}),
+              HasSubstr("element count mismatch"));
+  EXPECT_THAT(InferStr("dyn.reshape", allowzero, {In(F32({0, 3})), InV(I64s({0, -1}))}),
+              HasSubstr("cannot infer -1"));
+}
+
 TEST(DynReshapeTest, Reference) {
   auto out = RunRef("dyn.reshape", {}, {FT({4}, {1, 2, 3, 4}), I64s({2, 2})});
   ASSERT_TRUE(out.ok()) << out.status();

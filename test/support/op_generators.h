@@ -520,6 +520,9 @@ inline const std::map<std::string, Generator>& Generators() {
       {"dyn.reshape",
        [](Gen& g) {
          const auto x = g.Shape(g.Int(0, 3));
+         if (g.Int(0, 3) == 0) {  // allowzero: the dims reversed, a 0 being a zero dim
+           return Trial{{{"allowzero", true}}, {g.F(x), g.Vec(std::vector<int64_t>(x.rbegin(), x.rend()))}};
+         }
          return Trial{{}, {g.F(x), g.Vec(RandomNewShape(g, x))}};
        }},
       {"transpose",

@@ -409,6 +409,10 @@ class Analyzer {
         step.ints = attrs.GetIntList("newshape");
         return expect_rank(static_cast<int>(step.ints.size()));
       case JitOp::kDynReshape:
+        // Run computes the target with reshape's 0-copies rule; allowzero is left to others.
+        if (attrs.GetBool("allowzero")) {
+          return Unimplemented(absl::StrCat(ctx, ": allowzero is not supported by the CPU JIT"));
+        }
         RETURN_IF_ERROR(host_ints(1));
         if (plan_.rank(a[1]) != 1) return Invalid(absl::StrCat(ctx, ": newshape must be 1-D"));
         return absl::OkStatus();
