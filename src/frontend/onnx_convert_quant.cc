@@ -78,7 +78,7 @@ absl::StatusOr<Value*> AlongAxis(ImportContext& ctx, Value* p, Value* x, int64_t
   if (a < 0 || a >= rank) {
     return ctx.Error(absl::StrFormat("axis %d is out of range for x of rank %d", axis, rank));
   }
-  const DimExpr& dim = ctx.TypeOf(x).shape()[a];
+  const DimExpr dim = ctx.TypeOf(x).shape()[a];  // a copy: TypeOf returns a temporary
   if (len && dim.is_constant() && *len != dim.constant()) {
     return ctx.Error(absl::StrFormat("%s has %d elements but axis %d of x has %d", what, *len,
                                      axis, dim.constant()));
