@@ -5,6 +5,10 @@
 //   node ort_bench.mjs MODEL_DIR [--set=0] [--runs=200] [--warmup=20]
 // prints one JSON line: {"model", "set", "runs", "median_us", "min_us", "outputs": [{shape, sum}]}
 //
+//   node ort_bench.mjs MODEL_DIR --set=K --dump=OUT_DIR
+// one run of set K instead, its outputs written for a cross-check (tools/models/export_zoo.py):
+// OUT_DIR/output_<j>.bin (raw little-endian data) and OUT_DIR/outputs.json ([{name, type, dims}]).
+//
 //   node ort_bench.mjs MODEL_DIR --create=N
 // session creation instead (bench/compile_time.sh): N sessions created one after another in this
 // process with the options below (graphOptimizationLevel 'all', ORT's ORT_ENABLE_ALL: basic,
@@ -111,6 +115,20 @@ const feeds = {};
 session.inputNames.forEach((name, i) => {
   feeds[name] = toOrtTensor(parseTensorProto(fs.readFileSync(path.join(setDir, `input_${i}.pb`))));
 });
+const dumpArg = args.find((x) => x.startsWith('--dump='));
+if (dumpArg) {
+  const outDir = dumpArg.slice('--dump='.length);
+  fs.mkdirSync(outDir, { recursive: true });
+  const res = await session.run(feeds);
+  const meta = session.outputNames.map((n, j) => {
+    const t = res[n];
+    const d = t.data;
+    fs.writeFileSync(path.join(outDir, `output_${j}.bin`), Buffer.from(d.buffer, d.byteOffset, d.byteLength));
+    return { name: n, type: t.type, dims: t.dims };
+  });
+  fs.writeFileSync(path.join(outDir, 'outputs.json'), JSON.stringify(meta));
+  process.exit(0);
+}
 let out;
 for (let i = 0; i < warmup; ++i) out = await session.run(feeds);
 const times = [];
