@@ -9,6 +9,7 @@
 #include "passes/compile_engine/compile_engine.h"
 
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -209,9 +210,12 @@ class BuiltinCapabilities final : public KernelCapabilities {
   bool TakesGroup(const Function& primitive, DeviceKind device) const override {
     // A fallback runs every group: no need to ask (the others may compile to answer).
     if (TakesEveryGroup(device)) return true;
+    return TakesGroupNatively(primitive, device);
+  }
+  bool TakesGroupNatively(const Function& primitive, DeviceKind device) const override {
     const KernelTarget target{device};
     for (const KernelProvider* p : KernelProviders(device)) {
-      if (p->Takes(primitive, target)) return true;
+      if (!p->is_fallback() && p->Takes(primitive, target)) return true;
     }
     return false;
   }
@@ -269,10 +273,11 @@ const KernelCapabilities& BuiltinKernelCapabilities() {
   return capabilities;
 }
 
-bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* const> members,
-                     absl::Span<Value* const> outputs, DeviceKind device) {
-  // plan-devices asks for every call: build the candidate only where the answer depends on it.
-  if (caps.TakesEveryGroup(device)) return true;
+namespace {
+
+// The group of `members` copied into a scratch primitive function, asked `takes`.
+bool CandidateTaken(absl::Span<const Node* const> members, absl::Span<Value* const> outputs,
+                    const std::function<bool(const Function&)>& takes) {
   Module scratch;
   Function* fn = scratch.AddFunction("candidate");
   fn->mutable_attrs().Set(kPrimitiveAttr, AttrValue(true));
@@ -305,7 +310,22 @@ bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* cons
   }
   body.set_results(results);
   fn->set_result_types(std::move(types));
-  return caps.TakesGroup(*fn, device);
+  return takes(*fn);
+}
+
+}  // namespace
+
+bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* const> members,
+                     absl::Span<Value* const> outputs, DeviceKind device) {
+  // plan-devices asks for every call: build the candidate only where the answer depends on it.
+  if (caps.TakesEveryGroup(device)) return true;
+  return CandidateTaken(members, outputs, [&](const Function& f) { return caps.TakesGroup(f, device); });
+}
+
+bool DeviceRunsGroupNatively(const KernelCapabilities& caps, absl::Span<const Node* const> members,
+                             absl::Span<Value* const> outputs, DeviceKind device) {
+  return CandidateTaken(members, outputs,
+                        [&](const Function& f) { return caps.TakesGroupNatively(f, device); });
 }
 
 const KernelContext& KernelContext::Host() {

@@ -140,8 +140,10 @@ struct Split {
   std::unique_ptr<CompiledKernel> head_kernel, tail_kernel;
 };
 
+// `compile` false: only whether some split is taken (the providers' Takes, no code made; the
+// kernels stay null), for fuse-ops' questions, which must not pay a compile each.
 absl::StatusOr<Split> FindSplit(const Function& f, absl::Span<const KernelProvider* const> heads,
-                                const KernelProvider& tail, const KernelTarget& target) {
+                                const KernelProvider& tail, const KernelTarget& target, bool compile = true) {
   const Block& body = f.body();
   std::vector<const Node*> nodes;
   for (const auto& n : body.nodes()) {
@@ -177,6 +179,13 @@ absl::StatusOr<Split> FindSplit(const Function& f, absl::Span<const KernelProvid
     // Elementwise tails only: each element is read and written at the same index, which is what
     // makes the in-place update exact.
     if (!IsJitElementwise(tf)) continue;
+    if (!compile) {
+      bool head_taken = false;
+      for (const KernelProvider* p : heads) head_taken = head_taken || p->Takes(hf, target);
+      if (!head_taken || !tail.Takes(tf, target)) continue;
+      split.module = *std::move(module);
+      return split;
+    }
     for (const KernelProvider* p : heads) {
       auto k = p->TryCompile(hf, target);
       if (k.ok()) {
@@ -234,6 +243,15 @@ class SplitProvider final : public KernelProvider {
   absl::StatusOr<std::unique_ptr<CompiledKernel>> TryCompile(const Function& primitive,
                                                              const KernelTarget& target) const override {
     return CompileHeadTail(primitive, heads_, tail_, target);
+  }
+  bool Takes(const Function& primitive, const KernelTarget& target) const override {
+    // A head starts with an op a head provider runs (a convolution, a dense): most groups
+    // fuse-ops asks about are not, and FindSplit prints and parses each candidate split.
+    const auto& nodes = primitive.body().nodes();
+    if (nodes.empty() || nodes.front()->kind() != NodeKind::kCall || nodes.front()->op() == nullptr) return false;
+    bool head_op = false;
+    for (const KernelProvider* h : heads_) head_op = head_op || h->Runs(*nodes.front()->op());
+    return head_op && FindSplit(primitive, heads_, tail_, target, /*compile=*/false).ok();
   }
   bool Runs(const OpDef&) const override { return false; }
   bool Fuses(const OpDef& op) const override {

@@ -55,11 +55,18 @@
 //          Deterministic: only program order and operand order decide.
 // Phase 1b Rule i, per group rather than per op: a group of several ops on a device is copied
 //          into a scratch primitive function (as Phase 2 would outline it) and the device is
-//          asked whether it runs it whole (KernelCapabilities::TakesGroup: a provider's matcher
-//          takes it, or the device has a fallback provider). A group it refuses is split into
-//          single-op groups. CanFuse is per op, so without this a device with no fallback
-//          (cuda) could be handed a group of individually fusable ops that no kernel takes (a
-//          reduction whose prologue reads a second tensor, `sum((x - y)^2)`).
+//          asked whether a provider other than its fallback takes it whole
+//          (KernelCapabilities::TakesGroupNatively). CanFuse is per op, so a group of
+//          individually fusable ops may still be one no native kernel takes (a reduction whose
+//          prologue reads a second tensor, `mean(x * sigmoid(x))`; a convolution whose tail
+//          broadcasts it against a larger tensor, a squeeze-excite scale): on cuda no kernel
+//          would run it, on cpu and sim the reference interpreter would, 10-100x slower than
+//          the native pieces. Such a group is cut into consecutive pieces, greedily from the
+//          front: the longest piece a native provider takes (`[sigmoid, multiply]` + `[mean]`);
+//          ops that no native provider takes even alone stay together. Where no native piece
+//          does more than views (`[dyn.tile, dyn.reshape]`: the reshape alone would be a copy),
+//          a device with a fallback keeps the group whole and one without (cuda) gets single
+//          ops.
 // Phase 2  Rewrite each block. Walking it in order, region blocks are rewritten (recursively)
 //          when their node is reached, and each group is named when its first member is
 //          reached: `fused_<op names joined by _>_<k>` ('.' becomes '_'; names past 64
@@ -324,22 +331,85 @@ class FuseOpsPass : public Pass {
     return DeviceRunsGroup(caps, nodes, outputs, g.device);
   }
 
-  // Splits every multi-op group its device does not run whole into single-op groups (rule i).
+  // Whether a provider other than the device's fallback takes the members [begin, end) of
+  // `members` as one group.
+  bool NativelyTaken(const std::vector<Node*>& members, size_t begin, size_t end, DeviceKind device) const {
+    const KernelCapabilities& caps =
+        options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
+    Group part;
+    part.members.assign(members.begin() + begin, members.begin() + end);
+    const absl::flat_hash_set<const Node*> set(part.members.begin(), part.members.end());
+    const std::vector<const Node*> nodes(part.members.begin(), part.members.end());
+    return DeviceRunsGroupNatively(caps, nodes, GroupOutputs(part, set), device);
+  }
+
+  // Rule i: the consecutive pieces a group no native provider takes whole is cut into. Greedy
+  // from the front: the longest piece a native provider takes; where not even the first op
+  // alone is taken, the run of such ops up to the next one that is (they run on the fallback
+  // either way, so they stay together). Each piece is a consecutive part of the chain, so it
+  // outlines like any group. Empty when no native piece does more than views (on a device with
+  // a fallback the group then stays whole: cutting it would only add launches and copies).
+  std::vector<std::pair<size_t, size_t>> NativePieces(const std::vector<Node*>& members, DeviceKind device) const {
+    std::vector<std::pair<size_t, size_t>> pieces;
+    bool any_native = false;
+    for (size_t begin = 0; begin < members.size();) {
+      size_t end = begin;
+      for (size_t e = members.size(); e > begin; --e) {
+        if (NativelyTaken(members, begin, e, device)) {
+          end = e;
+          break;
+        }
+      }
+      if (end > begin) {
+        // A piece of views only (a reshape) is no reason to cut: the fallback runs a view
+        // inside its group for free, alone it is a copy.
+        for (size_t k = begin; k < end; ++k) any_native = any_native || !members[k]->op()->is_view();
+      } else {
+        end = begin + 1;
+        while (end < members.size() && !NativelyTaken(members, end, end + 1, device)) ++end;
+      }
+      pieces.push_back({begin, end});
+      begin = end;
+    }
+    if (!any_native) pieces.clear();
+    return pieces;
+  }
+
+  // Splits every multi-op group that no native provider of its device takes whole into the
+  // pieces NativePieces finds (rule i). On a device without a fallback (cuda) a refused group
+  // must be split, into single ops where no piece is native.
   void SplitRefusedGroups(std::vector<Group>& groups, absl::flat_hash_map<const Node*, int>& group_of) const {
+    const KernelCapabilities& caps =
+        options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
     const size_t formed = groups.size();
     for (size_t i = 0; i < formed; ++i) {
-      if (groups[i].members.size() < 2 || groups[i].device == DeviceKind::kUnset || DeviceTakes(groups[i])) continue;
+      if (groups[i].members.size() < 2 || groups[i].device == DeviceKind::kUnset) continue;
+      const bool has_fallback = caps.TakesEveryGroup(groups[i].device);
+      if (!has_fallback && DeviceTakes(groups[i])) continue;
+      if (has_fallback) {
+        const absl::flat_hash_set<const Node*> set(groups[i].members.begin(), groups[i].members.end());
+        const std::vector<const Node*> nodes(groups[i].members.begin(), groups[i].members.end());
+        if (DeviceRunsGroupNatively(caps, nodes, GroupOutputs(groups[i], set), groups[i].device)) continue;
+      }
+      std::vector<std::pair<size_t, size_t>> pieces = NativePieces(groups[i].members, groups[i].device);
+      if (pieces.empty()) {
+        if (has_fallback) continue;
+        for (size_t k = 0; k < groups[i].members.size(); ++k) pieces.push_back({k, k + 1});
+      }
       std::vector<Node*> members = std::move(groups[i].members);
-      groups[i].members = {members.front()};
-      groups[i].pattern = members.front()->op()->pattern();
-      for (size_t k = 1; k < members.size(); ++k) {
-        Group single;
-        single.members = {members[k]};
-        single.pattern = members[k]->op()->pattern();
-        single.device = groups[i].device;
-        single.closed = members[k]->op()->data_dependent_output_shape();
-        groups.push_back(std::move(single));
-        group_of[members[k]] = static_cast<int>(groups.size()) - 1;
+      const DeviceKind device = groups[i].device;
+      for (size_t p = 0; p < pieces.size(); ++p) {
+        Group piece;
+        piece.members.assign(members.begin() + pieces[p].first, members.begin() + pieces[p].second);
+        piece.pattern = piece.members.front()->op()->pattern();
+        piece.device = device;
+        for (const Node* m : piece.members) piece.closed |= m->op()->data_dependent_output_shape();
+        if (p == 0) {
+          groups[i] = std::move(piece);
+          continue;
+        }
+        groups.push_back(std::move(piece));
+        for (Node* m : groups.back().members) group_of[m] = static_cast<int>(groups.size()) - 1;
       }
     }
   }

@@ -111,6 +111,12 @@ class KernelCapabilities {
   // True when TakesGroup answers yes for every group of `device` (it has a fallback provider),
   // so callers need not build the candidate function at all.
   virtual bool TakesEveryGroup(DeviceKind device) const { return true; }
+  // Whether a provider other than the fallback takes `primitive` whole: where a device has a
+  // fallback, a group that only the fallback takes runs on the reference interpreter, so
+  // fuse-ops splits it into pieces native providers take. The default: TakesGroup.
+  virtual bool TakesGroupNatively(const Function& primitive, DeviceKind device) const {
+    return TakesGroup(primitive, device);
+  }
 };
 
 // The capabilities of KernelProviders. An unplaced value (kUnset) is asked about the cpu.
@@ -123,6 +129,10 @@ const KernelCapabilities& BuiltinKernelCapabilities();
 // op it would place on an accelerator.
 bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* const> members,
                      absl::Span<Value* const> outputs, DeviceKind device);
+// The same candidate, asked caps.TakesGroupNatively: some provider other than the fallback
+// takes it whole.
+bool DeviceRunsGroupNatively(const KernelCapabilities& caps, absl::Span<const Node* const> members,
+                             absl::Span<Value* const> outputs, DeviceKind device);
 
 }  // namespace hetpass
 

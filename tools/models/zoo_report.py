@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The model zoo's table in docs/zoo.md, measured: per model, its ops (meta.json), the shape
+functions one inference runs and the kernel kinds it runs (`hetpass run --profile` on sim), the
+copies on sim and the device-to-host bytes beyond the outputs (`hetpass test-onnx --json`), and,
+when given bench/ort/compare.sh's output for the zoo, ours vs ONNX Runtime's time.
+
+    python3 tools/models/zoo_report.py BUILD_DIR [COMPARE_OUTPUT]
+
+    # the timing column: both sides on one core, ORT with all graph optimizations
+    MODELS_DIR=test/zoo/models ROUNDS=3 bash bench/ort/compare.sh build 30 > /tmp/zoo_bench.txt
+"""
+import collections
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ZOO = os.path.join(HERE, "..", "..", "test", "zoo", "models")
+
+
+def tensor_bytes(path):
+    """Bytes of the data of a serialized onnx.TensorProto (dims and data_type only)."""
+    buf = open(path, "rb").read()
+    pos, dims, dtype = 0, [], 1
+
+    def varint(p):
+        v = s = 0
+        while True:
+            b = buf[p]
+            p += 1
+            v |= (b & 0x7F) << s
+            s += 7
+            if b < 0x80:
+                return v, p
+
+    while pos < len(buf):
+        key, pos = varint(pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v, pos = varint(pos)
+            if field == 1:
+                dims.append(v)
+            elif field == 2:
+                dtype = v
+        elif wire == 2:
+            n, pos = varint(pos)
+            if field == 1:  # packed dims
+                end = pos + n
+                while pos < end:
+                    v, pos = varint(pos)
+                    dims.append(v)
+            pos += n if field != 1 else 0
+        elif wire == 5:
+            pos += 4
+        elif wire == 1:
+            pos += 8
+    size = {1: 4, 6: 4, 7: 8, 9: 1, 11: 8, 2: 1, 3: 1, 10: 2}[dtype]
+    count = 1
+    for d in dims:
+        count *= d
+    return count * size
+
+
+def inputs_args(model_dir, k):
+    args = []
+    for i, f in enumerate(sorted(glob.glob(f"{model_dir}/test_data_set_{k}/input_*.pb"))):
+        args += ["--input", f"#{i}={f}"]
+    return args
+
+
+def profile(hetpass, model_dir, k):
+    out = subprocess.run([hetpass, "run", f"{model_dir}/model.onnx", "--device=sim", "--profile"]
+                         + inputs_args(model_dir, k), capture_output=True, text=True, check=True).stdout
+    kinds = collections.Counter(re.findall(r"^  k\d+ @\S+ @\S+: ([a-z]+)", out, re.M))
+    refs = collections.Counter(re.findall(r"^  k\d+ @\S+ @\S+: reference\[([^\]]*)\]", out, re.M))
+    shape_funcs = 0
+    in_table = False
+    for line in out.splitlines():
+        if line.startswith("profile"):
+            in_table = True
+            continue
+        f = line.split()
+        if in_table and len(f) > 3 and f[2] == "shape_func":
+            shape_funcs += int(f[3])
+    return kinds, refs, shape_funcs
+
+
+def bench_rows(path):
+    rows = {}
+    if not path:
+        return rows
+    for line in open(path):
+        f = line.split()
+        if len(f) >= 5 and re.fullmatch(r"\d+", f[1]) and f[4] != "-":
+            rows[(f[0], int(f[1]))] = (float(f[2]), float(f[3]), f[4])
+    return rows
+
+
+def main():
+    hetpass = os.path.join(sys.argv[1], "hetpass")
+    bench = bench_rows(sys.argv[2] if len(sys.argv) > 2 else None)
+    print("| model | opset | ops | sets (dynamic sizes) | shape funcs / inference | h2d / d2h copies | "
+          "d2h beyond outputs | kernels (reference) | ours / ORT, set 0 · set 1 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for d in sorted(glob.glob(os.path.join(ZOO, "*", ""))):
+        name = os.path.basename(d[:-1])
+        meta = json.load(open(os.path.join(d, "meta.json")))
+        r = json.loads(subprocess.run([hetpass, "test-onnx", d, "--device=sim", "--json"], capture_output=True,
+                                      text=True).stdout)
+        sets, copies, beyond, funcs, ratios = [], [], [], [], []
+        kinds, refs = None, None
+        for k, s in enumerate(r["sets"]):
+            c = s["counters"]
+            out_bytes = sum(tensor_bytes(f) for f in glob.glob(f"{d}/test_data_set_{k}/output_*.pb"))
+            n_out = len(glob.glob(f"{d}/test_data_set_{k}/output_*.pb"))
+            copies.append(f"{c['h2d_calls']} / {c['d2h_calls']}")
+            beyond.append(f"{c['d2h_calls'] - n_out} ({c['d2h_bytes'] - out_bytes} B)")
+            kk, rr, sf = profile(hetpass, d, k)
+            funcs.append(str(sf))
+            kinds, refs = (kk, rr) if kinds is None else (kinds, refs)
+            sets.append("x".join(str(v) for v in list(meta["test_sets"][k]["inputs"].values())[0]))
+            b = bench.get((name, k))
+            ratios.append(f"{b[2]} ({b[0]:.0f} / {b[1]:.0f} us)" if b else "-")
+        kind_text = ", ".join(f"{n} {kinds[n]}" for n in sorted(kinds))
+        ref_text = "; ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(refs.items()))
+        print(f"| {name} | {meta['opset']} | {len(meta['ops'])} | {' · '.join(sets)} | {' · '.join(funcs)} | "
+              f"{' · '.join(copies)} | {' · '.join(beyond)} | {kind_text}{' (' + ref_text + ')' if refs else ''} | "
+              f"{' · '.join(ratios)} |")
+
+
+if __name__ == "__main__":
+    main()
