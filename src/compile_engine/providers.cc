@@ -8,13 +8,15 @@
 //    2. onednn.conv2d             nn.conv2d [+ bias_add] [+ relu]
 //    3. onednn.conv2d_transpose   nn.conv2d_transpose [+ bias_add] [+ relu]
 //    4. onednn.batch_matmul       nn.batch_matmul
-//    5. native.reduce             reductions with elementwise steps around them; softmax
-//    6. native.image              roi_align, resize2d, constant pad, fills (single ops)
-//    7. view.copy                 a single reshape-like view op: a byte copy
-//    8. onednn+llvm.split         a library head (1-2) with a JIT-compiled elementwise tail
-//    9. llvm.elementwise          elementwise / broadcast bodies: one vectorised loop nest
-//   10. llvm.injective            bodies with layout ops too: one scalar loop nest
-//   11. reference                 every registered op, op by op (the oracle of the tests)
+//    5. onednn.pool2d             a single nn.max_pool2d / nn.avg_pool2d, f32 NCHW, when oneDNN
+//                                 computes exactly the reference's result (pool_kernel.h)
+//    6. native.reduce             reductions with elementwise steps around them; softmax
+//    7. native.image              roi_align, resize2d, constant pad, fills (single ops)
+//    8. view.copy                 a single reshape-like view op: a byte copy
+//    9. onednn+llvm.split         a library head (1-2) with a JIT-compiled elementwise tail
+//   10. llvm.elementwise          elementwise / broadcast bodies: one vectorised loop nest
+//   11. llvm.injective            bodies with layout ops too: one scalar loop nest
+//   12. reference                 every registered op, op by op (the oracle of the tests)
 // The library providers come before the JIT because a GEMM or convolution group is faster in
 // the library even when the JIT could express it, and the split provider comes after the
 // whole-group providers so that a group one provider takes entirely is never split.
@@ -56,6 +58,7 @@
 #include "compile_engine/dense_kernel.h"
 #include "compile_engine/image_kernel.h"
 #include "compile_engine/jit/kernels.h"
+#include "compile_engine/pool_kernel.h"
 #include "compile_engine/reduce_kernel.h"
 #include "compile_engine/split_kernel.h"
 
@@ -63,10 +66,10 @@ namespace hetpass {
 
 absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
   static const KernelProvider* const kHostMemory[] = {
-      &DenseKernelProvider(),     &ConvKernelProvider(),   &DeconvKernelProvider(),
-      &BatchMatmulKernelProvider(), &ReduceKernelProvider(), &ImageKernelProvider(),
-      &ViewCopyProvider(),        &SplitKernelProvider(),  &JitElementwiseProvider(),
-      &JitInjectiveProvider(),    &ReferenceProvider(),
+      &DenseKernelProvider(),       &ConvKernelProvider(),   &DeconvKernelProvider(),
+      &BatchMatmulKernelProvider(), &PoolKernelProvider(),   &ReduceKernelProvider(),
+      &ImageKernelProvider(),       &ViewCopyProvider(),     &SplitKernelProvider(),
+      &JitElementwiseProvider(),    &JitInjectiveProvider(), &ReferenceProvider(),
   };
   static const KernelProvider* const kCuda[] = {
       &cuda::CudnnConvProvider(),   &cuda::CudnnDeconvProvider(),     &cuda::CublasLtDenseProvider(),

@@ -6,11 +6,11 @@
 // written down; docs/runtime.md): the first provider that does not answer
 // Unimplemented ("not mine") wins, any other error stops the search and is reported with the
 // provider's name. For cpu and sim: the kernel library (oneDNN dense / conv / deconv /
-// batch_matmul with their epilogues, weights prepacked at load), native loops (reductions,
-// softmax, image ops), a byte copy for a single view op, a library head with a JIT tail, the
-// LLVM JIT (elementwise, then injective loop nests), and last the reference interpreter, which
-// runs every registered op through the registry's reference kernels (correct, not fast):
-// Describe() says "reference[...]".
+// batch_matmul with their epilogues, weights prepacked at load; max / avg pooling), native
+// loops (reductions, softmax, image ops), a byte copy for a single view op, a library head
+// with a JIT tail, the LLVM JIT (elementwise, then injective loop nests), and last the
+// reference interpreter, which runs every registered op through the registry's reference
+// kernels (correct, not fast): Describe() says "reference[...]".
 // Shape functions are host functions: the ops' shape rules composed in program order
 // (InferPrimitiveTypes), reading exactly what the derived mask allows.
 //
