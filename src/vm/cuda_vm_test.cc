@@ -105,7 +105,7 @@ TEST(VmCuda, SeedMlpRunsItsGemmsOnTheGpu) {
   WalkNodes(p->compiled->FindFunction("main")->body(), [&](Node& n) {
     if (n.kind() == NodeKind::kInvoke && n.device() == DeviceKind::kCuda) ++on_cuda;
   });
-  EXPECT_EQ(on_cuda, 2);
+  EXPECT_EQ(on_cuda, 3);
   HETPASS_SKIP_WITHOUT_GPU();
   auto vm = VirtualMachine::Load(p->executable);
   ASSERT_TRUE(vm.ok()) << vm.status();
