@@ -12,11 +12,13 @@
 //                                 computes exactly the reference's result (pool_kernel.h)
 //    6. native.reduce             reductions with elementwise steps around them; softmax
 //    7. native.image              roi_align, resize2d, constant pad, fills (single ops)
-//    8. view.copy                 a single reshape-like view op: a byte copy
-//    9. onednn+llvm.split         a library head (1-2) with a JIT-compiled elementwise tail
-//   10. llvm.elementwise          elementwise / broadcast bodies: one vectorised loop nest
-//   11. llvm.injective            bodies with layout ops too: one scalar loop nest
-//   12. reference                 every registered op, op by op (the oracle of the tests)
+//    8. native.creation           arange, and the fills of the other dtypes (single ops):
+//                                 creation_kernel.h
+//    9. view.copy                 a single reshape-like view op: a byte copy
+//   10. onednn+llvm.split         a library head (1-2) with a JIT-compiled elementwise tail
+//   11. llvm.elementwise          elementwise / broadcast bodies: one vectorised loop nest
+//   12. llvm.injective            bodies with layout ops too: one scalar loop nest
+//   13. reference                 every registered op, op by op (the oracle of the tests)
 // The library providers come before the JIT because a GEMM or convolution group is faster in
 // the library even when the JIT could express it, and the split provider comes after the
 // whole-group providers so that a group one provider takes entirely is never split.
@@ -48,6 +50,7 @@
 #include "compile_engine/batch_matmul_kernel.h"
 #include "compile_engine/builtin_providers.h"
 #include "compile_engine/conv_kernel.h"
+#include "compile_engine/creation_kernel.h"
 #include "compile_engine/cuda/cublaslt_dense.h"
 #include "compile_engine/cuda/cudnn_conv.h"
 #include "compile_engine/cuda/nvptx_kernel.h"
@@ -66,10 +69,11 @@ namespace hetpass {
 
 absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
   static const KernelProvider* const kHostMemory[] = {
-      &DenseKernelProvider(),       &ConvKernelProvider(),   &DeconvKernelProvider(),
-      &BatchMatmulKernelProvider(), &PoolKernelProvider(),   &ReduceKernelProvider(),
-      &ImageKernelProvider(),       &ViewCopyProvider(),     &SplitKernelProvider(),
-      &JitElementwiseProvider(),    &JitInjectiveProvider(), &ReferenceProvider(),
+      &DenseKernelProvider(),       &ConvKernelProvider(),       &DeconvKernelProvider(),
+      &BatchMatmulKernelProvider(), &PoolKernelProvider(),       &ReduceKernelProvider(),
+      &ImageKernelProvider(),       &CreationKernelProvider(),   &ViewCopyProvider(),
+      &SplitKernelProvider(),       &JitElementwiseProvider(),   &JitInjectiveProvider(),
+      &ReferenceProvider(),
   };
   static const KernelProvider* const kCuda[] = {
       &cuda::CudnnConvProvider(),   &cuda::CudnnDeconvProvider(),     &cuda::CublasLtDenseProvider(),
