@@ -45,8 +45,8 @@ TEST(KernelProvidersTest, HostMemoryDevicesShareTheDocumentedOrder) {
   const std::vector<std::string> expected = {
       "onednn.dense",      "onednn.conv2d",    "onednn.conv2d_transpose", "onednn.batch_matmul",
       "onednn.pool2d",     "native.reduce",    "native.image",            "native.creation",
-      "view.copy",         "onednn+llvm.split", "llvm.elementwise",        "llvm.injective",
-      "reference"};
+      "native.argreduce",  "view.copy",        "onednn+llvm.split",       "llvm.elementwise",
+      "llvm.injective",    "reference"};
   EXPECT_EQ(Names(DeviceKind::kCpu), expected);
   EXPECT_EQ(Names(DeviceKind::kSim), expected);
   EXPECT_EQ(Names(DeviceKind::kCuda),

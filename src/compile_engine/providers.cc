@@ -14,11 +14,12 @@
 //    7. native.image              roi_align, resize2d, constant pad, fills (single ops)
 //    8. native.creation           arange, and the fills of the other dtypes (single ops):
 //                                 creation_kernel.h
-//    9. view.copy                 a single reshape-like view op: a byte copy
-//   10. onednn+llvm.split         a library head (1-2) with a JIT-compiled elementwise tail
-//   11. llvm.elementwise          elementwise / broadcast bodies: one vectorised loop nest
-//   12. llvm.injective            bodies with layout ops too: one scalar loop nest
-//   13. reference                 every registered op, op by op (the oracle of the tests)
+//    9. native.argreduce          a single argmax / argmin (arg_reduce_kernel.h)
+//   10. view.copy                 a single reshape-like view op: a byte copy
+//   11. onednn+llvm.split         a library head (1-2) with a JIT-compiled elementwise tail
+//   12. llvm.elementwise          elementwise / broadcast bodies: one vectorised loop nest
+//   13. llvm.injective            bodies with layout ops too: one scalar loop nest
+//   14. reference                 every registered op, op by op (the oracle of the tests)
 // The library providers come before the JIT because a GEMM or convolution group is faster in
 // the library even when the JIT could express it, and the split provider comes after the
 // whole-group providers so that a group one provider takes entirely is never split.
@@ -47,6 +48,7 @@
 // A new device adds its list here (and a runtime::Device); nothing else in the engine changes.
 #include "passes/compile_engine/kernel_provider.h"
 
+#include "compile_engine/arg_reduce_kernel.h"
 #include "compile_engine/batch_matmul_kernel.h"
 #include "compile_engine/builtin_providers.h"
 #include "compile_engine/conv_kernel.h"
@@ -71,9 +73,9 @@ absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
   static const KernelProvider* const kHostMemory[] = {
       &DenseKernelProvider(),       &ConvKernelProvider(),       &DeconvKernelProvider(),
       &BatchMatmulKernelProvider(), &PoolKernelProvider(),       &ReduceKernelProvider(),
-      &ImageKernelProvider(),       &CreationKernelProvider(),   &ViewCopyProvider(),
-      &SplitKernelProvider(),       &JitElementwiseProvider(),   &JitInjectiveProvider(),
-      &ReferenceProvider(),
+      &ImageKernelProvider(),       &CreationKernelProvider(),   &ArgReduceKernelProvider(),
+      &ViewCopyProvider(),          &SplitKernelProvider(),      &JitElementwiseProvider(),
+      &JitInjectiveProvider(),      &ReferenceProvider(),
   };
   static const KernelProvider* const kCuda[] = {
       &cuda::CudnnConvProvider(),   &cuda::CudnnDeconvProvider(),     &cuda::CublasLtDenseProvider(),
