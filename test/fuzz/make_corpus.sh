@@ -4,7 +4,8 @@
 #   committed): KIND `model` for onnx_import_fuzzer, `tensor` for onnx_tensor_fuzzer, `hir` for
 #   ir_parse_fuzzer, `exe` for vm_load_fuzzer.
 #     model   every /usr/share/libonnx-testdata/data/node/*/model.onnx (Debian libonnx-testdata)
-#             and every SHARED_DIR/models/*/model.onnx, the latter slimmed by SEED_TOOL
+#             and every SHARED_DIR/models/*/model.onnx and test/zoo/models/*/model.onnx, those
+#             slimmed by SEED_TOOL
 #             (onnx_seed_slim: large initializers become ConstantOfShape, a few KB per model),
 #             plus the models of hostile_seeds.py (extreme dims, axes and constants)
 #     tensor  the test_data_set_*/{input,output}_*.pb of both, up to 64 KB each, plus the
@@ -32,7 +33,7 @@ node_dir=/usr/share/libonnx-testdata/data/node
 
 rm -rf "$out"
 mkdir -p "$out"
-n_node=0 n_shared=0 n_hostile=0 n_repo=0
+n_node=0 n_shared=0 n_hostile=0 n_repo=0 n_zoo=0
 case "$kind" in
   model)
     for m in "$node_dir"/*/model.onnx; do
@@ -48,6 +49,15 @@ case "$kind" in
         exit 1
       fi
       n_shared=$((n_shared + 1))
+    done
+    # The model zoo (test/zoo/models): the exporter's idioms of twelve more architectures.
+    for m in "$root"/test/zoo/models/*/model.onnx; do
+      [ -f "$m" ] || continue
+      if ! "$tool" "$m" "$out/zoo_$(basename "$(dirname "$m")").onnx"; then
+        echo "make_corpus: cannot slim $m" >&2
+        exit 1
+      fi
+      n_zoo=$((n_zoo + 1))
     done
     n_hostile=$(python3 "$root/test/fuzz/hostile_seeds.py" "$out")
     ;;
@@ -121,4 +131,5 @@ fi
 } > "$out.dict"
 
 echo "seed corpus ($kind): $n_node from libonnx-testdata, $n_shared from $shared/models," \
-     "$n_hostile from hostile_seeds.py; dictionary of $(grep -c '^"' "$out.dict") words"
+     "$n_zoo from test/zoo/models, $n_hostile from hostile_seeds.py; dictionary of" \
+     "$(grep -c '^"' "$out.dict") words"

@@ -72,20 +72,29 @@ def inputs_args(model_dir, k):
 
 
 def profile(hetpass, model_dir, k):
-    out = subprocess.run([hetpass, "run", f"{model_dir}/model.onnx", "--device=sim", "--profile"]
-                         + inputs_args(model_dir, k), capture_output=True, text=True, check=True).stdout
+    # Kernels compiled before the first run (no tiering), ten runs: the profile's time shares.
+    out = subprocess.run([hetpass, "run", f"{model_dir}/model.onnx", "--device=sim", "--profile", "--repeat=10",
+                          "--background_jit=false"] + inputs_args(model_dir, k),
+                         capture_output=True, text=True, check=True).stdout
     kinds = collections.Counter(re.findall(r"^  k\d+ @\S+ @\S+: ([a-z]+)", out, re.M))
     refs = collections.Counter(re.findall(r"^  k\d+ @\S+ @\S+: reference\[([^\]]*)\]", out, re.M))
     shape_funcs = 0
+    total_us = reference_us = 0.0
     in_table = False
     for line in out.splitlines():
         if line.startswith("profile"):
             in_table = True
             continue
         f = line.split()
-        if in_table and len(f) > 3 and f[2] == "shape_func":
+        if not in_table or len(f) < 6 or not re.fullmatch(r"\d+", f[3]):
+            continue
+        if f[2] == "shape_func":
             shape_funcs += int(f[3])
-    return kinds, refs, shape_funcs
+        if f[0] == "main":  # top level: region bodies are inside their loop/if rows
+            total_us += float(f[4])
+        if f[2] == "invoke_kernel" and "[reference[" in line:
+            reference_us += float(f[4])
+    return kinds, refs, shape_funcs // 10, 100.0 * reference_us / total_us if total_us else 0.0
 
 
 def bench_rows(path):
@@ -103,14 +112,14 @@ def main():
     hetpass = os.path.join(sys.argv[1], "hetpass")
     bench = bench_rows(sys.argv[2] if len(sys.argv) > 2 else None)
     print("| model | opset | ops | sets (dynamic sizes) | shape funcs / inference | h2d / d2h copies | "
-          "d2h beyond outputs | kernels (reference) | ours / ORT, set 0 · set 1 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "d2h beyond outputs | kernels (reference) | time in reference kernels | ours / ORT, set 0 · set 1 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for d in sorted(glob.glob(os.path.join(ZOO, "*", ""))):
         name = os.path.basename(d[:-1])
         meta = json.load(open(os.path.join(d, "meta.json")))
         r = json.loads(subprocess.run([hetpass, "test-onnx", d, "--device=sim", "--json"], capture_output=True,
                                       text=True).stdout)
-        sets, copies, beyond, funcs, ratios = [], [], [], [], []
+        sets, copies, beyond, funcs, ratios, ref_share = [], [], [], [], [], []
         kinds, refs = None, None
         for k, s in enumerate(r["sets"]):
             c = s["counters"]
@@ -118,8 +127,9 @@ def main():
             n_out = len(glob.glob(f"{d}/test_data_set_{k}/output_*.pb"))
             copies.append(f"{c['h2d_calls']} / {c['d2h_calls']}")
             beyond.append(f"{c['d2h_calls'] - n_out} ({c['d2h_bytes'] - out_bytes} B)")
-            kk, rr, sf = profile(hetpass, d, k)
+            kk, rr, sf, share = profile(hetpass, d, k)
             funcs.append(str(sf))
+            ref_share.append(f"{share:.1f}%")
             kinds, refs = (kk, rr) if kinds is None else (kinds, refs)
             sets.append("x".join(str(v) for v in list(meta["test_sets"][k]["inputs"].values())[0]))
             b = bench.get((name, k))
@@ -128,7 +138,7 @@ def main():
         ref_text = "; ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(refs.items()))
         print(f"| {name} | {meta['opset']} | {len(meta['ops'])} | {' · '.join(sets)} | {' · '.join(funcs)} | "
               f"{' · '.join(copies)} | {' · '.join(beyond)} | {kind_text}{' (' + ref_text + ')' if refs else ''} | "
-              f"{' · '.join(ratios)} |")
+              f"{' · '.join(ref_share)} | {' · '.join(ratios)} |")
 
 
 if __name__ == "__main__":
