@@ -52,6 +52,9 @@ KNOWN_FAILURES = {
     "test_castlike_BFLOAT16_to_FLOAT": _LIKE_SHAPE,
     "test_castlike_BFLOAT16_to_FLOAT_expanded": _LIKE_SHAPE,
 }
+# Known failures whose output can still match now and then (a handful of Bernoulli draws):
+# such a pass is neither reported as unexpected nor pinned, or the test would be flaky.
+CHANCE_PASSES = {t for t, why in KNOWN_FAILURES.items() if why is _RANDOM}
 
 
 def varint(buf, pos):
@@ -158,7 +161,7 @@ def main():
             unsupported[op].add(reason[:160])
         elif status == "fail" and t not in KNOWN_FAILURES:
             failures.append(f"{t} [{d}] ({op}): {message[:300]}")
-        elif status == "pass" and t in KNOWN_FAILURES:
+        elif status == "pass" and t in KNOWN_FAILURES and t not in CHANCE_PASSES:
             unexpected_passes.append(f"{t} [{d}]: passes now, remove it from KNOWN_FAILURES")
 
     supported_ops = sorted(op for op, c in per_op.items() if c["pass"] + c["fail"] > 0)
@@ -185,7 +188,9 @@ def main():
                        "failures": failures}, f, indent=1, sort_keys=True)
     # The pinned list, restricted to the tests and devices of this run (a --filter run checks
     # only its own tests).
-    passing = {f"{t} {d}" for (t, d), (status, _) in results.items() if status == "pass"}
+    # A random-draw test that matched by chance (a few Bernoulli draws can) is no pass to pin.
+    passing = {f"{t} {d}" for (t, d), (status, _) in results.items()
+               if status == "pass" and t not in CHANCE_PASSES}
     in_run = {f"{t} {d}" for t, d in work}
     pinned = set()
     if os.path.exists(expected_path):
