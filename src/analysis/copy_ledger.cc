@@ -31,6 +31,7 @@
 #include "passes/ir/printer.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/shape_funcs/primitive_function.h"
+#include "passes/support/json.h"
 
 namespace hetpass {
 namespace {
@@ -346,25 +347,6 @@ class LedgerBuilder {
   absl::flat_hash_map<const Value*, std::vector<Use>> uses_;
   absl::flat_hash_set<const Value*> implied_;
 };
-
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<int>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 }  // namespace
 

@@ -21,6 +21,7 @@ namespace {
 
 using ::hetpass::viz::testing::LoadTestModule;
 using ::hetpass::viz::testing::ReadFile;
+using ::hetpass::viz::testing::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -28,13 +29,6 @@ using ::testing::Pair;
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  fs::path dir = fs::path(base != nullptr ? base : fs::temp_directory_path().string()) /
-                 absl::StrCat("hetpass_viz_", name, "_", ::getpid());
-  fs::remove_all(dir);
-  return dir.string();
-}
 
 // Tests that the summary counts ops per device, the ops that need a shape function, and the
 // ledger's copies with their symbolic bytes; allocations are n/a before manifest-alloc.

@@ -27,6 +27,7 @@ namespace {
 
 using ::hetpass::viz::testing::LoadExample;
 using ::hetpass::viz::testing::LoadTestModule;
+using ::hetpass::viz::testing::ParsedDot;
 using ::hetpass::viz::testing::ReadFile;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -39,34 +40,6 @@ std::string Dot(const Module& m, const DotOptions& options = {}) {
   EXPECT_TRUE(s.ok()) << s;
   return out.str();
 }
-
-// The DOT text parsed back by cgraph (independent of the graph that wrote it).
-class ParsedDot {
- public:
-  explicit ParsedDot(const std::string& text) {
-    graph_ = agmemread(text.c_str());
-    EXPECT_NE(graph_, nullptr) << "Graphviz could not read back:\n" << text;
-  }
-  ~ParsedDot() {
-    if (graph_ != nullptr) agclose(graph_);
-  }
-  Agraph_t* g() const { return graph_; }
-  Agnode_t* Node(const std::string& name) const { return agnode(graph_, S(name.c_str()), 0); }
-  std::string Attr(void* obj, const char* key) const {
-    char* v = agget(obj, S(key));
-    return v == nullptr ? "" : v;
-  }
-  int CountClass(absl::string_view prefix) const {
-    int n = 0;
-    for (Agnode_t* v = agfstnode(graph_); v != nullptr; v = agnxtnode(graph_, v)) {
-      n += absl::StartsWith(Attr(v, "class"), prefix);
-    }
-    return n;
-  }
-
- private:
-  Agraph_t* graph_ = nullptr;
-};
 
 // The drawing's size by its specification: every parameter, binding and returned value of a
 // top-level function is a node, every operand and block result an edge; an invoke of a

@@ -26,9 +26,14 @@ bins=("$build/hetpass" "$build/hetpass-opt")
 for t in runtime compile_engine vm; do
   [ -x "$build/test/hetpass_${t}_tests" ] && bins+=("$build/test/hetpass_${t}_tests")
 done
+# The stage holds only what must change (stripped binaries and libraries); read-only data are
+# symlinks that tar follows (-h). Disk is what CI runs short of: the stage is written once,
+# never copied then stripped.
+carry() {  # carry SRC DEST: a stripped copy, or a plain one where strip cannot handle it
+  strip --strip-unneeded -o "$2" "$1" 2>/dev/null || cp -L "$1" "$2"
+}
 for b in "${bins[@]}"; do
-  cp "$b" "$root/bin/"
-  strip --strip-unneeded "$root/bin/$(basename "$b")" 2>/dev/null || true
+  carry "$b" "$root/bin/$(basename "$b")"
 done
 
 # Every non-glibc library any binary loads; a missing one stops the bundle.
@@ -41,21 +46,20 @@ ldd "${bins[@]}" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
   name=$(basename "$lib")
   case "$name" in
     libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libresolv.so*) continue ;;
-    libstdc++.so*|libgcc_s.so*) cp -L "$lib" "$root/lib/fallback/$name" ;;
+    libstdc++.so*|libgcc_s.so*) carry "$lib" "$root/lib/fallback/$name" ;;
     libcuda.so*|libcublas*|libcudnn*|libnvJitLink*|libnvrtc*)
       echo "bundle.sh: $name is linked directly; the CUDA libraries must be opened at run time" >&2
       exit 1 ;;
-    *) cp -L "$lib" "$root/lib/$name" ;;
+    *) carry "$lib" "$root/lib/$name" ;;
   esac
 done
-strip --strip-unneeded "$root"/lib/*.so* 2>/dev/null || true
 
 libdevice=$(grep -o 'HETPASS_CUDA_LIBDEVICE="[^"]*"' "$build/build.ninja" | head -1 | cut -d'"' -f2 || true)
 [ -n "$libdevice" ] || libdevice=/usr/local/cuda/nvvm/libdevice/libdevice.10.bc
-cp "$libdevice" "$root/lib/libdevice.10.bc"
+ln -s "$libdevice" "$root/lib/libdevice.10.bc"
 
 for m in "$shared"/models/*/; do
-  [ -f "$m/model.onnx" ] && cp -r "$m" "$root/models/"
+  [ -f "$m/model.onnx" ] && ln -s "$(cd "$m" && pwd)" "$root/models/$(basename "$m")"
 done
 cp "$here/run_cuda.sh" "$here/cuda_report.py" "$root/"
 
@@ -65,14 +69,14 @@ cp "$here/run_cuda.sh" "$here/cuda_report.py" "$root/"
 node=${ONNX_NODE_TESTS:-/usr/share/libonnx-testdata/data/node}
 if [ -d "$node" ]; then
   mkdir -p "$root/onnx"
-  cp -r "$node" "$root/onnx/node"
+  ln -s "$(cd "$node" && pwd)" "$root/onnx/node"
   cp "$here/../../test/onnx/conformance.py" "$root/onnx/"
   sed -n 's/ cpu$/ cuda/p' "$here/../../test/onnx/conformance_expected.txt" > "$root/onnx/cuda_expected.txt"
 else
   echo "bundle.sh: $node is missing (libonnx-testdata): the bundle has no node tests" >&2
 fi
 
-tar -C "$stage" -cf - hetpass-gpu | xz -T0 -6 > "$out"
+tar -h -C "$stage" -cf - hetpass-gpu | xz -T0 -6 > "$out"
 size=$(stat -c %s "$out")
 echo "bundle.sh: $out: $((size >> 20)) MiB ($size bytes), $(ls "$root/bin" | wc -l) binaries, $(ls "$root/lib" | wc -l) libraries, $(ls "$root/models" | wc -l) models"
 if [ "$size" -gt "$limit" ]; then

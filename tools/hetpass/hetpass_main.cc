@@ -36,6 +36,7 @@
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
 #include "passes/pass/verify_module.h"
+#include "passes/support/json.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/runtime/npy.h"
 #include "passes/shape_funcs/op_registry.h"
@@ -184,7 +185,6 @@ std::string CountersJson(const runtime::DeviceCounters& c) {
       c.param_calls, c.param_bytes, c.syncs, c.allocs, c.launches);
 }
 
-std::string JsonString(absl::string_view s);
 
 // Per device: peak device bytes held and the liveness lower bound (docs/memory_planning.md).
 std::string MemoryJson(const std::vector<vm::MemoryStats>& memory) {
@@ -214,20 +214,6 @@ std::string MemoryText(const std::vector<vm::MemoryStats>& memory) {
   return out;
 }
 
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "\"";
-}
 
 // "symbols: n=16; regions: $loop0=12" (sorted), or "no symbols".
 std::string BindingsText(const DimExpr::Bindings& bindings) {

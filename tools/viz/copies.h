@@ -40,7 +40,8 @@ class ModuleCopies {
   absl::flat_hash_map<const Node*, std::vector<int>> by_node_;  // lookup only
 };
 
-// Every function's ledger (primitive functions too: they should have none).
+// The ledger of every function that is not an invoked primitive (an invoked primitive's copies
+// are in its caller's ledger, attributed to the invoke).
 ModuleCopies CollectCopies(const Module& module);
 
 // True for a device_copy binding (asks the registry's role, never the name).

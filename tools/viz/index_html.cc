@@ -1,15 +1,25 @@
-// index.html: every stage in order, each with its picture, a summary table, its copies and what
-// changed since the previous stage. A small script reports pictures that fail to load (and any
-// script error) in the page title and in <body data-status>, which the browser check reads.
+// index.html: the interactive viewer first (tools/viz/viewer: the copy view of each stage, the
+// full graph one click away, pan and zoom, search, node facts, copy paths, a side-by-side
+// diff), then every stage in order, each with its picture, a summary table, its copies and what
+// changed since the previous stage. The viewer's data is one JSON block (stages, views, copies
+// with their paths, node facts); each SVG is inlined once in a <template>, instantiated only
+// when shown, so the page stays one self-contained file that opens from disk. A small script
+// reports pictures that fail to load (and any script error) in the page title and in
+// <body data-status>, which the browser check reads.
 #include "viz/viz.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "passes/support/json.h"
 #include "viz/stages.h"
+#include "viz/viewer_assets.h"
 
 namespace hetpass::viz {
 namespace {
@@ -195,6 +205,90 @@ std::string PictureAndFiles(const StageSummary& s) {
   return absl::StrCat(out, "</div>\n<div class=\"facts\"><p>files: ", links, "</p>");
 }
 
+std::string TemplateId(const StageSummary& s, const StageView& v) {
+  return absl::StrCat("hp-svg-", s.index, "-", v.name);
+}
+
+std::string SvgFile(const StageView& v) {
+  for (const auto& [format, file] : v.files) {
+    if (format == "svg") return file;
+  }
+  return "";
+}
+
+// The <svg> element of a written SVG file (the XML prolog and doctype dropped), "" if unreadable.
+std::string InlineSvg(const std::string& dir, const std::string& file) {
+  std::ifstream in(std::filesystem::path(dir) / file, std::ios::binary);
+  if (!in) return "";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string svg = text.str();
+  const size_t start = svg.find("<svg");
+  return start == std::string::npos ? "" : svg.substr(start);
+}
+
+std::string NodeJson(const NodeFacts& f) {
+  return absl::StrCat("{\"label\":", JsonString(f.label), ",\"op\":", JsonString(f.op),
+                      ",\"type\":", JsonString(f.type), ",\"device\":", JsonString(f.device),
+                      ",\"location\":", JsonString(f.location),
+                      ",\"masks\":", JsonString(f.masks), "}");
+}
+
+std::string CopyJson(const CopyRow& c) {
+  std::vector<std::string> path;
+  for (const std::string& p : c.path) path.push_back(JsonString(p));
+  return absl::StrCat(
+      "{\"direction\":", JsonString(c.direction), ",\"value\":", JsonString(c.value),
+      ",\"copy\":", JsonString(c.copy), ",\"src\":", JsonString(c.src),
+      ",\"dst\":", JsonString(c.dst),
+      ",\"bytes\":", JsonString(c.in_loop ? absl::StrCat(c.bytes, " per iteration") : c.bytes),
+      ",\"reason\":", JsonString(c.reason), ",\"function\":", JsonString(c.function),
+      ",\"node\":", JsonString(c.node), ",\"path\":[", absl::StrJoin(path, ","), "]}");
+}
+
+// The viewer's data (tools/viz/viewer/README.md has the contract).
+std::string ViewerData(const DumpOptions& options, const std::vector<StageSummary>& stages) {
+  std::string out = absl::StrCat("{\"source\":", JsonString(options.source_name),
+                                 ",\"stages\":[");
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageSummary& s = stages[i];
+    absl::StrAppend(&out, i ? "," : "", "{\"index\":", s.index,
+                    ",\"title\":", JsonString(s.Title()), ",\"views\":[");
+    for (size_t k = 0; k < s.views.size(); ++k) {
+      const StageView& v = s.views[k];
+      absl::StrAppend(&out, k ? "," : "", "{\"name\":", JsonString(v.name),
+                      ",\"label\":", JsonString(v.label), ",\"template\":",
+                      SvgFile(v).empty() ? "null" : JsonString(TemplateId(s, v)),
+                      ",\"note\":", JsonString(v.note), "}");
+    }
+    out += "],\"copies\":[";
+    for (size_t k = 0; k < s.copies.size(); ++k) {
+      absl::StrAppend(&out, k ? "," : "", CopyJson(s.copies[k]));
+    }
+    out += "],\"nodes\":{";
+    for (size_t k = 0; k < s.nodes.size(); ++k) {
+      absl::StrAppend(&out, k ? "," : "", JsonString(s.nodes[k].name), ":", NodeJson(s.nodes[k]));
+    }
+    out += "}}";
+  }
+  return out + "]}";
+}
+
+std::string Viewer(const DumpOptions& options, const std::vector<StageSummary>& stages) {
+  std::string out = absl::StrCat(
+      "<div id=\"hp-viewer\"></div>\n<script type=\"application/json\" id=\"hp-data\">",
+      ViewerData(options, stages), "</script>\n");
+  for (const StageSummary& s : stages) {
+    for (const StageView& v : s.views) {
+      const std::string file = SvgFile(v);
+      if (file.empty()) continue;
+      absl::StrAppend(&out, "<template id=\"", TemplateId(s, v), "\">",
+                      InlineSvg(options.out_dir, file), "</template>\n");
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string RenderIndexHtml(const DumpOptions& options, const std::vector<StageSummary>& stages,
@@ -213,6 +307,8 @@ std::string RenderIndexHtml(const DumpOptions& options, const std::vector<StageS
     absl::StrAppend(&out, "<p class=\"error\"><b>error:</b> ", H(error),
                     " (stages up to the failure are shown)</p>\n");
   }
+  out += Viewer(options, stages);
+  out += "<h2>stages</h2>\n";
   out += Legend();
   out += Overview(stages);
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -226,7 +322,8 @@ std::string RenderIndexHtml(const DumpOptions& options, const std::vector<StageS
     if (i > 0) out += Diff(stages[i - 1], s);
     out += "</div></div>\n";
   }
-  out += "</body>\n</html>\n";
+  absl::StrAppend(&out, "<style>", kViewerCss, "</style>\n<script>", kViewerJs,
+                  "</script>\n</body>\n</html>\n");
   return out;
 }
 

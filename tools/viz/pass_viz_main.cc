@@ -3,6 +3,7 @@
 //   pass-viz INPUT --passes=PIPELINE [--dump-after=all|name,...] --out DIR
 //            [--format=svg,png,dot] [--stats] [--engine=auto|dot|sfdp|...]
 //            [--max-cluster-ops=N] [--large-graph-nodes=N] [--verify-each=true]
+//            [--picture-seconds=5] [--copy-view=true] [--copy-hops=2] [--compact-graph-nodes=300]
 //
 // INPUT is text IR ('-' for stdin). Stage 0 is the input module; then one stage after each
 // pass selected by --dump-after. Errors (unreadable input, bad IR, bad pipeline, unwritable
@@ -43,6 +44,16 @@ ABSL_FLAG(int, large_graph_nodes, 1500,
           "above this many graph nodes: collapse groups, hide constants, use sfdp (0: never)");
 ABSL_FLAG(bool, verify_each, true, "run the verifier after every pass");
 ABSL_FLAG(bool, legend, true, "draw the legend on every picture");
+ABSL_FLAG(double, picture_seconds, 5,
+          "wall-clock seconds one picture may take to lay out and render; past it a cheaper "
+          "layout (large-graph mode) is drawn and the page says so (0: no limit)");
+ABSL_FLAG(int, fast_layout_nodes, 250,
+          "above this many graph nodes dot draws straight edges with short searches (-1: never)");
+ABSL_FLAG(bool, copy_view, true, "draw each stage's copy view (copies with their chains)");
+ABSL_FLAG(int, copy_hops, 2, "copy view: producer and consumer hops drawn around each copy");
+ABSL_FLAG(int, compact_graph_nodes, 300,
+          "above this many graph nodes, shape arithmetic and constants collapse (0: always, "
+          "-1: never)");
 
 namespace {
 
@@ -65,13 +76,16 @@ absl::StatusOr<std::string> ReadInput(const std::string& path) {
 }
 
 void PrintStats(const hetpass::viz::StageSummary& s) {
-  const hetpass::viz::PictureStats& p = s.stats;
-  std::cerr << absl::StrFormat(
-      "pass-viz: %s: %d IR bindings, %d graph nodes, %d edges, %d clusters%s; build %.3f s, "
-      "layout (%s) %.3f s, render %.3f s\n",
-      s.Title(), p.ir_nodes, p.graph_nodes, p.graph_edges, p.clusters,
-      p.large_graph ? " (large-graph mode)" : "", p.build_seconds, p.engine, p.layout_seconds,
-      p.render_seconds);
+  for (const hetpass::viz::StageView& v : s.views) {
+    const hetpass::viz::PictureStats& p = v.stats;
+    std::cerr << absl::StrFormat(
+        "pass-viz: %s: %s: %d IR bindings, %d graph nodes, %d edges, %d clusters%s%s; build "
+        "%.3f s, layout (%s) %.3f s, render %.3f s%s\n",
+        s.Title(), v.label, p.ir_nodes, p.graph_nodes, p.graph_edges, p.clusters,
+        p.large_graph ? " (large-graph mode)" : "", p.compact ? " (compact)" : "",
+        p.build_seconds, p.engine, p.layout_seconds, p.render_seconds,
+        v.note.empty() ? "" : absl::StrCat(" [", v.note, "]"));
+  }
 }
 
 int Run(const std::string& input) {
@@ -124,6 +138,12 @@ int Run(const std::string& input) {
   options.dot.max_cluster_ops = absl::GetFlag(FLAGS_max_cluster_ops);
   options.dot.large_graph_nodes = absl::GetFlag(FLAGS_large_graph_nodes);
   options.dot.legend = absl::GetFlag(FLAGS_legend);
+  options.dot.copy_hops = absl::GetFlag(FLAGS_copy_hops);
+  options.dot.fast_layout_nodes = absl::GetFlag(FLAGS_fast_layout_nodes);
+  options.dot.compact_graph_nodes = absl::GetFlag(FLAGS_compact_graph_nodes);
+  options.picture_seconds = absl::GetFlag(FLAGS_picture_seconds);
+  options.copy_view = absl::GetFlag(FLAGS_copy_view);
+  if (options.dot.copy_hops < 0) return Fail("--copy-hops must be 0 or more");
   auto dumper = hetpass::viz::StageDumper::Create(options);
   if (!dumper.ok()) return Fail(dumper.status().message());
 

@@ -12,6 +12,12 @@
 //          operands, its results feeding the invoke's uses). Regions become clusters too.
 // Phase 3  The legend (one HTML-table node) and the graph label (stage title and notes).
 //
+// Compact pictures (above compact_graph_nodes, and always in the copy view) draw each connected
+// piece of host shape arithmetic as one node (FunctionInfo's components) and leave constants
+// out, counting them in their users' labels. The copy view draws only the bindings within
+// copy_hops of a copy (FunctionInfo::Neighbourhood), with fused groups collapsed; parameters
+// and returned values appear when a drawn binding uses or produces them.
+//
 // Graph node names come from printed value names, never from pointers, and objects are created
 // in program order, so agwrite's output is deterministic.
 #include "viz/viz.h"
@@ -30,6 +36,7 @@
 #include "absl/strings/str_split.h"
 #include "passes/ir/printer.h"
 #include "passes/shape_funcs/op_registry.h"
+#include "viz/function_info.h"
 
 namespace hetpass::viz {
 namespace {
@@ -121,10 +128,6 @@ std::string Wrap(absl::string_view s, int width) {
 bool IsShapeFuncInvoke(const Node& n) { return IsShapeFunctionInvoke(n); }
 bool IsDestinationPassingInvoke(const Node& n) { return IsKernelInvoke(n); }
 
-bool IsShapeQuery(const Node& n) {
-  return n.kind() == NodeKind::kCall && n.op() != nullptr && n.op()->role() == OpRole::kShapeQuery;
-}
-
 int CountBindings(const Block& b) {
   int n = 0;
   WalkNodes(b, [&](const Node&) { ++n; });
@@ -145,62 +148,22 @@ std::string ConstantText(const Node& n) {
                                             : absl::StrCat("[", absl::StrJoin(items, ", "), "]");
 }
 
-// Phase 0: what the drawing needs to know about one function.
-struct FunctionInfo {
-  explicit FunctionInfo(const Function& f) : names(f) {
-    std::vector<const Node*> order;
-    absl::flat_hash_map<const Value*, std::vector<std::pair<const Node*, int>>> uses;
-    absl::flat_hash_set<const Value*> escapes;  // returned or yielded
-    std::function<void(const Block&)> index = [&](const Block& b) {
-      for (const auto& n : b.nodes()) {
-        ordinal[n.get()] = static_cast<int>(order.size());
-        order.push_back(n.get());
-        for (int i = 0; i < n->num_operands(); ++i) {
-          uses[n->operand(i)].push_back({n.get(), i});
-          ++use_count[n->operand(i)];
-        }
-        for (int r = 0; r < n->num_regions(); ++r) index(*n->region(r));
-      }
-      for (const Value* v : b.results()) escapes.insert(v);
-    };
-    index(f.body());
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const Node& n = **it;
-      if (n.kind() != NodeKind::kCall || n.op() == nullptr || n.num_results() == 0) continue;
-      if (n.op()->role() != OpRole::kCompute) continue;
-      bool shape = true;
-      for (const auto& r : n.results()) {
-        const Type& t = r->type();
-        auto u = uses.find(r.get());
-        if ((t.is_tensor() && !IsInteger(t.dtype())) || t.is_tuple() || escapes.contains(r.get()) ||
-            u == uses.end()) {
-          shape = false;
-          break;
-        }
-        for (const auto& [user, operand] : u->second) {
-          const bool ok = user->kind() == NodeKind::kCall && user->op() != nullptr &&
-                          (NeedsValue(user->op()->dep(operand)) || shape_subgraph.contains(user));
-          if (!ok) {
-            shape = false;
-            break;
-          }
-        }
-        if (!shape) break;
-      }
-      if (shape) shape_subgraph.insert(&n);
-    }
-  }
-  ValueNames names;
-  absl::flat_hash_map<const Node*, int> ordinal;  // program order, for unnamed bindings
-  absl::flat_hash_set<const Node*> shape_subgraph;
-  absl::flat_hash_map<const Value*, int> use_count;  // operand uses
-};
-
 class GraphBuilder {
  public:
+  struct Outputs {
+    PictureStats* stats;
+    std::vector<NodeFacts>* facts;
+    std::vector<std::vector<std::string>>* copy_paths;
+    std::vector<std::string>* copy_nodes;
+  };
   GraphBuilder(const Module& module, const DotOptions& options, const ModuleCopies& copies,
-               Agraph_t* graph, PictureStats* stats)
-      : module_(module), options_(options), copies_(copies), root_(graph), stats_(stats) {}
+               Agraph_t* graph, Outputs out)
+      : module_(module),
+        options_(options),
+        copies_(copies),
+        root_(graph),
+        stats_(out.stats),
+        out_(out) {}
 
   void Build() {
     for (const auto& f : module_.functions()) {
@@ -217,8 +180,14 @@ class GraphBuilder {
     // Phase 1.
     int full = options_.legend ? 1 : 0;
     for (const Function* f : top_level_) full += CountFunction(*f, 0);
+    full_nodes_ = full;
     large_ = options_.large_graph_nodes > 0 && full > options_.large_graph_nodes;
     stats_->large_graph = large_;
+    copies_view_ = options_.view == PictureView::kCopies;
+    compact_ = large_ || copies_view_ ||
+               (options_.compact_graph_nodes >= 0 && full > options_.compact_graph_nodes);
+    stats_->compact = compact_;
+    CopyNeighbourhoods();
     stats_->engine = options_.engine == "auto" || options_.engine.empty()
                          ? (large_ ? "sfdp" : "dot")
                          : options_.engine;
@@ -236,6 +205,10 @@ class GraphBuilder {
       }
       Instance inst{f, &Info(*f), absl::StrCat(f->name(), "."), DeviceKind::kUnset, {}, 0};
       DrawFunction(inst, g);
+    }
+    for (const CopyInfo& c : copies_.copies()) {
+      auto it = c.entry.node == nullptr ? drawn_.end() : drawn_.find(c.entry.node);
+      out_.copy_nodes->push_back(it == drawn_.end() ? "" : it->second);
     }
 
     // Phase 3.
@@ -280,7 +253,50 @@ class GraphBuilder {
   }
 
   bool Collapsed(const Function& callee) const {
-    return large_ || CountBindings(callee.body()) > options_.max_cluster_ops;
+    return large_ || copies_view_ || CountBindings(callee.body()) > options_.max_cluster_ops;
+  }
+
+  // Copy view: a binding is drawn when it lies in some copy's neighbourhood.
+  bool Shown(const Node& n) const { return !copies_view_ || focus_.contains(&n); }
+  bool ShownParam(const Instance& inst, const Value& p) const {
+    if (!copies_view_) return true;
+    auto it = inst.info->uses.find(&p);
+    if (it == inst.info->uses.end()) return false;
+    for (const auto& [user, operand] : it->second) {
+      if (focus_.contains(user)) return true;
+    }
+    return false;
+  }
+
+  // Every copy's neighbourhood: the copy view's selection (focus_) and the paths the viewer
+  // highlights, named both as a compact picture draws them (a shape component's node) and as
+  // a full one does (each binding's own node).
+  void CopyNeighbourhoods() {
+    for (const CopyInfo& c : copies_.copies()) {
+      std::vector<std::string> names;
+      const Function* f = module_.FindFunction(c.function);
+      if (f != nullptr && c.entry.node != nullptr) {
+        const FunctionInfo& info = Info(*f);
+        absl::flat_hash_set<const Node*> hood = info.Neighbourhood(c.entry.node, options_.copy_hops);
+        std::vector<const Node*> sorted(hood.begin(), hood.end());
+        std::sort(sorted.begin(), sorted.end(), [&](const Node* a, const Node* b) {
+          return info.ordinal.at(a) < info.ordinal.at(b);
+        });
+        const std::string prefix = absl::StrCat(f->name(), ".");
+        std::set<std::string> seen;
+        for (const Node* n : sorted) {
+          if (copies_view_) focus_.insert(n);
+          std::vector<std::string> both = {NodeName(prefix, info, *n)};
+          if (const auto* comp = info.ComponentOf(n)) {
+            both.push_back(ShapeNodeName(prefix, info, *comp));
+          }
+          for (std::string& name : both) {
+            if (seen.insert(name).second) names.push_back(std::move(name));
+          }
+        }
+      }
+      out_.copy_paths->push_back(std::move(names));
+    }
   }
 
   // Phase 1: graph nodes of a full drawing (groups expanded unless too large).
@@ -324,6 +340,16 @@ class GraphBuilder {
       agattr(root_, AGRAPH, S("rankdir"), S("TB"));
       agattr(root_, AGRAPH, S("nodesep"), S("0.25"));
       agattr(root_, AGRAPH, S("ranksep"), S("0.35"));
+      if (options_.fast_layout_nodes >= 0 && full_nodes_ > options_.fast_layout_nodes) {
+        // Measured on maskrcnn_tiny's stages (530-880 nodes, dot CPU seconds): spline routing
+        // is most of the time (2.1 s -> 0.35 s with straight lines), and network simplex with
+        // few iterations (nslimit, nslimit1) and a short crossing search (mclimit) take the
+        // rest from 3.2 s to 0.3 s, with ranks unchanged: edges stay top to bottom.
+        agattr(root_, AGRAPH, S("splines"), S("line"));
+        agattr(root_, AGRAPH, S("nslimit"), S("2"));
+        agattr(root_, AGRAPH, S("nslimit1"), S("2"));
+        agattr(root_, AGRAPH, S("mclimit"), S("0.3"));
+      }
     }
     agattr(root_, AGNODE, S("label"), S("\\N"));
     agattr(root_, AGNODE, S("shape"), S("box"));
@@ -364,10 +390,19 @@ class GraphBuilder {
 
   Agnode_t* NewNode(Agraph_t* g, const std::string& name) { return agnode(g, S(name), 1); }
 
+  static std::string NodeName(absl::string_view prefix, const FunctionInfo& info,
+                              const Node& n) {
+    if (n.num_results() > 0) return absl::StrCat(prefix, info.names.Name(n.result(0)));
+    auto it = info.ordinal.find(&n);
+    return absl::StrCat(prefix, "op", it == info.ordinal.end() ? -1 : it->second);
+  }
   std::string NodeName(const Instance& inst, const Node& n) const {
-    if (n.num_results() > 0) return absl::StrCat(inst.prefix, inst.info->names.Name(n.result(0)));
-    auto it = inst.info->ordinal.find(&n);
-    return absl::StrCat(inst.prefix, "op", it == inst.info->ordinal.end() ? -1 : it->second);
+    return NodeName(inst.prefix, *inst.info, n);
+  }
+  // A compact picture's node for a piece of shape arithmetic: named after its first binding.
+  static std::string ShapeNodeName(absl::string_view prefix, const FunctionInfo& info,
+                                   const std::vector<const Node*>& component) {
+    return absl::StrCat(prefix, "shape:", info.names.Name(component[0]->result(0)));
   }
 
   std::string ResultList(const Instance& inst, const Node& n) const {
@@ -419,9 +454,15 @@ class GraphBuilder {
 
   Agedge_t* EdgeFrom(const Instance& inst, const Value* v, Agnode_t* to) {
     auto it = inst.nodes.find(v);
-    if (it == inst.nodes.end()) return nullptr;  // a hidden constant, or an undefined value
+    if (it == inst.nodes.end()) return nullptr;  // hidden (constant, copy view), or undefined
     if (IsHub(inst, v)) {
       ++stats_->hidden_edges;
+      return nullptr;
+    }
+    // A shape component's node stands for several bindings: no self-loops, one edge per pair.
+    if (it->second == to) return nullptr;
+    if ((shape_nodes_.contains(it->second) || shape_nodes_.contains(to)) &&
+        agedge(root_, it->second, to, nullptr, 0) != nullptr) {
       return nullptr;
     }
     Agedge_t* e = agedge(root_, it->second, to, nullptr, 1);
@@ -489,11 +530,16 @@ class GraphBuilder {
 
   void DrawFunction(Instance& inst, Agraph_t* g) {
     const Block& body = inst.function->body();
-    for (const auto& p : body.params()) DrawParam(inst, g, *p, /*small=*/false);
+    for (const auto& p : body.params()) {
+      if (ShownParam(inst, *p)) DrawParam(inst, g, *p, /*small=*/false);
+    }
     DrawBlock(inst, g, body);
     for (size_t i = 0; i < body.results().size(); ++i) {
-      Agnode_t* node = NewNode(g, absl::StrCat(inst.prefix, "return", i));
       const Value* v = body.results()[i];
+      if (copies_view_ && !inst.nodes.contains(v)) continue;
+      Agnode_t* node = NewNode(g, absl::StrCat(inst.prefix, "return", i));
+      out_.facts->push_back({agnameof(node), absl::StrCat("return ", inst.info->names.Name(v)),
+                             "return", TypeText(v->type()), DeviceLabel(v->device()), "", ""});
       std::string label = absl::StrCat("return ", inst.info->names.Name(v));
       if (body.results().size() > 1) absl::StrAppend(&label, " (#", i, ")");
       Set(node, "label", label);
@@ -529,6 +575,8 @@ class GraphBuilder {
       Set(node, "height", "0.25");
     }
     const DeviceKind shown = p.device() == DeviceKind::kUnset ? inst.inherited : p.device();
+    out_.facts->push_back({agnameof(node), inst.info->names.Name(&p), "parameter",
+                           TypeText(p.type()), DeviceLabel(shown), "", ""});
     Set(node, "tooltip",
         Esc(absl::StrCat("parameter ", inst.info->names.Name(&p), " : ", TypeText(p.type()), " @",
                          DeviceLabel(shown))));
@@ -536,12 +584,71 @@ class GraphBuilder {
   }
 
   void DrawBlock(Instance& inst, Agraph_t* g, const Block& block) {
-    for (const auto& n : block.nodes()) DrawNode(inst, g, *n);
+    for (const auto& n : block.nodes()) {
+      if (Shown(*n)) {
+        DrawNode(inst, g, *n);
+      } else {
+        ++stats_->omitted_bindings;
+      }
+    }
+  }
+
+  // Compact pictures: one node per piece of host shape arithmetic, made by its first binding;
+  // every member's results map to it, and its edges are the component's edges to the outside.
+  void DrawShapeMember(Instance& inst, Agraph_t* g, const Node& n,
+                       const std::vector<const Node*>& component) {
+    const std::string name = ShapeNodeName(inst.prefix, *inst.info, component);
+    auto [it, fresh] = shape_by_name_.try_emplace(name, nullptr);
+    if (fresh) {
+      Agnode_t* node = NewNode(g, name);
+      it->second = node;
+      shape_nodes_.insert(node);
+      ++stats_->shape_components;
+      std::vector<std::pair<std::string, int>> counts;  // op name, count, in first-use order
+      std::string tooltip = absl::StrCat("shape arithmetic on the host: ", component.size(),
+                                         " bindings (every use needs its value on the host)");
+      for (const Node* m : component) {
+        const std::string op(m->OpName());
+        auto c = std::find_if(counts.begin(), counts.end(),
+                              [&](const auto& e) { return e.first == op; });
+        if (c == counts.end()) {
+          counts.push_back({op, 1});
+        } else {
+          ++c->second;
+        }
+        absl::StrAppend(&tooltip, "\n", FormatLocation(&module_, m->loc()), ": ",
+                        ResultList(inst, *m), " = ", op);
+      }
+      std::vector<std::string> parts;
+      for (const auto& [op, count] : counts) {
+        parts.push_back(count > 1 ? absl::StrCat(op, " x", count) : op);
+      }
+      const DeviceKind device = n.device() == DeviceKind::kUnset ? inst.inherited : n.device();
+      FillByDevice(node, device);
+      Set(node, "style", kShapeArithStyle);
+      Set(node, "class", absl::StrCat("shape_value shape_group device_", DeviceLabel(device)));
+      Set(node, "label", absl::StrCat("shape arithmetic: ", component.size(), " ops\\n",
+                                      Wrap(Esc(absl::StrJoin(parts, ", ")), 40)));
+      Set(node, "tooltip", EscTip(tooltip));
+      out_.facts->push_back({name, absl::StrCat("shape arithmetic: ", component.size(), " ops"),
+                             "shape arithmetic", "", DeviceLabel(device),
+                             FormatLocation(&module_, component[0]->loc()),
+                             absl::StrJoin(parts, ", ")});
+    }
+    for (const auto& r : n.results()) inst.nodes[r.get()] = it->second;
+    drawn_[&n] = name;
+    for (int i = 0; i < n.num_operands(); ++i) {
+      StyleOperandEdge(EdgeFrom(inst, n.operand(i), it->second), n, i);
+    }
   }
 
   void DrawNode(Instance& inst, Agraph_t* g, const Node& n) {
-    if (n.kind() == NodeKind::kConstant && large_) {
+    if (n.kind() == NodeKind::kConstant && compact_) {
       ++stats_->hidden_constants;
+      return;
+    }
+    if (const auto* component = compact_ ? inst.info->ComponentOf(&n) : nullptr) {
+      DrawShapeMember(inst, g, n, *component);
       return;
     }
     if (const Function* callee = InlinedCallee(n, inst.depth);
@@ -550,6 +657,7 @@ class GraphBuilder {
       return;
     }
     Agnode_t* node = NewNode(g, NodeName(inst, n));
+    drawn_[&n] = agnameof(node);
     for (const auto& r : n.results()) inst.nodes[r.get()] = node;
     const DeviceKind device = n.device() == DeviceKind::kUnset ? inst.inherited : n.device();
     FillByDevice(node, device);
@@ -612,6 +720,8 @@ class GraphBuilder {
     if (n.kind() != NodeKind::kConstant && !type_line.empty() && !large_) {
       absl::StrAppend(&label, "\\n", Esc(type_line));
     }
+    const std::string first_line = label.substr(0, label.find("\\n"));
+    std::string masks;
     if (n.kind() == NodeKind::kCall && n.op() != nullptr) {
       const OpDef& op = *n.op();
       if (IsDeviceCopy(n)) {
@@ -634,6 +744,8 @@ class GraphBuilder {
       for (int i = 0; i < n.num_operands(); ++i) {
         absl::StrAppend(&tooltip, "\ninput ", i, " '", op.input(i).name,
                         "': ", InputDepName(op.dep(i)));
+        absl::StrAppend(&masks, masks.empty() ? "" : "; ", op.input(i).name, ": ",
+                        InputDepName(op.dep(i)));
       }
       // Copies the ledger attributes to a compute op (count copies after manifest-alloc).
       if (!IsDeviceCopy(n)) {
@@ -646,8 +758,18 @@ class GraphBuilder {
       }
     }
     absl::StrAppend(&label, HubNote(inst, &n, nullptr));
+    if (compact_ && !large_) {
+      int constants = 0;
+      for (int i = 0; i < n.num_operands(); ++i) {
+        const Node* p = n.operand(i)->producer();
+        constants += p != nullptr && p->kind() == NodeKind::kConstant;
+      }
+      if (constants > 0) absl::StrAppend(&label, "\\n(+", constants, " constant inputs)");
+    }
     Set(node, "label", label);
     Set(node, "tooltip", EscTip(tooltip));
+    out_.facts->push_back({agnameof(node), first_line, std::string(n.OpName()), TypeLine(n, DeviceKind::kUnset),
+                           DeviceLabel(device), FormatLocation(&module_, n.loc()), masks});
     for (int i = 0; i < n.num_operands(); ++i) {
       Agedge_t* e = EdgeFrom(inst, n.operand(i), node);
       if (IsShapeFuncInvoke(n)) {
@@ -655,6 +777,16 @@ class GraphBuilder {
       } else {
         StyleOperandEdge(e, n, i);
       }
+    }
+    // A destination-passing kernel fills its output tensors: later uses are drawn from it, so
+    // the picture follows the data (kernel to kernel) instead of fanning out of the allocations.
+    const std::vector<const Value*> outputs = KernelOutputs(n);
+    for (int i = n.num_operands() - static_cast<int>(outputs.size()); i < n.num_operands(); ++i) {
+      auto it = inst.nodes.find(n.operand(i));
+      if (it != inst.nodes.end() && it->second != node) {
+        if (Agedge_t* e = agedge(root_, it->second, node, nullptr, 0)) Set(e, "label", "out");
+      }
+      inst.nodes[n.operand(i)] = node;
     }
     for (int r = 0; r < n.num_regions(); ++r) DrawRegion(inst, g, n, r, node);
   }
@@ -703,6 +835,11 @@ class GraphBuilder {
                                   ? (r == 0 ? "then" : "else")
                                   : (r == 0 ? std::string("body") : absl::StrCat("region", r));
     const std::string owner_name = NodeName(inst, owner);
+    if (copies_view_) {
+      bool any = false;
+      WalkNodes(region, [&](const Node& m) { any = any || focus_.contains(&m); });
+      if (!any) return;
+    }
     Agraph_t* sub = g;
     if (!large_) {
       sub = Cluster(g, absl::StrCat("cluster_", owner_name, ".", which));
@@ -710,7 +847,9 @@ class GraphBuilder {
       Set(sub, "label", Esc(absl::StrCat(which, " of ", owner.OpName(), " ", results)));
       Set(sub, "style", "dashed,rounded");
     }
-    for (const auto& p : region.params()) DrawParam(inst, sub, *p, /*small=*/true);
+    for (const auto& p : region.params()) {
+      if (ShownParam(inst, *p)) DrawParam(inst, sub, *p, /*small=*/true);
+    }
     DrawBlock(inst, sub, region);
     for (const Value* v : region.results()) {
       Agedge_t* e = EdgeFrom(inst, v, owner_node);
@@ -806,6 +945,17 @@ class GraphBuilder {
       notes.push_back(absl::StrCat(stats_->collapsed_groups, " fused group(s) with more than ",
                                    options_.max_cluster_ops, " ops drawn collapsed"));
     }
+    if (copies_view_) {
+      notes.push_back(absl::StrCat(
+          "copy view: ", copies_.copies().size(), " copies with ", options_.copy_hops,
+          " hop(s) of producers and consumers and the shape arithmetic that reads them; ",
+          stats_->omitted_bindings, " other bindings left out (the full graph has them)"));
+    } else if (compact_ && !large_) {
+      notes.push_back(absl::StrCat("compact (", full_nodes, " nodes > ",
+                                   options_.compact_graph_nodes, "): ", stats_->shape_components,
+                                   " pieces of shape arithmetic drawn as one node each, ",
+                                   stats_->hidden_constants, " constants counted in their users"));
+    }
     for (const std::string& note : copies_.notes()) notes.push_back(note);
     return notes;
   }
@@ -815,7 +965,15 @@ class GraphBuilder {
   const ModuleCopies& copies_;
   Agraph_t* root_;
   PictureStats* stats_;
+  Outputs out_;
   bool large_ = false;
+  int full_nodes_ = 0;
+  bool compact_ = false;
+  bool copies_view_ = false;
+  absl::flat_hash_set<const Node*> focus_;                // copy view: bindings drawn
+  absl::flat_hash_map<const Node*, std::string> drawn_;  // binding -> its graph node's name
+  absl::flat_hash_map<std::string, Agnode_t*> shape_by_name_;
+  absl::flat_hash_set<Agnode_t*> shape_nodes_;
   std::set<std::string> invoked_;
   std::vector<const Function*> top_level_;
   absl::flat_hash_map<const Function*, std::unique_ptr<FunctionInfo>> info_;  // lookup only
@@ -861,7 +1019,9 @@ absl::StatusOr<std::unique_ptr<Picture>> Picture::Create(const Module& module,
     collected = CollectCopies(module);
     copies = &collected;
   }
-  GraphBuilder(module, options, *copies, picture->graph_, &picture->stats_).Build();
+  GraphBuilder(module, options, *copies, picture->graph_,
+               {&picture->stats_, &picture->facts_, &picture->copy_paths_, &picture->copy_nodes_})
+      .Build();
   picture->stats_.build_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return picture;

@@ -9,12 +9,21 @@
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 
 namespace hetpass::viz {
@@ -163,6 +172,106 @@ absl::Status Renderer::RenderToFile(Picture& picture, absl::string_view format,
     return ErrorStatus(absl::StrCat("rendering ", fmt, " to '", path, "'"), diagnostics_);
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// The child's report, one line each: "W<warning>", "E<error>", "T<layout s> <render s>".
+void WriteAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<bool> Renderer::RenderFilesWithin(
+    Picture& picture, const std::vector<std::pair<std::string, std::string>>& files,
+    double seconds) {
+  if (seconds <= 0) {
+    for (const auto& [format, path] : files) {
+      if (absl::Status s = RenderToFile(picture, format, path); !s.ok()) return s;
+    }
+    return true;
+  }
+  int fds[2];
+  if (pipe(fds) != 0) return absl::InternalError("pass-viz: pipe() failed");
+  std::fflush(nullptr);  // nothing buffered may be written twice
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return absl::InternalError("pass-viz: fork() failed");
+  }
+  if (pid == 0) {
+    // The child: lay out, render, report, and leave without running any destructor or atexit
+    // handler of the parent's objects.
+    close(fds[0]);
+    std::string report;
+    for (const auto& [format, path] : files) {
+      absl::Status s = RenderToFile(picture, format, path);
+      for (const std::string& w : diagnostics_.warnings) absl::StrAppend(&report, "W", w, "\n");
+      if (!s.ok()) {
+        absl::StrAppend(&report, "E", absl::StrReplaceAll(s.message(), {{"\n", " "}}), "\n");
+        break;
+      }
+    }
+    absl::StrAppend(&report, "T", picture.stats_.layout_seconds, " ",
+                    picture.stats_.render_seconds, "\n");
+    WriteAll(fds[1], report);
+    _exit(0);
+  }
+  close(fds[1]);
+  const auto start = std::chrono::steady_clock::now();
+  std::string report;
+  bool finished = false;
+  char buffer[4096];
+  for (;;) {
+    const double left = seconds - Since(start);
+    if (left <= 0) break;
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(left * 1000) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
+    const ssize_t n = read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      finished = true;  // EOF: the child is done
+      break;
+    }
+    report.append(buffer, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (!finished) kill(pid, SIGKILL);
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (!finished) return false;
+  diagnostics_ = {};
+  bool timed = false;
+  for (absl::string_view line : absl::StrSplit(report, '\n', absl::SkipEmpty())) {
+    const char kind = line[0];
+    line.remove_prefix(1);
+    if (kind == 'W') diagnostics_.warnings.emplace_back(line);
+    if (kind == 'E') diagnostics_.errors.emplace_back(line);
+    if (kind == 'T') {
+      std::vector<absl::string_view> t = absl::StrSplit(line, ' ');
+      timed = t.size() == 2 && absl::SimpleAtod(t[0], &picture.stats_.layout_seconds) &&
+              absl::SimpleAtod(t[1], &picture.stats_.render_seconds);
+    }
+  }
+  if (!diagnostics_.errors.empty()) {
+    return absl::InternalError(absl::StrCat("graphviz: ", absl::StrJoin(diagnostics_.errors, "; ")));
+  }
+  if (!timed || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return absl::InternalError(absl::StrCat(
+        "pass-viz: the layout process ended without its report (",
+        WIFSIGNALED(wstatus) ? absl::StrCat("signal ", WTERMSIG(wstatus)) : "no report", ")"));
+  }
+  return true;
 }
 
 absl::StatusOr<std::string> RenderModule(const Module& module, const DotOptions& options,

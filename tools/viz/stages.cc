@@ -226,28 +226,86 @@ absl::Status StageDumper::DumpStage(const Module& module, const std::string& pas
     dot.title = absl::StrCat(options_.source_name, " - ", dot.title);
   }
   dot.copies = &copies;
-  auto picture = Picture::Create(module, dot);
-  if (!picture.ok()) return picture.status();
   const std::string stem =
       absl::StrFormat("stage_%02d_%s", summary.index, pass.empty() ? "input" : FileStem(pass));
-  for (const std::string& format : options_.formats) {
-    const std::string name = absl::StrCat(stem, ".", format);
-    const std::string path = (std::filesystem::path(options_.out_dir) / name).string();
-    if (format == "dot") {
-      std::ofstream out(path);
-      if (!out) return absl::InvalidArgumentError(absl::StrCat("cannot write '", path, "'"));
-      if (absl::Status s = (*picture)->WriteDot(out); !s.ok()) return s;
-    } else {
-      if (absl::Status s = renderer_->RenderToFile(**picture, format, path); !s.ok()) return s;
-      for (const std::string& w : renderer_->diagnostics().warnings) {
-        summary.notes.push_back(absl::StrCat("graphviz (", format, "): ", w));
-      }
-    }
-    summary.files.push_back({format, name});
+  if (options_.copy_view && !copies.copies().empty()) {
+    DotOptions view = dot;
+    view.view = PictureView::kCopies;
+    view.title = absl::StrCat(dot.title, " - copy view");
+    auto drawn = DrawView(module, view, absl::StrCat(stem, ".copies"), "copies", "copy view",
+                          &summary);
+    if (!drawn.ok()) return drawn.status();
   }
-  summary.stats = (*picture)->stats();
+  auto drawn = DrawView(module, dot, stem, "full", "full graph", &summary);
+  if (!drawn.ok()) return drawn.status();
+  summary.files = summary.views.back().files;
+  summary.stats = summary.views.back().stats;
   stages_.push_back(std::move(summary));
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> StageDumper::DrawView(const Module& module, const DotOptions& dot,
+                                           const std::string& stem, const std::string& name,
+                                           const std::string& label, StageSummary* summary) {
+  StageView view{name, label, {}, {}, ""};
+  // The configured layout first; when it runs past the budget, large-graph mode (sfdp, no
+  // clusters), which lays out 10k nodes in about 3 s; when that also runs out, no picture.
+  std::vector<DotOptions> attempts = {dot};
+  if (options_.picture_seconds > 0 && dot.large_graph_nodes != 1) {
+    DotOptions cheap = dot;
+    cheap.large_graph_nodes = 1;
+    cheap.engine = "auto";
+    attempts.push_back(cheap);
+  }
+  for (size_t attempt = 0; attempt < attempts.size(); ++attempt) {
+    auto picture = Picture::Create(module, attempts[attempt]);
+    if (!picture.ok()) return picture.status();
+    std::vector<std::pair<std::string, std::string>> files;  // format, file name
+    std::vector<std::pair<std::string, std::string>> render;  // format, path
+    view.files.clear();
+    for (const std::string& format : options_.formats) {
+      const std::string file = absl::StrCat(stem, ".", format);
+      const std::string path = (std::filesystem::path(options_.out_dir) / file).string();
+      view.files.push_back({format, file});
+      if (format == "dot") {
+        std::ofstream out(path);
+        if (!out) return absl::InvalidArgumentError(absl::StrCat("cannot write '", path, "'"));
+        if (absl::Status s = (*picture)->WriteDot(out); !s.ok()) return s;
+      } else {
+        render.push_back({format, path});
+      }
+    }
+    auto finished = renderer_->RenderFilesWithin(**picture, render, options_.picture_seconds);
+    if (!finished.ok()) return finished.status();
+    view.stats = (*picture)->stats();
+    // The full graph's facts are the search index; each copy's node and path are named as
+    // the first view drawn (the copy view when there is one: its paths name both forms).
+    if (name == "full") summary->nodes = (*picture)->facts();
+    const auto& paths = (*picture)->copy_paths();
+    const auto& nodes = (*picture)->copy_nodes();
+    for (size_t i = 0; i < summary->copies.size() && i < paths.size(); ++i) {
+      if (summary->views.empty()) summary->copies[i].path = paths[i];
+      if (summary->copies[i].node.empty()) summary->copies[i].node = nodes[i];
+    }
+    if (*finished) {
+      for (const std::string& w : renderer_->diagnostics().warnings) {
+        summary->notes.push_back(absl::StrCat("graphviz (", label, "): ", w));
+      }
+      summary->views.push_back(std::move(view));
+      return true;
+    }
+    const std::string engine = (*picture)->engine();
+    absl::StrAppend(&view.note, view.note.empty() ? "" : "; ",
+                    absl::StrFormat("%s did not finish within %g s", engine,
+                                    options_.picture_seconds),
+                    attempt + 1 < attempts.size() ? ": drawn in large-graph mode instead" : "");
+  }
+  // Nothing finished in time: the view has no picture, only its note.
+  view.files.clear();
+  absl::StrAppend(&view.note, ": no picture (raise --picture-seconds, or 0 for no limit)");
+  summary->notes.push_back(absl::StrCat(label, ": ", view.note));
+  summary->views.push_back(std::move(view));
+  return false;
 }
 
 absl::Status StageDumper::WriteIndex(const std::string& error) const {

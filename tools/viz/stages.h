@@ -34,6 +34,9 @@ struct CopyRow {
   std::string reason;
   bool in_loop = false;
   bool from_ledger = true;
+  // The graph node drawing the copy ("" if none) and its neighbourhood (Picture::copy_paths).
+  std::string node;
+  std::vector<std::string> path;
   // "@main %begin sim->cpu": how copies are matched between stages.
   std::string Key() const;
 };
@@ -42,6 +45,17 @@ struct DirectionTotal {
   std::string direction;
   int count = 0;
   std::string bytes;  // symbolic sum
+};
+
+// One picture of a stage.
+struct StageView {
+  std::string name;   // "copies" or "full"
+  std::string label;  // "copy view", "full graph"
+  // Files written (names relative to the output directory), by format; empty when the layout
+  // ran out of time (see note).
+  std::vector<std::pair<std::string, std::string>> files;
+  PictureStats stats;
+  std::string note;  // fallbacks taken ("dot did not finish within 5 s: ...")
 };
 
 struct StageSummary {
@@ -63,9 +77,14 @@ struct StageSummary {
   // Every value's device, keyed "@fn %name", in program order.
   std::vector<std::pair<std::string, std::string>> placements;
 
-  // Files written for this stage (names relative to the output directory), by format.
+  // The pictures: the copy view (when the stage has copies), then the full graph.
+  std::vector<StageView> views;
+  // The full graph's files and statistics (views.back()).
   std::vector<std::pair<std::string, std::string>> files;
   PictureStats stats;
+  // What the viewer knows of each graph node of the full graph (and of the copy view's shape
+  // nodes), for search and the info panel.
+  std::vector<NodeFacts> nodes;
 };
 
 // The summary of a module (no pictures, no files).
@@ -93,6 +112,11 @@ struct DumpOptions {
   DotOptions dot;
   std::string source_name;  // shown in index.html
   std::string pipeline;     // shown in index.html
+  // Wall-clock seconds one picture may take to lay out and render; past it the layout is
+  // stopped and a cheaper one drawn (large-graph mode), which the page says. 0: no limit.
+  double picture_seconds = 5;
+  // Draw the copy view of every stage that has copies.
+  bool copy_view = true;
 };
 
 // Writes stage pictures and index.html into an output directory.
@@ -115,6 +139,11 @@ class StageDumper {
 
  private:
   explicit StageDumper(DumpOptions options) : options_(std::move(options)) {}
+  // Draws one view of a stage (within the time budget, with the fallback) into summary->views.
+  // False when no layout finished in time.
+  absl::StatusOr<bool> DrawView(const Module& module, const DotOptions& dot,
+                                const std::string& stem, const std::string& name,
+                                const std::string& label, StageSummary* summary);
   DumpOptions options_;
   std::unique_ptr<Renderer> renderer_;
   std::vector<StageSummary> stages_;

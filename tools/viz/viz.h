@@ -28,6 +28,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,6 +41,10 @@ struct Agraph_s;
 struct GVC_s;
 
 namespace hetpass::viz {
+
+// What a picture shows: the whole module, or only the copies with their producer and consumer
+// chains (the first view pass-viz offers: where is each copy, and why).
+enum class PictureView { kFull, kCopies };
 
 struct DotOptions {
   // First line of the graph label (the stage: "stage 1: after infer-types").
@@ -58,6 +63,27 @@ struct DotOptions {
   int max_reason_chars = 64;
   // Copies already collected for this module (CollectCopies); nullptr: collected on demand.
   const ModuleCopies* copies = nullptr;
+  PictureView view = PictureView::kFull;
+  // Copy view: data hops drawn before and after each copy (shape arithmetic costs no hop).
+  int copy_hops = 2;
+  // Above this many graph nodes (of the full drawing) the picture is compact: each connected
+  // piece of host shape arithmetic is one node with its op counts, constants are left out and
+  // counted in their users' labels. The copy view is always compact. 0: always; -1: never.
+  int compact_graph_nodes = 300;
+  // Above this many graph nodes dot runs with straight edges and short network-simplex and
+  // crossing searches (picture.cc has the measurements). -1: never.
+  int fast_layout_nodes = 250;
+};
+
+// What the viewer shows about one graph node (index.html's search and info panel).
+struct NodeFacts {
+  std::string name;      // graph node name (the SVG <title>)
+  std::string label;     // first line of the label
+  std::string op;        // op name ("nn.dense", "invoke @fused_1", "shape arithmetic")
+  std::string type;      // result types
+  std::string device;    // "cpu", "sim", "cuda", "unset"
+  std::string location;  // "file:line:col", or the ONNX node name of an imported op
+  std::string masks;     // "data: none; shape: value"
 };
 
 struct PictureStats {
@@ -70,7 +96,10 @@ struct PictureStats {
   int hidden_constants = 0;  // constants left out in large-graph mode
   int hub_nodes = 0;         // large-graph mode: values drawn without their (many) edges
   int hidden_edges = 0;      // the edges left out for them
+  int shape_components = 0;  // compact: shape arithmetic drawn as one node each
+  int omitted_bindings = 0;  // copy view: bindings outside every copy's neighbourhood
   bool large_graph = false;
+  bool compact = false;
   std::string engine;  // the layout engine used (or to be used)
   double build_seconds = 0;
   double layout_seconds = 0;
@@ -96,6 +125,13 @@ class Picture {
   // The layout engine chosen for this picture ("dot", "sfdp", ...).
   const std::string& engine() const { return stats_.engine; }
   Agraph_s* graph() const { return graph_; }
+  // One entry per graph node drawn for an IR value or op (not the legend), in drawing order.
+  const std::vector<NodeFacts>& facts() const { return facts_; }
+  // Per copy of the module (ModuleCopies::copies() order): the graph node names of the copy's
+  // neighbourhood (copy_hops hops), as drawn in a compact picture and as named in a full one.
+  const std::vector<std::vector<std::string>>& copy_paths() const { return copy_paths_; }
+  // Per copy: the graph node drawing it ("" if none).
+  const std::vector<std::string>& copy_nodes() const { return copy_nodes_; }
 
  private:
   friend class Renderer;
@@ -103,6 +139,9 @@ class Picture {
   Agraph_s* graph_ = nullptr;
   GVC_s* laid_out_by_ = nullptr;
   PictureStats stats_;
+  std::vector<NodeFacts> facts_;
+  std::vector<std::vector<std::string>> copy_paths_;
+  std::vector<std::string> copy_nodes_;
 };
 
 // Graphviz messages (agerr) gathered while laying out and rendering.
@@ -127,6 +166,15 @@ class Renderer {
   absl::Status RenderToFile(Picture& picture, absl::string_view format, const std::string& path);
   // Runs the layout now (Render does it on demand).
   absl::Status Layout(Picture& picture);
+  // Lays out and renders `picture` into files (format, path) within `seconds` of wall time:
+  // in a child process, which is killed when the budget runs out (Graphviz cannot be
+  // interrupted). Returns false when it ran out (files may be missing or partial), true when
+  // every file was written; the picture's layout and render seconds and the diagnostics come
+  // back from the child. The picture itself is not laid out in this process. seconds <= 0:
+  // no budget, rendered here (RenderToFile).
+  absl::StatusOr<bool> RenderFilesWithin(
+      Picture& picture, const std::vector<std::pair<std::string, std::string>>& files,
+      double seconds);
   // Messages of the last Layout/Render call.
   const GraphvizDiagnostics& diagnostics() const { return diagnostics_; }
 
