@@ -14,6 +14,7 @@ build=$(cd "${1:?usage: stage_times.sh BUILD_DIR [SHARED_DIR] [OUT_DIR]}" && pwd
 here=$(cd "$(dirname "$0")" && pwd)
 shared=${2:-$here/../../../shared}
 out=${3:-$(mktemp -d)}
+mkdir -p "$out"
 pass_viz=$build/tools/viz/pass-viz
 pipeline='infer-types,fold-constants,cse,dce,plan-devices{target=sim},fuse-ops,manifest-alloc'
 [ -x "$pass_viz" ] || { echo "stage_times: $pass_viz is missing (build pass-viz)" >&2; exit 1; }
@@ -48,7 +49,7 @@ for entry in "${inputs[@]}"; do
   python3 - "$name" "$log" <<'PY'
 import re, sys
 name, log = sys.argv[1], sys.argv[2]
-pat = re.compile(r"pass-viz: stage (\d+)[^:]*: (copy view|full graph): \d+ IR bindings, (\d+) graph "
+pat = re.compile(r"pass-viz: stage (\d+):.*?: (copy view|full graph): \d+ IR bindings, (\d+) graph "
                  r"nodes.*build ([\d.]+) s, layout \((\w+)\) ([\d.]+) s, render ([\d.]+) s(.*)")
 for line in open(log):
     m = pat.search(line)

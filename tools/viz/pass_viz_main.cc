@@ -47,7 +47,7 @@ ABSL_FLAG(bool, legend, true, "draw the legend on every picture");
 ABSL_FLAG(double, picture_seconds, 5,
           "wall-clock seconds one picture may take to lay out and render; past it a cheaper "
           "layout (large-graph mode) is drawn and the page says so (0: no limit)");
-ABSL_FLAG(int, fast_layout_nodes, 250,
+ABSL_FLAG(int, fast_layout_nodes, 100,
           "above this many graph nodes dot draws straight edges with short searches (-1: never)");
 ABSL_FLAG(bool, copy_view, true, "draw each stage's copy view (copies with their chains)");
 ABSL_FLAG(int, copy_hops, 2, "copy view: producer and consumer hops drawn around each copy");

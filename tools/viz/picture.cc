@@ -341,10 +341,12 @@ class GraphBuilder {
       agattr(root_, AGRAPH, S("nodesep"), S("0.25"));
       agattr(root_, AGRAPH, S("ranksep"), S("0.35"));
       if (options_.fast_layout_nodes >= 0 && full_nodes_ > options_.fast_layout_nodes) {
-        // Measured on maskrcnn_tiny's stages (530-880 nodes, dot CPU seconds): spline routing
+        // Measured (dot CPU seconds): on maskrcnn_tiny's stages (530-880 nodes) spline routing
         // is most of the time (2.1 s -> 0.35 s with straight lines), and network simplex with
         // few iterations (nslimit, nslimit1) and a short crossing search (mclimit) take the
-        // rest from 3.2 s to 0.3 s, with ranks unchanged: edges stay top to bottom.
+        // rest from 3.2 s to 0.3 s; transformer_encoder after cse (242 nodes, 335 edges) needs
+        // both: 4.3 s as is, 3.9 s with straight lines, 3.7 s with short searches, 0.25 s with
+        // both (and 40% narrower). Ranks are unchanged: edges stay top to bottom.
         agattr(root_, AGRAPH, S("splines"), S("line"));
         agattr(root_, AGRAPH, S("nslimit"), S("2"));
         agattr(root_, AGRAPH, S("nslimit1"), S("2"));

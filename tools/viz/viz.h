@@ -72,7 +72,7 @@ struct DotOptions {
   int compact_graph_nodes = 300;
   // Above this many graph nodes dot runs with straight edges and short network-simplex and
   // crossing searches (picture.cc has the measurements). -1: never.
-  int fast_layout_nodes = 250;
+  int fast_layout_nodes = 100;
 };
 
 // What the viewer shows about one graph node (index.html's search and info panel).
