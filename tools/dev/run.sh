@@ -109,10 +109,6 @@ run_demo() {
     echo
     echo "== ONNX: $onnx_model (PyTorch export) on $accel, one compilation for both test sets"
     "$build/hetpass" test-onnx "$onnx_model" --device=$accel
-    echo
-    echo "== pass-viz pictures of every stage of that model: viz/index.html"
-    "$build/tools/viz/pass-viz" "$onnx_model/model.onnx" --out viz \
-      --passes='infer-types,fold-constants,cse,dce,plan-devices{target=sim},fuse-ops,manifest-alloc' 2>&1 | tail -n 1
   else
     echo "error: $onnx_model/model.onnx is missing (../shared must sit beside the checkout)" >&2
     exit 1
@@ -130,6 +126,11 @@ run_demo() {
       echo "== the same program (placement and fusion) under the '$b' baseline masks"
       "$build/hetpass" test-onnx "$detector" --device=$accel --baseline-masks=$b
     done
+    echo
+    echo "== pass-viz: every stage of the detector, opening on the copy view (why each copy"
+    echo "== happens): viz/index.html (docs/pass_viz.md, 'Finding why a value was copied')"
+    "$build/tools/viz/pass-viz" "$detector/model.onnx" --out viz \
+      --passes='infer-types,fold-constants,cse,dce,plan-devices{target=sim},fuse-ops,manifest-alloc' 2>&1 | tail -n 1
   else
     echo "error: $detector/model.onnx is missing (../shared must sit beside the checkout)" >&2
     exit 1

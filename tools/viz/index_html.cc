@@ -231,7 +231,8 @@ std::string NodeJson(const NodeFacts& f) {
   return absl::StrCat("{\"label\":", JsonString(f.label), ",\"op\":", JsonString(f.op),
                       ",\"type\":", JsonString(f.type), ",\"device\":", JsonString(f.device),
                       ",\"location\":", JsonString(f.location),
-                      ",\"masks\":", JsonString(f.masks), "}");
+                      ",\"masks\":", JsonString(f.masks),
+                      f.allocation ? ",\"allocation\":true}" : "}");
 }
 
 std::string CopyJson(const CopyRow& c) {

@@ -770,8 +770,13 @@ class GraphBuilder {
     }
     Set(node, "label", label);
     Set(node, "tooltip", EscTip(tooltip));
-    out_.facts->push_back({agnameof(node), first_line, std::string(n.OpName()), TypeLine(n, DeviceKind::kUnset),
-                           DeviceLabel(device), FormatLocation(&module_, n.loc()), masks});
+    const bool allocation =
+        n.kind() == NodeKind::kCall && n.op() != nullptr &&
+        (n.op()->role() == OpRole::kAllocStorage || n.op()->role() == OpRole::kAllocTensor ||
+         n.op()->role() == OpRole::kAllocTensorDyn || n.op()->role() == OpRole::kKill);
+    out_.facts->push_back({agnameof(node), first_line, std::string(n.OpName()),
+                           TypeLine(n, DeviceKind::kUnset), DeviceLabel(device),
+                           FormatLocation(&module_, n.loc()), masks, allocation});
     for (int i = 0; i < n.num_operands(); ++i) {
       Agedge_t* e = EdgeFrom(inst, n.operand(i), node);
       if (IsShapeFuncInvoke(n)) {

@@ -84,6 +84,7 @@ struct NodeFacts {
   std::string device;    // "cpu", "sim", "cuda", "unset"
   std::string location;  // "file:line:col", or the ONNX node name of an imported op
   std::string masks;     // "data: none; shape: value"
+  bool allocation = false;  // alloc_storage / alloc_tensor / kill: ranked last by the search
 };
 
 struct PictureStats {

@@ -206,6 +206,7 @@
       e.label = str(n.label);
       e.op = str(n.op);
       e.location = str(n.location);
+      e.allocation = n.allocation === true;
     }
     for (const v of st.views) {
       const info = v.template ? templateInfo(v.template) : null;
@@ -226,8 +227,11 @@
     return st.search;
   }
 
-  // Rank: 0 a field equals the query, 1 a field starts with it (or the name ends with ".query" /
-  // "/query", i.e. the query is the value's own name), 2 substring, 3 only the tooltip matches.
+  // Rank: 0 a field equals the query (an imported op's location "node 'Q'" counts as equal: Q is
+  // its ONNX node name), 1 a field starts with it (or the name ends with ".query" / "/query",
+  // i.e. the query is the value's own name), 2 substring, 3 only the tooltip matches. Within a
+  // rank the ops come before the allocations made for them (after manifest-alloc an ONNX node
+  // name also locates its storage), then program order.
   function search(st, query) {
     const q = query.trim().toLowerCase();
     if (!q) return [];
@@ -236,7 +240,7 @@
       let score = 9;
       for (const f of e.fields) {
         if (!f) continue;
-        if (f === q) { score = 0; break; }
+        if (f === q || f === "node '" + q + "'") { score = 0; break; }
         const at = f.indexOf(q);
         if (at === 0) score = Math.min(score, 1);
         else if (at > 0) score = Math.min(score, 2);
@@ -246,7 +250,8 @@
       if (score === 9 && e.tip.indexOf(q) >= 0) score = 3;
       if (score < 9) hits.push({e: e, score: score});
     }
-    hits.sort((a, b) => a.score - b.score || a.e.order - b.e.order);
+    hits.sort((a, b) => a.score - b.score || (a.e.allocation ? 1 : 0) - (b.e.allocation ? 1 : 0) ||
+              a.e.order - b.e.order);
     return hits;
   }
 
@@ -1344,7 +1349,7 @@
       step(() => {
         const k = Number(q.get('copy'));
         if (!Number.isInteger(k)) throw new Error('copy= wants a row number');
-        selectCopy(k, {centre: true});
+        selectCopy(k, {centre: true, scrollRow: true});
       });
     }
     if (q.has('search')) {
