@@ -6,6 +6,7 @@
 #   - the page opens on a copy view, and at plan-devices and at manifest-alloc the copy view
 #     lists exactly as many copies as the copy ledger (hetpass-opt --copy-ledger=json on the
 #     same pipeline, an independent count);
+#   - the hops filter (hops=0) collapses the copy view's chains: fewer nodes shown, none lost;
 #   - the search finds the ONNX node /roi_heads/Reshape and centres it;
 #   - no console error; a screenshot of the copy view is kept for a look by eye.
 # Exits 77 (ctest SKIP_RETURN_CODE) only when no Chromium is installed; a missing model fails.
@@ -84,6 +85,15 @@ expect placed copy-rows "$placed_copies"
 body "?stage=7" final
 expect final current-view copies
 expect final copy-rows "$final_copies"
+
+# The hops filter collapses the copy view's chains to the copies themselves.
+body "?stage=5&hops=0" hops
+expect hops viewer-status ok
+expect hops hops 0
+visible=$(attr hops visible-nodes); all=$(attr hops view-nodes)
+if [ -z "$visible" ] || [ -z "$all" ] || [ "$visible" -le 0 ] || [ "$visible" -ge "$all" ]; then
+  echo "FAIL: hops=0 shows $visible of $all nodes"; failed=1
+fi
 
 body "?stage=7&search=/roi_heads/Reshape" search
 found=$(attr search search-found); location=$(attr search search-location)

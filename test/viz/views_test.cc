@@ -134,6 +134,12 @@ TEST(ViewsTest, CopyViewDrawsTheCopiesNeighbourhood) {
     drawn.insert(agnameof(v));
   }
   EXPECT_EQ(drawn, expected);
+  // Each node carries its hops from the copy (the viewer's hops filter reads them).
+  EXPECT_THAT(dot.Attr(dot.Node("main.%c"), "class"), HasSubstr("hop0"));
+  EXPECT_THAT(dot.Attr(dot.Node("main.%a5"), "class"), HasSubstr("hop1"));
+  EXPECT_THAT(dot.Attr(dot.Node("main.%b0"), "class"), HasSubstr("hop1"));
+  EXPECT_THAT(dot.Attr(dot.Node("main.%a4"), "class"), HasSubstr("hop2"));
+  EXPECT_THAT(dot.Attr(dot.Node("main.%b1"), "class"), HasSubstr("hop2"));
   EXPECT_EQ((*p)->stats().omitted_bindings, 13 - 5);
   EXPECT_THAT(dot.Attr(dot.g(), "label"), HasSubstr("copy view: 1 copies with 2 hop(s)"));
   ASSERT_EQ((*p)->copy_paths().size(), 1u);

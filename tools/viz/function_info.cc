@@ -136,7 +136,8 @@ const std::vector<const Node*>* FunctionInfo::ComponentOf(const Node* n) const {
   return it == component_of.end() ? nullptr : &components[it->second];
 }
 
-absl::flat_hash_set<const Node*> FunctionInfo::Neighbourhood(const Node* seed, int hops) const {
+absl::flat_hash_set<const Node*> FunctionInfo::Neighbourhood(
+    const Node* seed, int hops, absl::flat_hash_map<const Node*, int>* distance) const {
   absl::flat_hash_map<const Node*, int> best;  // most hops left on reaching a binding
   std::deque<std::pair<const Node*, int>> queue;
   auto visit = [&](const Node* n, int left) {
@@ -179,20 +180,30 @@ absl::flat_hash_set<const Node*> FunctionInfo::Neighbourhood(const Node* seed, i
     }
   }
   absl::flat_hash_set<const Node*> out;
-  for (const auto& [n, left] : best) {
+  absl::flat_hash_map<const Node*, int> hop;  // hop count of each selected binding
+  auto add = [&](const Node* n, int d) {
     out.insert(n);
+    auto [it, fresh] = hop.try_emplace(n, d);
+    if (!fresh) it->second = std::min(it->second, d);
+  };
+  for (const auto& [n, left] : best) {
+    const int d = std::max(hops - left, 0);
+    add(n, d);
     // Whole shape components: a picture draws them as one node anyway.
-    if (const auto* c = ComponentOf(n)) out.insert(c->begin(), c->end());
-  }
-  // The if/loop owners of every selected binding.
-  std::vector<const Node*> owners;
-  for (const Node* n : out) {
-    for (const Block* b = n->parent(); b != nullptr && b->parent_node() != nullptr;
-         b = b->parent_node()->parent()) {
-      owners.push_back(b->parent_node());
+    if (const auto* c = ComponentOf(n)) {
+      for (const Node* m : *c) add(m, d);
     }
   }
-  out.insert(owners.begin(), owners.end());
+  // The if/loop owners of every selected binding.
+  std::vector<std::pair<const Node*, int>> owners;
+  for (const auto& [n, d] : hop) {
+    for (const Block* b = n->parent(); b != nullptr && b->parent_node() != nullptr;
+         b = b->parent_node()->parent()) {
+      owners.push_back({b->parent_node(), d});
+    }
+  }
+  for (const auto& [n, d] : owners) add(n, d);
+  if (distance != nullptr) *distance = std::move(hop);
   return out;
 }
 

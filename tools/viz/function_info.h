@@ -41,8 +41,11 @@ struct FunctionInfo {
 
   // The component of a collapsible binding (nullptr: drawn on its own).
   const std::vector<const Node*>* ComponentOf(const Node* n) const;
-  // Bindings within `hops` data hops of `seed` (seed included), in no particular order.
-  absl::flat_hash_set<const Node*> Neighbourhood(const Node* seed, int hops) const;
+  // Bindings within `hops` data hops of `seed` (seed included), in no particular order; with
+  // `distance`, each one's hop count from the seed (the minimum over the ways it was reached;
+  // shape arithmetic and if/loop owners take the distance of what brought them in).
+  absl::flat_hash_set<const Node*> Neighbourhood(
+      const Node* seed, int hops, absl::flat_hash_map<const Node*, int>* distance = nullptr) const;
 
   ValueNames names;
   absl::flat_hash_map<const Node*, int> ordinal;  // program order, for unnamed bindings

@@ -30,6 +30,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -277,7 +278,13 @@ class GraphBuilder {
       const Function* f = module_.FindFunction(c.function);
       if (f != nullptr && c.entry.node != nullptr) {
         const FunctionInfo& info = Info(*f);
-        absl::flat_hash_set<const Node*> hood = info.Neighbourhood(c.entry.node, options_.copy_hops);
+        absl::flat_hash_map<const Node*, int> distance;
+        absl::flat_hash_set<const Node*> hood =
+            info.Neighbourhood(c.entry.node, options_.copy_hops, &distance);
+        for (const auto& [n, d] : distance) {
+          auto [it, fresh] = hops_.try_emplace(n, d);
+          if (!fresh) it->second = std::min(it->second, d);
+        }
         std::vector<const Node*> sorted(hood.begin(), hood.end());
         std::sort(sorted.begin(), sorted.end(), [&](const Node* a, const Node* b) {
           return info.ordinal.at(a) < info.ordinal.at(b);
@@ -595,6 +602,25 @@ class GraphBuilder {
     }
   }
 
+  // Copy view: class `hop<d>` on a binding's node, d its hops from the nearest copy (a shape
+  // component takes its nearest member's), which the viewer uses to collapse the chains.
+  void HopClass(Agnode_t* node, const Node& n) {
+    auto it = hops_.find(&n);
+    if (!copies_view_ || it == hops_.end()) return;
+    std::string cls = agget(node, S("class"));
+    int shown = it->second;
+    // A node already carrying a smaller hop (another member of its shape component) keeps it.
+    const size_t at = cls.find(" hop");
+    if (at != std::string::npos) {
+      int previous = 0;
+      if (absl::SimpleAtoi(absl::string_view(cls).substr(at + 4), &previous)) {
+        shown = std::min(shown, previous);
+      }
+      cls.erase(at);
+    }
+    Set(node, "class", absl::StrCat(cls, " hop", shown));
+  }
+
   // Compact pictures: one node per piece of host shape arithmetic, made by its first binding;
   // every member's results map to it, and its edges are the component's edges to the outside.
   void DrawShapeMember(Instance& inst, Agraph_t* g, const Node& n,
@@ -639,6 +665,7 @@ class GraphBuilder {
     }
     for (const auto& r : n.results()) inst.nodes[r.get()] = it->second;
     drawn_[&n] = name;
+    HopClass(it->second, n);
     for (int i = 0; i < n.num_operands(); ++i) {
       StyleOperandEdge(EdgeFrom(inst, n.operand(i), it->second), n, i);
     }
@@ -774,6 +801,7 @@ class GraphBuilder {
         n.kind() == NodeKind::kCall && n.op() != nullptr &&
         (n.op()->role() == OpRole::kAllocStorage || n.op()->role() == OpRole::kAllocTensor ||
          n.op()->role() == OpRole::kAllocTensorDyn || n.op()->role() == OpRole::kKill);
+    HopClass(node, n);
     out_.facts->push_back({agnameof(node), first_line, std::string(n.OpName()),
                            TypeLine(n, DeviceKind::kUnset), DeviceLabel(device),
                            FormatLocation(&module_, n.loc()), masks, allocation});
@@ -978,6 +1006,7 @@ class GraphBuilder {
   bool compact_ = false;
   bool copies_view_ = false;
   absl::flat_hash_set<const Node*> focus_;                // copy view: bindings drawn
+  absl::flat_hash_map<const Node*, int> hops_;           // copy view: hops from the nearest copy
   absl::flat_hash_map<const Node*, std::string> drawn_;  // binding -> its graph node's name
   absl::flat_hash_map<std::string, Agnode_t*> shape_by_name_;
   absl::flat_hash_set<Agnode_t*> shape_nodes_;

@@ -321,6 +321,16 @@
         names.set(g, name);
         if (!nodes.has(name)) nodes.set(name, g);
       }
+      // Copy view: each binding's hops from the nearest copy (class hop<d>), for the hops filter.
+      const hop = new Map();
+      let maxHop = -1;
+      for (const [g] of names) {
+        const m = /(?:^|\s)hop(\d+)(?:\s|$)/.exec(g.getAttribute('class') || '');
+        if (!m) continue;
+        const d = Number(m[1]);
+        hop.set(g, d);
+        if (d > maxHop) maxHop = d;
+      }
       const edges = [];
       for (const g of svg.querySelectorAll('g.edge')) {
         const t = titleOf(g);
@@ -330,6 +340,7 @@
       }
       const inst = {
         key: st.pos + ':' + view.pos, svg: svg, nodes: nodes, names: names, edges: edges,
+        hop: hop, maxHop: maxHop, hopsApplied: null, visible: names.size,
         w: w, h: ht, s: 1, tx: 0, ty: 0, placed: false, userMoved: false, pendingCentre: '',
         marked: [], highlighted: 0, buildMs: 0, pane: null,
       };
@@ -377,6 +388,7 @@
         this.canvas.style.height = inst.h + 'px';
         if (inst.svg.parentNode !== this.canvas) this.canvas.append(inst.svg);
       }
+      if (inst) applyHops(inst);
       this.msg.textContent = message;
       this.msg.hidden = !message;
       this.canvas.hidden = !inst;
@@ -641,6 +653,7 @@
     active: 0,       // highlighted result (Enter chooses it)
     found: '',       // node centred by the last search choice
     foundLocation: '',
+    hops: null,      // copy view: hops shown around each copy (null: all)
     diff: null,      // {changed: [...], onlyLeft: [...], onlyRight: [...]}
   };
   let lastBuild = {ms: 0, nodes: 0, edges: 0};
@@ -714,9 +727,12 @@
         e.preventDefault();
       }
     }));
+    ui.hops = h('select', {class: 'hp-hops', title: 'copy view: how many hops of producers and ' +
+                               'consumers to show around each copy (collapses the chains)',
+                           onchange: () => setHops(ui.hops.value === 'all' ? null : Number(ui.hops.value))});
     ui.link = h('a', {class: 'hp-link', title: 'link to this state (stage, view, search, copy, compare)'}, 'link');
-    ui.bar = h('div', {class: 'hp-bar'}, ui.single, ui.double, ui.tabs, ui.compare, zoomButtons,
-               ui.search, ui.link);
+    ui.bar = h('div', {class: 'hp-bar'}, ui.single, ui.double, ui.tabs, ui.hops, ui.compare,
+               zoomButtons, ui.search, ui.link);
     ui.note = h('div', {class: 'hp-note'});
     panes = {main: new Pane('main'), left: new Pane('left'), right: new Pane('right')};
     ui.panes = h('div', {class: 'hp-panes'}, panes.main.box, panes.left.box, panes.right.box);
@@ -768,6 +784,45 @@
   // ---------------------------------------------------------------------------------------------
   // Rendering of the chrome around the panes.
 
+  // The copy view's chains collapse to `state.hops` hops around each copy (null: all drawn).
+  // Hidden nodes and every edge touching one get display:none; the layout stays as drawn.
+  function applyHops(inst) {
+    const k = inst.maxHop < 0 ? null : state.hops;
+    if (inst.hopsApplied === k) return;
+    const hidden = new Set();
+    for (const [g, name] of inst.names) {
+      const d = inst.hop.get(g);
+      const hide = k !== null && d !== undefined && d > k;
+      g.style.display = hide ? 'none' : '';
+      if (hide) hidden.add(name);
+    }
+    for (const e of inst.edges) {
+      e.g.style.display = hidden.has(e.tail) || hidden.has(e.head) ? 'none' : '';
+    }
+    inst.visible = inst.names.size - hidden.size;
+    inst.hopsApplied = k;
+  }
+
+  function renderHops() {
+    const inst = primaryPane().inst;
+    const max = inst ? inst.maxHop : -1;
+    ui.hops.hidden = max < 0;
+    if (max < 0) return;
+    clear(ui.hops);
+    ui.hops.append(h('option', {value: 'all'}, 'all hops'));
+    for (let k = 0; k < max; ++k) {
+      ui.hops.append(h('option', {value: String(k)}, k === 0 ? 'copies only' : k + (k === 1 ? ' hop' : ' hops')));
+    }
+    ui.hops.value = state.hops === null || state.hops >= max ? 'all' : String(state.hops);
+  }
+
+  function setHops(k) {
+    state.hops = k;
+    visiblePanes().forEach((p) => { if (p.inst) applyHops(p.inst); });
+    renderHops();
+    publish();
+  }
+
   function renderAll() {
     const compare = state.mode === 'compare';
     ui.single.hidden = compare;
@@ -792,6 +847,7 @@
       panes.main.show(stages[state.stage], viewFor(stages[state.stage]));
     }
     renderTabs();
+    renderHops();
     renderNote();
     refreshMarks();
     renderResults();
@@ -1285,6 +1341,8 @@
       d.diffOnlyLeft = compare ? String(state.diff.onlyLeft.length) : '';
       d.diffOnlyRight = compare ? String(state.diff.onlyRight.length) : '';
       d.viewNodes = String(primaryPane().inst ? primaryPane().inst.nodes.size : 0);
+      d.hops = state.hops === null ? 'all' : String(state.hops);
+      d.visibleNodes = String(primaryPane().inst ? primaryPane().inst.visible : 0);
       d.viewBuildMs = lastBuild.ms.toFixed(1);
       ui.link.href = deepLink();
       if (!firstError && document.title !== originalTitle) document.title = originalTitle;
@@ -1306,6 +1364,7 @@
     const v = primaryPane().view;
     if (v) add('view', v.name);
     if (state.copy !== null) add('copy', state.copy);
+    if (state.hops !== null) add('hops', state.hops);
     if (state.query) add('search', state.query);
     return location.href.split(/[?#]/)[0] + '?' + p.join('&');
   }
@@ -1344,6 +1403,13 @@
       });
     } else if (q.has('stage')) {
       step(() => setStage(stagePos(q.get('stage'))));
+    }
+    if (q.has('hops')) {
+      step(() => {
+        const k = Number(q.get('hops'));
+        if (!Number.isInteger(k) || k < 0) throw new Error('hops= wants a number of hops, 0 or more');
+        setHops(k);
+      });
     }
     if (q.has('copy')) {
       step(() => {
