@@ -49,7 +49,21 @@ out="$work/stdin"
   || fail "stdin run failed: $(cat "$work/err.txt")"
 [ -s "$out/stage_00_input.svg" ] || fail "stdin run wrote no picture"
 
+# Tests the copy view files of a stage with copies, and that a picture whose layout runs past
+# --picture-seconds is stopped, says so, and the run still succeeds with the other views.
+out="$work/copies"
+expect_exit 0 "wrote 1 stage(s)" -- "$tests/copies.hir" --out "$out" --stats
+[ -s "$out/stage_00_input.copies.svg" ] || fail "no copy view for a module with copies"
+grep -q "copy view:" "$work/err.txt" || fail "--stats printed no copy view line"
+grep -q 'id="hp-svg-0-copies"' "$out/index.html" || fail "index.html lacks the copy view"
+expect_exit 0 "wrote 1 stage(s)" -- "$tests/copies.hir" --out "$work/budget" --stats \
+  --picture-seconds=0.000001
+grep -q "did not finish within" "$work/err.txt" || fail "--picture-seconds was not enforced"
+grep -q "did not finish within" "$work/budget/index.html" || fail "index.html lacks the budget note"
+
 # Tests that each user error is reported cleanly.
+expect_exit 1 "--copy-hops must be 0 or more" -- "$tests/hetero.hir" --copy-hops=-1 \
+  --out "$work/bad7"
 expect_exit 1 "bad pipeline" -- "$tests/hetero.hir" --passes=infer-types,no-such-pass \
   --out "$work/bad1"
 expect_exit 1 "cannot open" -- "$work/missing.hir" --passes=infer-types --out "$work/bad2"
