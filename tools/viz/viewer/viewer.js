@@ -1222,7 +1222,14 @@
       if (target) pane.centreOn(target);
     }
     const row = ui.copies.querySelector('tr[data-copy="' + k + '"]');
-    if (row && opts.scrollRow) row.scrollIntoView({block: 'nearest'});
+    if (row && opts.scrollRow) {
+      row.scrollIntoView({block: 'nearest'});
+      // The table is wider than the side panel: scrolling it into view must not shift the
+      // panel sideways (the node facts above would lose their left edge).
+      for (let el = row.parentElement; el; el = el.parentElement) {
+        if (el.scrollLeft) el.scrollLeft = 0;
+      }
+    }
   }
 
   function nodeClicked(pane, name) {
