@@ -191,6 +191,9 @@ TEST(ViewsTest, PictureBudgetStopsLongLayouts) {
     EXPECT_THAT(v.note, HasSubstr("no picture")) << v.name;
     EXPECT_THAT(v.files, IsEmpty()) << v.name;
   }
+  for (const auto& entry : fs::directory_iterator(options.out_dir)) {
+    EXPECT_NE(entry.path().extension(), ".svg") << "a stopped layout left " << entry.path();
+  }
   ASSERT_TRUE((*dumper)->WriteIndex().ok());
   EXPECT_THAT(ReadFile(options.out_dir + "/index.html"), HasSubstr("did not finish within"));
   fs::remove_all(options.out_dir);

@@ -294,6 +294,12 @@ absl::StatusOr<bool> StageDumper::DrawView(const Module& module, const DotOption
       summary->views.push_back(std::move(view));
       return true;
     }
+    // The stopped child may have left a partial file: the next attempt rewrites it, and if
+    // none finishes the view must not point at it.
+    for (const auto& [format, path] : render) {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
     const std::string engine = (*picture)->engine();
     absl::StrAppend(&view.note, view.note.empty() ? "" : "; ",
                     absl::StrFormat("%s did not finish within %g s", engine,
