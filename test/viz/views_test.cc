@@ -214,6 +214,28 @@ TEST(ViewsTest, PictureBudgetStopsLongLayouts) {
   fs::remove_all(relaxed.out_dir);
 }
 
+// Tests that a layout engine error (here: an engine Graphviz does not have) is not the end of
+// the run: the cheaper layout is drawn and the view's note says what failed.
+TEST(ViewsTest, LayoutErrorsFallBackToLargeGraphMode) {
+  auto m = ParseText(Chain(3, 3), "small.hir", "infer-types");
+  ASSERT_TRUE(m.ok()) << m.status();
+  DumpOptions options;
+  options.out_dir = TempDir("engine_error");
+  options.picture_seconds = 60;
+  options.dot.engine = "no-such-engine";
+  auto dumper = StageDumper::Create(options);
+  ASSERT_TRUE(dumper.ok()) << dumper.status();
+  ASSERT_TRUE((*dumper)->DumpStage(**m, "", 0, false).ok());
+  for (const StageView& v : (*dumper)->stages()[0].views) {
+    EXPECT_THAT(v.note, HasSubstr("no-such-engine failed (")) << v.name;
+    EXPECT_THAT(v.note, HasSubstr("drawn in large-graph mode instead")) << v.name;
+    EXPECT_TRUE(v.stats.large_graph) << v.name;
+    ASSERT_EQ(v.files.size(), 1u) << v.name;
+    EXPECT_THAT(ReadFile(options.out_dir + "/" + v.files[0].second), HasSubstr("<svg"));
+  }
+  fs::remove_all(options.out_dir);
+}
+
 // Tests the viewer's data in index.html: one JSON block with each stage's views (copy view
 // first), copies with their node and path, node facts with locations; one <template> per
 // rendered view; the viewer's script and style inlined (no file fetched when the page opens).

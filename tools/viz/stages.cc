@@ -58,6 +58,10 @@ std::string FileStem(absl::string_view pass) {
   return out;
 }
 
+std::string Truncate(absl::string_view s, size_t max_chars) {
+  return s.size() <= max_chars ? std::string(s) : absl::StrCat(s.substr(0, max_chars - 3), "...");
+}
+
 }  // namespace
 
 std::string CopyRow::Key() const {
@@ -276,6 +280,19 @@ absl::StatusOr<bool> StageDumper::DrawView(const Module& module, const DotOption
       }
     }
     auto finished = renderer_->RenderFilesWithin(**picture, render, options_.picture_seconds);
+    if (!finished.ok() && attempt + 1 < attempts.size()) {
+      // A layout engine error (dot's "trouble in init_rank" on the lstm_tagger zoo model after
+      // manifest-alloc) is treated like running out of time: the cheaper layout is drawn, and
+      // the view says why, instead of the whole run failing.
+      for (const auto& [format, path] : render) {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+      }
+      absl::StrAppend(&view.note, view.note.empty() ? "" : "; ", (*picture)->engine(),
+                      " failed (", Truncate(finished.status().message(), 120),
+                      "): drawn in large-graph mode instead");
+      continue;
+    }
     if (!finished.ok()) return finished.status();
     view.stats = (*picture)->stats();
     // The full graph's facts are the search index; each copy's node and path are named as
