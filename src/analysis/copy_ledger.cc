@@ -321,6 +321,14 @@ class LedgerBuilder {
     // reason starts with the mask bit or kernel that asks for it; metadata-only uses follow.
     std::vector<Use> uses;
     if (auto it = uses_.find(n.result(0)); it != uses_.end()) uses = it->second;
+    // A memory.kill (plan-memory) marks where the copy dies: no reason to make it.
+    uses.erase(std::remove_if(uses.begin(), uses.end(),
+                              [](const Use& u) {
+                                return u.block == nullptr && u.node != nullptr &&
+                                       u.node->kind() == NodeKind::kCall &&
+                                       u.node->op()->role() == OpRole::kKill;
+                              }),
+               uses.end());
     std::stable_partition(uses.begin(), uses.end(), [&](const Use& u) { return NeedsData(u); });
     std::vector<std::string> reasons;
     for (size_t i = 0; i < uses.size() && i < 3; ++i) reasons.push_back(Describe(uses[i], e.dst));

@@ -297,6 +297,7 @@ void CloneBlockInto(const Block& src, Block& dst, ValueMap& map) {
   }
   for (const auto& n : src.nodes()) {
     auto copy = std::make_unique<Node>(n->kind());
+    copy->set_builtin(n->builtin());
     copy->set_op(n->op());
     copy->set_callee(n->callee());
     for (Value* v : n->operands()) copy->AddOperand(Mapped(map, v));

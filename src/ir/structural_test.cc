@@ -132,6 +132,18 @@ TEST(StructuralTest, EqualAfterPrintAndParse) {
   EXPECT_EQ(StructuralHash(*a), StructuralHash(c));
 }
 
+// Tests that a clone keeps each builtin's operation (it once came back as seq.construct, the
+// first builtin, so a cloned module failed infer-types: the Python package clones before compile).
+TEST(StructuralTest, CloneKeepsBuiltins) {
+  auto a = MustParse(
+      "def @main(%s: seq<f32[?]>, %o: opt<f32[2]>, %i: i64[]) {\n"
+      "  %n = seq.length(%s)\n  %e = seq.at(%s, %i)\n  %s2 = seq.insert(%s, %e)\n"
+      "  %h = opt.has(%o)\n  return %n, %s2, %h\n}\n");
+  Module c;
+  CloneFunction(*a->functions()[0], c, "main");
+  EXPECT_EQ(PrintModule(c), PrintModule(*a));
+}
+
 }  // namespace
 }  // namespace hetpass
 

@@ -968,6 +968,19 @@ absl::StatusOr<std::vector<HostValue>> VirtualMachine::RunWithHostValues(
     ASSIGN_OR_RETURN(Object o, StageValue(inputs[i], impl_->pool(f.params[i].device)));
     args.push_back(std::move(o));
   }
+  ASSIGN_OR_RETURN(std::vector<Object> out, RunStaged(function, std::move(args)));
+  std::vector<HostValue> host;
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSIGN_OR_RETURN(HostValue v, ReadBack(out[i], i));
+    host.push_back(std::move(v));
+  }
+  return host;
+}
+
+absl::StatusOr<std::vector<Object>> VirtualMachine::RunStaged(absl::string_view function,
+                                                              std::vector<Object> args) {
+  const int fi = impl_->exe.FindFunction(function);
+  if (fi < 0) return absl::NotFoundError(absl::StrCat("no function @", function, " in the executable"));
   ResetCounters();
   Impl& m = *impl_;
   if (m.tracing) {
@@ -1001,12 +1014,7 @@ absl::StatusOr<std::vector<HostValue>> VirtualMachine::RunWithHostValues(
     }
     last_memory_.push_back(stats);
   }
-  std::vector<HostValue> host;
-  for (size_t i = 0; i < out->size(); ++i) {
-    ASSIGN_OR_RETURN(HostValue v, ReadBack((*out)[i], i));
-    host.push_back(std::move(v));
-  }
-  return host;
+  return out;
 }
 
 runtime::DeviceCounters VirtualMachine::Counters() const {

@@ -127,6 +127,11 @@ class VirtualMachine {
   // and every tensor of the results read back.
   absl::StatusOr<std::vector<HostValue>> RunWithHostValues(absl::string_view function,
                                                            const std::vector<HostValue>& inputs);
+  // The recorded run both of the above make once their inputs are staged: arguments already on
+  // the parameters' devices (as Run), counters reset first, then LastRunCounters, LastRunRecord
+  // and LastRunMemory set. Results stay where the function left them, so a caller that can use
+  // them in place (the Python binding hands cpu results to NumPy) copies nothing.
+  absl::StatusOr<std::vector<Object>> RunStaged(absl::string_view function, std::vector<Object> args);
 
   runtime::DeviceCounters Counters() const;  // summed over devices
   runtime::DeviceCounters CountersOf(DeviceKind kind) const;
