@@ -103,8 +103,9 @@ void BindIr(py::module_& m) {
              }
              return e.constant();
            })
-      .def("__eq__", [](const DimExpr& a, const DimExpr& b) { return a == b; })
-      .def("__eq__", [](const DimExpr& a, int64_t b) { return a.is_constant() && a.constant() == b; })
+      .def("__eq__", [](const DimExpr& a, const DimExpr& b) { return a == b; }, py::is_operator())
+      .def("__eq__", [](const DimExpr& a, int64_t b) { return a.is_constant() && a.constant() == b; },
+           py::is_operator())
       .def("__hash__", [](const DimExpr& e) { return py::hash(py::str(e.ToString())); });
 
   py::class_<PyModule>(m, "Module", "An IR module (text IR, or imported from ONNX).")

@@ -135,3 +135,5 @@ def test_expr_evaluate_and_errors(mlp):
     assert int(ledger.count("h2d")) == 1
     assert ledger.count("h2d") == 1
     assert str(h2d) == "n*32"
+    assert h2d == ledger.bytes("h2d") and h2d != "n*32" and h2d != None  # noqa: E711
+    assert len({h2d, ledger.bytes("h2d")}) == 1
