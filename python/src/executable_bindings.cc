@@ -48,21 +48,22 @@ using vm::Object;
 
 absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
 
-// The NumPy dtype of a hetpass dtype; bf16 has none.
+// The NumPy dtype of a hetpass dtype; bf16 has none. dtype::of looks the descriptor up by type
+// number (no string parsing): every result array of every call asks for one.
 py::dtype NumpyDType(DType t) {
   switch (t) {
-    case DType::kF16: return py::dtype("float16");
-    case DType::kF32: return py::dtype("float32");
-    case DType::kF64: return py::dtype("float64");
-    case DType::kI8: return py::dtype("int8");
-    case DType::kI16: return py::dtype("int16");
-    case DType::kI32: return py::dtype("int32");
-    case DType::kI64: return py::dtype("int64");
-    case DType::kU8: return py::dtype("uint8");
-    case DType::kU16: return py::dtype("uint16");
-    case DType::kU32: return py::dtype("uint32");
-    case DType::kU64: return py::dtype("uint64");
-    case DType::kBool: return py::dtype("bool");
+    case DType::kF16: return py::dtype(/*NPY_HALF=*/23);
+    case DType::kF32: return py::dtype::of<float>();
+    case DType::kF64: return py::dtype::of<double>();
+    case DType::kI8: return py::dtype::of<int8_t>();
+    case DType::kI16: return py::dtype::of<int16_t>();
+    case DType::kI32: return py::dtype::of<int32_t>();
+    case DType::kI64: return py::dtype::of<int64_t>();
+    case DType::kU8: return py::dtype::of<uint8_t>();
+    case DType::kU16: return py::dtype::of<uint16_t>();
+    case DType::kU32: return py::dtype::of<uint32_t>();
+    case DType::kU64: return py::dtype::of<uint64_t>();
+    case DType::kBool: return py::dtype::of<bool>();
     case DType::kBF16: break;
   }
   throw StatusError{absl::UnimplementedError(
@@ -119,9 +120,10 @@ struct ArgName {
 Object StageTensor(const py::handle& value, const ArgSpec& spec, const ArgName& name,
                    runtime::PoolingAllocator* pool) {
   py::array array;
+  std::optional<DType> dt;
   if (py::isinstance<py::array>(value)) {
     array = py::reinterpret_borrow<py::array>(value);
-    const std::optional<DType> dt = FromNumpy(array.dtype());
+    dt = FromNumpy(array.dtype());
     if (!dt) {
       throw StatusError{Invalid(absl::StrCat(name.Text(), ": NumPy dtype ", std::string(py::str(array.dtype())),
                                              " has no hetpass dtype"))};
@@ -146,14 +148,15 @@ Object StageTensor(const py::handle& value, const ArgSpec& spec, const ArgName& 
           name.Text(), " expects ", spec.type_text, "; cannot convert a ",
           std::string(py::str(py::type::of(value).attr("__name__"))), ": ", e.what()))};
     }
-    if (!FromNumpy(array.dtype())) {
+    dt = FromNumpy(array.dtype());
+    if (!dt) {
       throw StatusError{Invalid(absl::StrCat(name.Text(), ": cannot pass a ", std::string(py::str(py::type::of(value).attr("__name__")))))};
     }
   }
   if (!(array.flags() & py::array::c_style)) {
-    array = py::module_::import("numpy").attr("ascontiguousarray")(array);
+    array = py::module_::import("numpy").attr("ascontiguousarray")(array);  // same dtype
   }
-  const DType dtype = *FromNumpy(array.dtype());
+  const DType dtype = *dt;
   runtime::Shape shape;
   for (py::ssize_t i = 0; i < array.ndim(); ++i) shape.push_back(array.shape(i));
   const size_t bytes = static_cast<size_t>(array.nbytes());
@@ -300,21 +303,26 @@ struct PyExecutable {
   }
 };
 
+// The counters Python sees, by name: the attributes of Counters and the keys of to_dict().
+constexpr std::pair<const char*, int64_t runtime::DeviceCounters::*> kCounterFields[] = {
+    {"h2d_calls", &runtime::DeviceCounters::h2d_calls},
+    {"h2d_bytes", &runtime::DeviceCounters::h2d_bytes},
+    {"d2h_calls", &runtime::DeviceCounters::d2h_calls},
+    {"d2h_bytes", &runtime::DeviceCounters::d2h_bytes},
+    {"d2d_calls", &runtime::DeviceCounters::d2d_calls},
+    {"d2d_bytes", &runtime::DeviceCounters::d2d_bytes},
+    {"param_calls", &runtime::DeviceCounters::param_calls},
+    {"param_bytes", &runtime::DeviceCounters::param_bytes},
+    {"syncs", &runtime::DeviceCounters::syncs},
+    {"allocs", &runtime::DeviceCounters::allocs},
+    {"alloc_bytes", &runtime::DeviceCounters::alloc_bytes},
+    {"frees", &runtime::DeviceCounters::frees},
+    {"launches", &runtime::DeviceCounters::launches},
+};
+
 py::dict CountersDict(const runtime::DeviceCounters& c) {
   py::dict d;
-  d["h2d_calls"] = c.h2d_calls;
-  d["h2d_bytes"] = c.h2d_bytes;
-  d["d2h_calls"] = c.d2h_calls;
-  d["d2h_bytes"] = c.d2h_bytes;
-  d["d2d_calls"] = c.d2d_calls;
-  d["d2d_bytes"] = c.d2d_bytes;
-  d["param_calls"] = c.param_calls;
-  d["param_bytes"] = c.param_bytes;
-  d["syncs"] = c.syncs;
-  d["allocs"] = c.allocs;
-  d["alloc_bytes"] = c.alloc_bytes;
-  d["frees"] = c.frees;
-  d["launches"] = c.launches;
+  for (const auto& [field, member] : kCounterFields) d[field] = c.*member;
   return d;
 }
 
@@ -329,23 +337,11 @@ py::object MakeCounters(const runtime::DeviceCounters& c, const PyExecutable& ex
 }  // namespace
 
 void BindExecutable(py::module_& m) {
-  py::class_<runtime::DeviceCounters>(m, "Counters", py::dynamic_attr(),
-                                      "What the devices did: transfers (calls and bytes), "
-                                      "syncs, raw allocations, kernel launches.")
-      .def_readonly("h2d_calls", &runtime::DeviceCounters::h2d_calls)
-      .def_readonly("h2d_bytes", &runtime::DeviceCounters::h2d_bytes)
-      .def_readonly("d2h_calls", &runtime::DeviceCounters::d2h_calls)
-      .def_readonly("d2h_bytes", &runtime::DeviceCounters::d2h_bytes)
-      .def_readonly("d2d_calls", &runtime::DeviceCounters::d2d_calls)
-      .def_readonly("d2d_bytes", &runtime::DeviceCounters::d2d_bytes)
-      .def_readonly("param_calls", &runtime::DeviceCounters::param_calls)
-      .def_readonly("param_bytes", &runtime::DeviceCounters::param_bytes)
-      .def_readonly("syncs", &runtime::DeviceCounters::syncs)
-      .def_readonly("allocs", &runtime::DeviceCounters::allocs)
-      .def_readonly("alloc_bytes", &runtime::DeviceCounters::alloc_bytes)
-      .def_readonly("frees", &runtime::DeviceCounters::frees)
-      .def_readonly("launches", &runtime::DeviceCounters::launches)
-      .def_readonly("peak_held_bytes", &runtime::DeviceCounters::peak_held_bytes)
+  py::class_<runtime::DeviceCounters> counters(m, "Counters", py::dynamic_attr(),
+                                                "What the devices did: transfers (calls and "
+                                                "bytes), syncs, raw allocations, kernel launches.");
+  for (const auto& [field, member] : kCounterFields) counters.def_readonly(field, member);
+  counters.def_readonly("peak_held_bytes", &runtime::DeviceCounters::peak_held_bytes)
       .def("to_dict", &CountersDict)
       .def("__str__", &runtime::DeviceCounters::ToString)
       .def("__repr__", [](const runtime::DeviceCounters& c) { return absl::StrCat("Counters(", c.ToString(), ")"); });
