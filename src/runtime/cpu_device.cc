@@ -21,6 +21,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "passes/support/status_macros.h"
 #include "runtime/live_blocks.h"
 
 namespace hetpass::runtime {
@@ -42,9 +43,11 @@ class CpuDevice final : public Device {
   absl::StatusOr<void*> Allocate(size_t bytes) override {
     if (bytes > SIZE_MAX - kAlignment) return Exhausted(bytes);
     size_t rounded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    // Allocated under the lock, so the memory limit's check and the allocation are one step.
+    std::lock_guard<std::mutex> lock(mu_);
+    RETURN_IF_ERROR(CheckMemoryLimit(rounded, bytes));
     void* p = std::aligned_alloc(kAlignment, rounded);
     if (p == nullptr) return Exhausted(bytes);
-    std::lock_guard<std::mutex> lock(mu_);
     live_.Allocated(p, rounded, bytes, counters_);
     return p;
   }

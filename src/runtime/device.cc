@@ -8,6 +8,7 @@
 // a caller bug (InvalidArgument).
 #include "passes/runtime/device.h"
 
+#include <algorithm>
 #include <cstring>
 
 #ifdef HETPASS_HAS_CUDA
@@ -82,6 +83,16 @@ absl::StatusOr<CuptiMemcpyCounts> StopCuptiMemcpyTrace() {
 }
 
 std::string Device::name() const { return std::string(DeviceName(kind())); }
+
+absl::Status Device::CheckMemoryLimit(size_t rounded, size_t requested) const {
+  if (memory_limit_ <= 0) return absl::OkStatus();
+  const int64_t held = counters_.held_bytes;
+  const int64_t available = std::max<int64_t>(0, memory_limit_ - held);
+  if (static_cast<uint64_t>(rounded) <= static_cast<uint64_t>(available)) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      name(), ": device memory limit: requested ", requested, " bytes, ", available,
+      " available (limit ", memory_limit_, " bytes, ", held, " held)"));
+}
 
 absl::Status Device::KernelCopy(void* dst, const void* src, size_t bytes) {
   if (bytes != 0) std::memcpy(dst, src, bytes);

@@ -270,6 +270,23 @@ void PoolingAllocator::Trim() {
   }
 }
 
+void PoolingAllocator::Shrink() {
+  void* arena = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    State& st = *state_;
+    if (!st.in_run && st.in_arena.empty()) {
+      arena = st.arena;
+      st.arena = nullptr;
+      st.arena_bytes = 0;
+      st.plan.clear();
+      st.plan_events.clear();
+    }
+  }
+  if (arena != nullptr) device_->Free(arena);
+  Trim();
+}
+
 void PoolingAllocator::BeginRun() {
   std::lock_guard<std::mutex> lock(state_->mu);
   State& st = *state_;

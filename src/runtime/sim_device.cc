@@ -39,6 +39,11 @@
 //   Counts  As device.h specifies: per-direction calls and bytes, params (calls and bytes), one
 //           sync per device-to-host copy and per Synchronize, raw allocs/alloc_bytes/frees,
 //           launches, bad_frees.
+//   Faults  Test-only (InjectSimFault): the k-th allocation, copy (any direction, staging and
+//           read-back included) or launch from the arming fails with Unavailable naming the
+//           operation, before it does anything; one-shot.
+//   Limit   Device::SetMemoryLimit: an allocation that would take the bytes held over the limit
+//           is ResourceExhausted with the request and what is available.
 // Thread safety: Allocate/Free/Owns/Copy*/Launch may be called from several threads. One mutex
 // guards the allocator and the counters; another guards the guard depth. Neither is held while
 // bytes are copied or a kernel runs (a kernel may call back into the device).
@@ -178,6 +183,8 @@ class SimDevice final : public Device {
   absl::StatusOr<void*> Allocate(size_t bytes) override {
     size_t rounded = bytes == 0 ? kAlignment : RoundUp(bytes, kAlignment);
     std::lock_guard<std::mutex> lock(mu_);
+    RETURN_IF_ERROR(Fault(FaultSite::kAlloc, bytes));
+    RETURN_IF_ERROR(CheckMemoryLimit(rounded, bytes));
     std::optional<size_t> offset;
     if (bytes <= capacity_) offset = allocator_.Allocate(rounded);
     if (!offset.has_value()) {
@@ -206,6 +213,7 @@ class SimDevice final : public Device {
   }
 
   absl::Status CopyHostToDevice(void* device_dst, const void* host_src, size_t bytes) override {
+    RETURN_IF_ERROR(LockedFault(FaultSite::kCopy, bytes));
     RETURN_IF_ERROR(CheckDevice("h2d", "destination", device_dst, bytes));
     RETURN_IF_ERROR(CheckHost("h2d", "source", host_src, bytes));
     RETURN_IF_ERROR(CopyOpen(device_dst, host_src, bytes, {device_dst}));
@@ -216,6 +224,7 @@ class SimDevice final : public Device {
   }
 
   absl::Status CopyDeviceToHost(void* host_dst, const void* device_src, size_t bytes) override {
+    RETURN_IF_ERROR(LockedFault(FaultSite::kCopy, bytes));
     RETURN_IF_ERROR(CheckDevice("d2h", "source", device_src, bytes));
     RETURN_IF_ERROR(CheckHost("d2h", "destination", host_dst, bytes));
     RETURN_IF_ERROR(CopyOpen(host_dst, device_src, bytes, {device_src}));
@@ -227,6 +236,7 @@ class SimDevice final : public Device {
   }
 
   absl::Status CopyDeviceToDevice(void* device_dst, const void* device_src, size_t bytes) override {
+    RETURN_IF_ERROR(LockedFault(FaultSite::kCopy, bytes));
     RETURN_IF_ERROR(CheckDevice("d2d", "destination", device_dst, bytes));
     RETURN_IF_ERROR(CheckDevice("d2d", "source", device_src, bytes));
     RETURN_IF_ERROR(CopyOpen(device_dst, device_src, bytes, {device_dst, device_src}));
@@ -244,6 +254,7 @@ class SimDevice final : public Device {
 
   absl::Status Launch(absl::Span<LaunchArg> args,
                       absl::FunctionRef<absl::Status()> kernel) override {
+    RETURN_IF_ERROR(LockedFault(FaultSite::kLaunch, 0));
     size_t param_bytes = 0;
     int64_t params = 0;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -306,6 +317,16 @@ class SimDevice final : public Device {
     return closed;
   }
 
+  // InjectSimFault: arms (k > 0) or disarms (k == 0) the fault of `site`.
+  void Arm(FaultSite site, int64_t k) {
+    std::lock_guard<std::mutex> lock(mu_);
+    faults_[static_cast<int>(site)] = Countdown{k, 0};
+  }
+  bool Pending(FaultSite site) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return faults_[static_cast<int>(site)].left > 0;
+  }
+
   bool Owns(const void* ptr) const override {
     uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
     uintptr_t base = reinterpret_cast<uintptr_t>(base_);
@@ -320,6 +341,24 @@ class SimDevice final : public Device {
         page_(page),
         guard_(guard),
         allocator_(capacity) {}
+
+  // The armed fault of `site` counts this operation; Unavailable when it is the k-th. Requires
+  // mu_. Unavailable (a device error), not ResourceExhausted: an exhausted allocation is retried
+  // after trimming the pool (device.h), which would hide a one-shot fault.
+  absl::Status Fault(FaultSite site, size_t bytes) {
+    Countdown& c = faults_[static_cast<int>(site)];
+    if (c.left <= 0) return absl::OkStatus();
+    ++c.seen;
+    if (--c.left > 0) return absl::OkStatus();
+    static constexpr const char* kWhat[] = {"allocation", "copy", "launch"};
+    return absl::UnavailableError(absl::StrCat(
+        "sim: injected fault: ", kWhat[static_cast<int>(site)], " #", c.seen,
+        site == FaultSite::kLaunch ? "" : absl::StrCat(" (", bytes, " bytes)"), " failed"));
+  }
+  absl::Status LockedFault(FaultSite site, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return Fault(site, bytes);
+  }
 
   size_t Offset(const void* ptr) const {
     return reinterpret_cast<uintptr_t>(ptr) - reinterpret_cast<uintptr_t>(base_);
@@ -440,14 +479,36 @@ class SimDevice final : public Device {
   const size_t page_;
   const bool guard_;
 
-  mutable std::mutex mu_;  // allocator_ and counters_
+  mutable std::mutex mu_;  // allocator_, counters_, faults_, the memory limit
   ArenaAllocator allocator_;
+  // Per FaultSite: operations left until the armed fault (0: none armed), operations seen.
+  struct Countdown {
+    int64_t left = 0;
+    int64_t seen = 0;
+  };
+  Countdown faults_[3];
 
   std::mutex guard_mu_;
   int guard_depth_ = 0;  // Copy*/Launch calls in progress; the arena is open while > 0
 };
 
 }  // namespace
+
+absl::Status InjectSimFault(Device* device, FaultSite site, int64_t k) {
+  auto* sim = dynamic_cast<SimDevice*>(device);
+  if (sim == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fault injection is a sim device feature; got ", device ? device->name() : "no device"));
+  }
+  if (k < 0) return absl::InvalidArgumentError(absl::StrCat("fault injection: k must be >= 0, got ", k));
+  sim->Arm(site, k);
+  return absl::OkStatus();
+}
+
+bool SimFaultPending(const Device* device, FaultSite site) {
+  auto* sim = dynamic_cast<const SimDevice*>(device);
+  return sim != nullptr && sim->Pending(site);
+}
 
 absl::StatusOr<std::unique_ptr<Device>> MakeSimDevice(SimDeviceOptions options) {
   ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device, SimDevice::Create(options));

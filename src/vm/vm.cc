@@ -66,11 +66,96 @@ absl::Status ExpectHost(const NDArray& a, absl::string_view what) {
 
 }  // namespace
 
-struct VirtualMachine::Impl {
+// What every VM loaded from one executable shares, immutable once Compile returns: the
+// verified executable, its parsed primitives, the engine and one compiled kernel per site, the
+// shape functions. The engine is only used again for WaitForBackgroundCompiles (its own lock).
+struct Program::Impl {
   Executable exe;
-  VmOptions options;
   std::unique_ptr<Module> primitives;
-  CompileEngine engine;
+  std::unique_ptr<CompileEngine> engine;
+  std::vector<std::shared_ptr<const CompiledKernel>> kernels;
+  std::vector<std::shared_ptr<const ShapeFunction>> shape_funcs;
+  std::vector<int32_t> kernel_outputs;  // per kernel site: how many trailing arguments it writes
+
+  absl::Status Compile(const VmOptions& options);
+};
+
+absl::Status Program::Impl::Compile(const VmOptions& options) {
+  RETURN_IF_ERROR(exe.Verify());
+  ParseOptions po;
+  po.source_name = "<executable primitives>";
+  ASSIGN_OR_RETURN(primitives, ParseModule(exe.primitives, po));
+  engine = std::make_unique<CompileEngine>(options.engine);
+  for (const KernelSite& site : exe.kernels) {
+    const Function* f = primitives->FindFunction(site.primitive);
+    if (f == nullptr) {
+      return absl::DataLossError(absl::StrCat("kernel site names @", site.primitive,
+                                              ", which the executable does not contain"));
+    }
+    std::shared_ptr<const CompiledKernel> kernel;
+    if (options.kernel_factory) {
+      ASSIGN_OR_RETURN(kernel, options.kernel_factory(*f, site.device));
+    } else {
+      ASSIGN_OR_RETURN(kernel, engine->Lower(*f, site.device));
+    }
+    kernels.push_back(std::move(kernel));
+  }
+  for (const ShapeFuncSite& site : exe.shape_funcs) {
+    const Function* f = primitives->FindFunction(site.primitive);
+    if (f == nullptr) {
+      return absl::DataLossError(absl::StrCat("shape function site names @", site.primitive,
+                                              ", which the executable does not contain"));
+    }
+    ASSIGN_OR_RETURN(auto sf, engine->LowerShapeFunction(*f, site.mask));
+    shape_funcs.push_back(std::move(sf));
+  }
+  // Kernel arities are checked once here, so Invoke need not.
+  kernel_outputs.assign(exe.kernels.size(), 0);
+  for (size_t k = 0; k < exe.kernels.size(); ++k) {
+    kernel_outputs[k] = static_cast<int32_t>(
+        primitives->FindFunction(exe.kernels[k].primitive)->body().results().size());
+  }
+  for (const VmFunction& f : exe.functions) {
+    for (const Instruction& in : f.code) {
+      if (in.op != Opcode::kInvokeKernel) continue;
+      const Function* p = primitives->FindFunction(exe.kernels[in.a].primitive);
+      const int want = p->body().num_params() + static_cast<int>(p->body().results().size());
+      if (in.count != want) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "@", f.name, ": kernel @", p->name(), " takes ", want, " arguments, the call passes ",
+            in.count));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+Program::Program(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Program::~Program() = default;
+
+absl::StatusOr<std::shared_ptr<const Program>> Program::Compile(Executable exe,
+                                                                const VmOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->exe = std::move(exe);
+  RETURN_IF_ERROR(impl->Compile(options));
+  return std::shared_ptr<const Program>(new Program(std::move(impl)));
+}
+
+const Executable& Program::executable() const { return impl_->exe; }
+
+absl::Status Program::WaitForKernels() const { return impl_->engine->WaitForBackgroundCompiles(); }
+
+int64_t Program::KernelsPending() const { return impl_->engine->background_pending(); }
+
+struct VirtualMachine::Impl {
+  // Declared first, destroyed last: the kernel instances below were made by its kernels.
+  std::shared_ptr<const Program> program;
+  const Executable& exe;
+  const Module& primitives;
+  const std::vector<std::shared_ptr<const CompiledKernel>>& kernels;
+  const std::vector<std::shared_ptr<const ShapeFunction>>& shape_funcs;
+  const std::vector<int32_t>& kernel_outputs;
+  VmOptions options;
   // Declaration order is destruction order reversed: devices outlive pools, pools outlive every
   // storage (constants, instances' scratch).
   std::unique_ptr<Device> devices[kNumDevices];
@@ -83,9 +168,7 @@ struct VirtualMachine::Impl {
   std::unique_ptr<PoolingAllocator> scratch_pools[kNumDevices];
   KernelContext contexts[kNumDevices];  // what kernels on each device run with
   std::vector<Object> constants;
-  std::vector<std::shared_ptr<const CompiledKernel>> kernels;
-  std::vector<std::unique_ptr<KernelInstance>> instances;
-  std::vector<std::shared_ptr<const ShapeFunction>> shape_funcs;
+  std::vector<std::unique_ptr<KernelInstance>> instances;  // per kernel site: this VM's own
   std::vector<TensorArg> arg_scratch;
   std::vector<runtime::LaunchArg> launch_scratch;
   struct FrameCache {
@@ -103,7 +186,6 @@ struct VirtualMachine::Impl {
   // VmOptions::trace_memory: the byte ranges each instruction reads and writes.
   bool tracing = false;
   MemoryTrace trace;
-  std::vector<int32_t> kernel_outputs;  // per kernel site: how many trailing arguments it writes
 
   // Records a read or write of `a`'s bytes, when the device's allocator holds them (a
   // borrowed host tensor is the caller's memory, not the device's).
@@ -120,8 +202,15 @@ struct VirtualMachine::Impl {
   void TraceRead(const NDArray& a) { Trace(a, /*write=*/false); }
   void TraceWrite(const NDArray& a) { Trace(a, /*write=*/true); }
 
-  explicit Impl(Executable e, VmOptions o)
-      : exe(std::move(e)), options(o), engine(o.engine), tracing(o.trace_memory) {}
+  Impl(std::shared_ptr<const Program> p, VmOptions o)
+      : program(std::move(p)),
+        exe(program->impl_->exe),
+        primitives(*program->impl_->primitives),
+        kernels(program->impl_->kernels),
+        shape_funcs(program->impl_->shape_funcs),
+        kernel_outputs(program->impl_->kernel_outputs),
+        options(std::move(o)),
+        tracing(options.trace_memory) {}
 
   absl::Status EnsureDevice(DeviceKind k) {
     const int i = static_cast<int>(k);
@@ -131,6 +220,9 @@ struct VirtualMachine::Impl {
       ASSIGN_OR_RETURN(devices[i], runtime::MakeSimDevice(options.sim));
     } else {
       ASSIGN_OR_RETURN(devices[i], runtime::MakeDevice(k));
+    }
+    if (options.device_memory_limit > 0 && IsAccelerator(k)) {
+      devices[i]->SetMemoryLimit(options.device_memory_limit);
     }
     pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
     scratch_pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
@@ -155,8 +247,9 @@ struct VirtualMachine::Impl {
     }
   }
 
+  // The per-VM half of loading (the program is compiled): devices, constants placed, one
+  // kernel instance per site (which prepacks the site's constants), register files.
   absl::Status Load() {
-    RETURN_IF_ERROR(exe.Verify());
     RETURN_IF_ERROR(EnsureDevice(DeviceKind::kCpu));
     for (const VmFunction& f : exe.functions) {
       for (const ArgSpec& a : f.params) RETURN_IF_ERROR(EnsureDevice(a.device));
@@ -164,61 +257,27 @@ struct VirtualMachine::Impl {
         if (in.device != DeviceKind::kUnset) RETURN_IF_ERROR(EnsureDevice(in.device));
       }
     }
-    ParseOptions po;
-    po.source_name = "<executable primitives>";
-    ASSIGN_OR_RETURN(primitives, ParseModule(exe.primitives, po));
     for (const ConstantEntry& c : exe.constants) {
       RETURN_IF_ERROR(EnsureDevice(c.device));
-      ASSIGN_OR_RETURN(NDArray a, runtime::FromHost(c.value, pool(c.device)));
-      constants.push_back(Object::FromTensor(std::move(a)));
+      absl::StatusOr<NDArray> a = runtime::FromHost(c.value, pool(c.device));
+      if (!a.ok()) {
+        return absl::Status(a.status().code(),
+                            absl::StrCat("placing ", ConstantName(constants.size()), " (",
+                                         c.value.type().ToString(), ") on ", DeviceName(c.device),
+                                         ": ", a.status().message()));
+      }
+      constants.push_back(Object::FromTensor(*std::move(a)));
     }
-    for (const KernelSite& site : exe.kernels) {
-      const Function* f = primitives->FindFunction(site.primitive);
-      if (f == nullptr) {
-        return absl::DataLossError(absl::StrCat("kernel site names @", site.primitive,
-                                                ", which the executable does not contain"));
-      }
-      std::shared_ptr<const CompiledKernel> kernel;
-      if (options.kernel_factory) {
-        ASSIGN_OR_RETURN(kernel, options.kernel_factory(*f, site.device));
-      } else {
-        ASSIGN_OR_RETURN(kernel, engine.Lower(*f, site.device));
-      }
+    for (size_t k = 0; k < exe.kernels.size(); ++k) {
+      const KernelSite& site = exe.kernels[k];
+      const Function* f = primitives.FindFunction(site.primitive);
       std::vector<const Tensor*> consts(f->body().num_params(), nullptr);
       for (size_t i = 0; i < site.constants.size() && i < consts.size(); ++i) {
         if (site.constants[i] >= 0) consts[i] = &exe.constants[site.constants[i]].value;
       }
       ASSIGN_OR_RETURN(auto instance,
-                       kernel->Instantiate(contexts[static_cast<int>(site.device)], consts));
-      kernels.push_back(std::move(kernel));
+                       kernels[k]->Instantiate(contexts[static_cast<int>(site.device)], consts));
       instances.push_back(std::move(instance));
-    }
-    for (const ShapeFuncSite& site : exe.shape_funcs) {
-      const Function* f = primitives->FindFunction(site.primitive);
-      if (f == nullptr) {
-        return absl::DataLossError(absl::StrCat("shape function site names @", site.primitive,
-                                                ", which the executable does not contain"));
-      }
-      ASSIGN_OR_RETURN(auto sf, engine.LowerShapeFunction(*f, site.mask));
-      shape_funcs.push_back(std::move(sf));
-    }
-    // Kernel arities are checked once here, so Invoke need not.
-    kernel_outputs.assign(exe.kernels.size(), 0);
-    for (size_t k = 0; k < exe.kernels.size(); ++k) {
-      kernel_outputs[k] = static_cast<int32_t>(
-          primitives->FindFunction(exe.kernels[k].primitive)->body().results().size());
-    }
-    for (const VmFunction& f : exe.functions) {
-      for (const Instruction& in : f.code) {
-        if (in.op != Opcode::kInvokeKernel) continue;
-        const Function* p = primitives->FindFunction(exe.kernels[in.a].primitive);
-        const int want = p->body().num_params() + static_cast<int>(p->body().results().size());
-        if (in.count != want) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "@", f.name, ": kernel @", p->name(), " takes ", want, " arguments, the call passes ",
-              in.count));
-        }
-      }
     }
     frames.resize(exe.functions.size());
     executions.assign(exe.functions.size(), 0);
@@ -228,6 +287,20 @@ struct VirtualMachine::Impl {
       if (d) d->ResetCounters();
     }
     return absl::OkStatus();
+  }
+
+  // "constant 3 (%fc1_weight = constant ...)": the IR binding of the first instruction that
+  // loads constant `index`, for errors at load.
+  std::string ConstantName(size_t index) const {
+    for (const VmFunction& f : exe.functions) {
+      for (size_t pc = 0; pc < f.code.size(); ++pc) {
+        if (f.code[pc].op == Opcode::kConst && f.code[pc].a == static_cast<int32_t>(index) &&
+            pc < f.comments.size()) {
+          return absl::StrCat("constant ", index, " (", f.comments[pc], ")");
+        }
+      }
+    }
+    return absl::StrCat("constant ", index);
   }
 
   std::string Where(const VmFunction& f, size_t pc) const {
@@ -856,7 +929,14 @@ VirtualMachine::VirtualMachine(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 VirtualMachine::~VirtualMachine() = default;
 
 absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Load(Executable exe, VmOptions options) {
-  auto impl = std::make_unique<Impl>(std::move(exe), options);
+  ASSIGN_OR_RETURN(std::shared_ptr<const Program> program, Program::Compile(std::move(exe), options));
+  return Load(std::move(program), std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Load(
+    std::shared_ptr<const Program> program, VmOptions options) {
+  if (program == nullptr) return absl::InvalidArgumentError("VirtualMachine::Load: null program");
+  auto impl = std::make_unique<Impl>(std::move(program), std::move(options));
   RETURN_IF_ERROR(impl->Load());
   return std::unique_ptr<VirtualMachine>(new VirtualMachine(std::move(impl)));
 }
@@ -965,14 +1045,24 @@ absl::StatusOr<std::vector<HostValue>> VirtualMachine::RunWithHostValues(
   }
   std::vector<Object> args;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    ASSIGN_OR_RETURN(Object o, StageValue(inputs[i], impl_->pool(f.params[i].device)));
-    args.push_back(std::move(o));
+    absl::StatusOr<Object> o = StageValue(inputs[i], impl_->pool(f.params[i].device));
+    if (!o.ok()) {
+      return absl::Status(o.status().code(),
+                          absl::StrCat("@", function, ": staging argument ", i, " (%",
+                                       f.params[i].name, ") on ", DeviceName(f.params[i].device),
+                                       ": ", o.status().message()));
+    }
+    args.push_back(*std::move(o));
   }
   ASSIGN_OR_RETURN(std::vector<Object> out, RunStaged(function, std::move(args)));
   std::vector<HostValue> host;
   for (size_t i = 0; i < out.size(); ++i) {
-    ASSIGN_OR_RETURN(HostValue v, ReadBack(out[i], i));
-    host.push_back(std::move(v));
+    absl::StatusOr<HostValue> v = ReadBack(out[i], i);
+    if (!v.ok()) {
+      return absl::Status(v.status().code(), absl::StrCat("@", function, ": reading result ", i,
+                                                          " back: ", v.status().message()));
+    }
+    host.push_back(*std::move(v));
   }
   return host;
 }
@@ -1036,6 +1126,8 @@ void VirtualMachine::ResetCounters() {
   }
 }
 
+const std::shared_ptr<const Program>& VirtualMachine::program() const { return impl_->program; }
+
 runtime::Device* VirtualMachine::device(DeviceKind kind) const { return impl_->dev(kind); }
 runtime::PoolingAllocator* VirtualMachine::pool(DeviceKind kind) const { return impl_->pool(kind); }
 
@@ -1049,11 +1141,18 @@ std::vector<std::string> VirtualMachine::KernelDescriptions() const {
   return out;
 }
 
-absl::Status VirtualMachine::WaitForKernels() { return impl_->engine.WaitForBackgroundCompiles(); }
+absl::Status VirtualMachine::WaitForKernels() { return impl_->program->WaitForKernels(); }
 
-int64_t VirtualMachine::KernelsPending() const { return impl_->engine.background_pending(); }
+int64_t VirtualMachine::KernelsPending() const { return impl_->program->KernelsPending(); }
 
 void VirtualMachine::SetTraceMemory(bool on) { impl_->tracing = on; }
+
+void VirtualMachine::TrimMemory() {
+  for (int i = 0; i < kNumDevices; ++i) {
+    if (impl_->pools[i]) impl_->pools[i]->Shrink();
+    if (impl_->scratch_pools[i]) impl_->scratch_pools[i]->Shrink();
+  }
+}
 
 std::vector<ProfileEntry> VirtualMachine::Profile() const {
   std::vector<ProfileEntry> out;

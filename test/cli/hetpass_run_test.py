@@ -105,6 +105,23 @@ check(p.returncode == 4 and "pipeline:" in p.stderr, f"bad pass: exit {p.returnc
 p = run([mlp, "--baseline-masks=tvm"] + inputs, expect_ok=False)
 check("--baseline-masks must be single-flag or relay" in p.stderr, f"bad baseline: {p.stderr.strip()}")
 
+# --device-memory-limit: a limit below what the run needs fails naming the instruction, the
+# value and the bytes; a generous one runs; a malformed one is a clear flag error.
+# The weights alone (2,756,096 bytes on sim) are over 64K: the load names the constant; 2700K
+# holds them, not batch 16's activations, so the run names the instruction.
+p = run([mlp, "--random-weights", "--device-memory-limit=64K"] + inputs, expect_ok=False)
+check(p.returncode != 0 and "vm-load: placing constant " in p.stderr and
+      "sim: device memory limit: requested " in p.stderr and "(limit 65536 bytes" in p.stderr,
+      f"--device-memory-limit=64K: exit {p.returncode}, {p.stderr.strip()}")
+p = run([mlp, "--random-weights", "--device-memory-limit=2700K"] + inputs, expect_ok=False)
+check(p.returncode != 0 and "run: @main pc " in p.stderr and
+      "sim: device memory limit: requested " in p.stderr and "(limit 2764800 bytes" in p.stderr,
+      f"--device-memory-limit=2700K: exit {p.returncode}, {p.stderr.strip()}")
+run([mlp, "--random-weights", "--device-memory-limit=1G"] + inputs)
+p = run([mlp, "--device-memory-limit=12X"] + inputs, expect_ok=False)
+check("--device-memory-limit=12X: expected a positive byte count" in p.stderr,
+      f"bad --device-memory-limit: {p.stderr.strip()}")
+
 # cuda without a usable GPU (or in a build without CUDA) is refused up front with the reason,
 # never by running on the host instead.
 p = run([mlp, "--device=cuda"] + inputs, expect_ok=False)

@@ -67,6 +67,10 @@ ABSL_FLAG(bool, random_weights, false,
 ABSL_FLAG(bool, listing, false, "print the VM bytecode listing");
 ABSL_FLAG(std::string, save_executable, "", "write the compiled executable to this file");
 ABSL_FLAG(bool, no_guard, false, "sim: leave the device arena readable by the host (faster)");
+ABSL_FLAG(std::string, device_memory_limit, "",
+          "run, test-onnx: cap on the memory each accelerator device (sim, cuda) holds, in bytes "
+          "or with a K, M or G suffix (powers of 1024); over it a run fails with "
+          "RESOURCE_EXHAUSTED naming the value (docs/runtime.md)");
 ABSL_FLAG(std::string, o, "-", "import: output file ('-' for stdout)");
 ABSL_FLAG(std::string, baseline_masks, "",
           "for comparisons: single-flag or relay. Compiles with another system's dependence "
@@ -296,6 +300,28 @@ PassManagerOptions PipelineOptions() {
 }
 
 // The pipeline to run: --passes or the default for the device, with --baseline-masks applied.
+// --device-memory-limit: "" is none (0); bytes, or a number with K, M or G (powers of 1024).
+absl::StatusOr<int64_t> DeviceMemoryLimitFlag() {
+  const std::string text = absl::GetFlag(FLAGS_device_memory_limit);
+  if (text.empty()) return 0;
+  absl::string_view digits = text;
+  int64_t scale = 1;
+  switch (text.back()) {
+    case 'K': case 'k': scale = int64_t{1} << 10; break;
+    case 'M': case 'm': scale = int64_t{1} << 20; break;
+    case 'G': case 'g': scale = int64_t{1} << 30; break;
+    default: break;
+  }
+  if (scale != 1) digits.remove_suffix(1);
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(digits, &n) || n <= 0 || n > INT64_MAX / scale) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device-memory-limit=", text, ": expected a positive byte count, optionally with a K, "
+        "M or G suffix (e.g. 512M)"));
+  }
+  return n * scale;
+}
+
 absl::StatusOr<std::string> PipelineFlag(DeviceKind device) {
   std::string pipeline = absl::GetFlag(FLAGS_passes).empty() ? vm::DefaultPipeline(device)
                                                              : absl::GetFlag(FLAGS_passes);
@@ -412,6 +438,7 @@ absl::StatusOr<Compiled> CompileForRun(const std::string& path, DeviceKind devic
   const std::string function = absl::GetFlag(FLAGS_function);
   if (exe.FindFunction(function) < 0) return absl::NotFoundError(absl::StrCat("no function @", function));
   vm::VmOptions options;
+  ASSIGN_OR_RETURN(options.device_memory_limit, DeviceMemoryLimitFlag());
   options.profile = absl::GetFlag(FLAGS_profile);
   options.trace_memory = false;  // only the last run is traced (Run)
   options.sim.guard = !absl::GetFlag(FLAGS_no_guard);
@@ -769,6 +796,7 @@ absl::Status TestOnnx(const std::string& dir) {
   RETURN_IF_ERROR(Compile(*module, pipeline, "main", ledger, exe));
   const vm::VmFunction fn = exe.functions[exe.FindFunction("main")];
   vm::VmOptions options;
+  ASSIGN_OR_RETURN(options.device_memory_limit, DeviceMemoryLimitFlag());
   options.trace_memory = true;
   ASSIGN_OR_RETURN(auto machine, Stage("vm-load", vm::VirtualMachine::Load(std::move(exe), options)));
 

@@ -129,6 +129,14 @@ class Device {
   // through their KernelContext; nullptr where launches run inline on the calling thread.
   virtual void* native_queue() const { return nullptr; }
 
+  // A cap on the device memory held (raw allocations not yet freed; pools' cached blocks
+  // included): an allocation that would take it over the limit fails with ResourceExhausted
+  // naming the request, the bytes available under the limit and those held. 0: none (the
+  // device's own capacity only). A pooling allocator answers it by trimming its cache and
+  // retrying once. Set it before the device is shared between threads.
+  void SetMemoryLimit(int64_t bytes) { memory_limit_ = bytes; }
+  int64_t memory_limit() const { return memory_limit_; }
+
   const DeviceCounters& counters() const { return counters_; }
   // Zeroes the counters; the memory held stays (and starts the new peak).
   void ResetCounters() {
@@ -139,7 +147,12 @@ class Device {
   }
 
  protected:
+  // OK when `rounded` more bytes stay within the memory limit; else the ResourceExhausted above
+  // (`requested`: the caller's size). Call with the device's lock held.
+  absl::Status CheckMemoryLimit(size_t rounded, size_t requested) const;
+
   DeviceCounters counters_;
+  int64_t memory_limit_ = 0;
 };
 
 struct SimDeviceOptions {
@@ -147,6 +160,14 @@ struct SimDeviceOptions {
   // mprotect the arena while the host runs. On by default; benchmarks may turn it off.
   bool guard = true;
 };
+
+// Test-only fault injection on a sim device (docs/runtime.md, "Faults"): from now, the k-th
+// operation of `site` (1-based) fails with Unavailable "sim: injected fault: copy #k (n bytes)
+// failed" before doing anything; k == 0 disarms. One-shot. InvalidArgument for another device.
+enum class FaultSite : uint8_t { kAlloc, kCopy, kLaunch };
+absl::Status InjectSimFault(Device* device, FaultSite site, int64_t k);
+// Whether the fault armed for `site` has yet to fire (false for another device).
+bool SimFaultPending(const Device* device, FaultSite site);
 
 std::unique_ptr<Device> MakeCpuDevice();
 absl::StatusOr<std::unique_ptr<Device>> MakeSimDevice(SimDeviceOptions options = {});
@@ -189,6 +210,9 @@ class PoolingAllocator {
   void Release(Block block);
   // Frees every cached (not in-use) block.
   void Trim();
+  // Trim, and frees the run-time plan's arena too when none of its blocks is in use and no run
+  // is in progress: the pool then holds only its blocks in use; the next run plans afresh.
+  void Shrink();
 
   // Run-time memory plan (pooling_allocator.cc explains it): between BeginRun and EndRun the
   // pool records each request's size and lifetime; EndRun packs the requests released within

@@ -69,6 +69,11 @@ struct VmOptions {
   // can report the run's liveness lower bound (LastRunMemory). Costs one vector append per
   // tensor an instruction touches; off by default.
   bool trace_memory = false;
+  // Device memory limit in bytes for each accelerator device of the VM (sim, cuda), 0 for none:
+  // an allocation that would go over it is ResourceExhausted naming the instruction and value
+  // that asked, the bytes requested and those available (Device::SetMemoryLimit); the pool
+  // first trims its cache and retries. The VM then runs the next call as usual.
+  int64_t device_memory_limit = 0;
   // Replaces the compile engine for kernels (benchmarks of the dispatch loop use no-op kernels).
   std::function<absl::StatusOr<std::shared_ptr<const CompiledKernel>>(const Function&, DeviceKind)>
       kernel_factory;
@@ -112,9 +117,41 @@ struct ProfileEntry {
   double total_us = 0;
 };
 
+// An executable compiled once for any number of VMs: verified, its primitives parsed, one
+// kernel compiled per site (structurally equal primitives share one), its shape functions
+// lowered. Immutable once made, so VMs on any threads share it (docs/runtime.md, "Threading"):
+// loading a VM from a Program only makes what is the VM's own: its devices and pools, the
+// constants placed on them, one kernel instance per site (prepacked weights), register files,
+// counters. Uses VmOptions::engine and kernel_factory; the VM's Load takes the rest.
+class Program {
+ public:
+  static absl::StatusOr<std::shared_ptr<const Program>> Compile(Executable exe,
+                                                                const VmOptions& options = {});
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  const Executable& executable() const;
+  // VmOptions::engine.background_jit: see VirtualMachine::WaitForKernels.
+  absl::Status WaitForKernels() const;
+  int64_t KernelsPending() const;
+
+ private:
+  friend class VirtualMachine;
+  struct Impl;
+  explicit Program(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Thread safety: a VirtualMachine runs one call at a time (its registers, pools and counters are
+// its own); any number of VMs loaded from one Program run at once on different threads. VmPool
+// (vm_pool.h) hands VMs of one Program to the threads of a server.
 class VirtualMachine {
  public:
+  // Program::Compile, then Load of the program.
   static absl::StatusOr<std::unique_ptr<VirtualMachine>> Load(Executable exe, VmOptions options = {});
+  static absl::StatusOr<std::unique_ptr<VirtualMachine>> Load(std::shared_ptr<const Program> program,
+                                                              VmOptions options = {});
   ~VirtualMachine();
 
   // Arguments must live on each parameter's device (see RunWithHostTensors).
@@ -144,6 +181,7 @@ class VirtualMachine {
   runtime::Device* device(DeviceKind kind) const;
   runtime::PoolingAllocator* pool(DeviceKind kind) const;
   const Executable& executable() const { return exe_; }
+  const std::shared_ptr<const Program>& program() const;
   // One line per kernel site: primitive, device, implementation (CompiledKernel::Describe).
   std::vector<std::string> KernelDescriptions() const;
   // With VmOptions::engine.background_jit: blocks until the JIT code of every kernel is ready,
@@ -152,6 +190,10 @@ class VirtualMachine {
   absl::Status WaitForKernels();
   // Background compiles queued or running now (0 without background_jit).
   int64_t KernelsPending() const;
+  // Gives the device memory the VM's pools keep between calls back to the devices (cached
+  // blocks and the run-time plan's arenas; PoolingAllocator::Shrink): what a server does after a
+  // call with unusually large inputs, or after ResourceExhausted. The next call allocates again.
+  void TrimMemory();
   // Turns VmOptions::trace_memory on or off for the runs that follow (a benchmark traces only
   // the run whose memory it reports: tracing costs every instruction a little).
   void SetTraceMemory(bool on);

@@ -117,6 +117,9 @@ class CudaDevice final : public Device {
     void* p = nullptr;
     // A 0-byte request still gets a unique pointer (device.h).
     const size_t request = bytes == 0 ? 64 : bytes;
+    // Allocated under the lock, so the memory limit's check and the allocation are one step.
+    std::lock_guard<std::mutex> lock(mu_);
+    RETURN_IF_ERROR(CheckMemoryLimit(request, bytes));
     const cudaError_t e = cudaMallocAsync(&p, request, stream_);
     if (e != cudaSuccess) {
       cudaGetLastError();  // clear the (non-sticky) error
@@ -126,7 +129,6 @@ class CudaDevice final : public Device {
                                             " of ", total, " bytes free on the GPU)");
       return CudaCall(e, what);
     }
-    std::lock_guard<std::mutex> lock(mu_);
     live_.Allocated(p, request, bytes, counters_);
     return p;
   }
