@@ -63,17 +63,8 @@ list(APPEND HETPASS_FUZZ_SEED_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/compile
      ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/ledger_check.cc)
 
 # ONNX (protobuf classes, and the schemas for pre-11 op versions) only for src/frontend, as in
-# the main build (DEPENDENCIES.md section 6).
-find_package(Protobuf REQUIRED)          # FIRST: the ONNX targets reference protobuf::libprotobuf
-find_package(ONNX REQUIRED CONFIG)
-get_target_property(HETPASS_ONNX_INCLUDES onnx_proto INTERFACE_INCLUDE_DIRECTORIES)
-list(APPEND HETPASS_ONNX_INCLUDES ${Protobuf_INCLUDE_DIRS})
-list(FILTER HETPASS_ONNX_INCLUDES EXCLUDE REGEX "^/usr/include/?$")  # breaks #include_next
-list(REMOVE_DUPLICATES HETPASS_ONNX_INCLUDES)
-file(GLOB frontend_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/frontend/*.cc)
-set_source_files_properties(${frontend_sources} PROPERTIES
-  COMPILE_DEFINITIONS "ONNX_ML=1;ONNX_NAMESPACE=onnx"
-  INCLUDE_DIRECTORIES "${HETPASS_ONNX_INCLUDES}")
+# the main build.
+include(cmake/onnx_frontend.cmake)
 
 add_library(hetpass_fuzz_core STATIC ${HETPASS_FUZZ_CORE_SOURCES})
 target_include_directories(hetpass_fuzz_core

@@ -12,12 +12,19 @@
 // block a caller still holds); one on an accelerator, or in memory the VM does not own (a
 // constant, an argument returned as is), is copied into a new array.
 //
-// The GIL is held while the VM runs: one executable serves one thread at a time (docs/python.md).
+// Threads (docs/python.md): a call releases the GIL while the VM runs, so other Python threads
+// go on meanwhile. One Executable runs one call at a time: its mutex is held from staging the
+// arguments to taking the results and counters, so a call's counters are its own. Executables
+// made by clone() share the compiled program (vm::Program) but not the VM: one per thread runs
+// in parallel. Deadlock-free lock order: the mutex is only ever waited for with the GIL
+// released (Exclusive()), and the holder of the mutex may take the GIL (argument arrays are
+// released with it).
 #include "bindings.h"
 
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -265,6 +272,8 @@ py::object ToPython(const Object& o, int index, const std::shared_ptr<vm::Virtua
 // An executable loaded into a VM, with the ledger of its function.
 struct PyExecutable {
   std::shared_ptr<vm::VirtualMachine> machine;  // shared with zero-copy result arrays
+  vm::VmOptions options;                        // what the VM was loaded with (clone())
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();  // one call at a time
   std::shared_ptr<Module> lowered;  // the module after the pipeline
   CopyLedger ledger;
   std::string function;
@@ -293,8 +302,21 @@ struct PyExecutable {
     return staged;
   }
 
+  // This executable's mutex, waited for without the GIL; returns with both held.
+  std::unique_lock<std::mutex> Exclusive() const {
+    py::gil_scoped_release nogil;
+    return std::unique_lock<std::mutex>(*mu);
+  }
+
   py::list Run(const py::args& args) {
-    std::vector<Object> out = Unwrap(machine->RunStaged(function, Stage(args)));
+    auto lock = Exclusive();
+    std::vector<Object> staged = Stage(args);
+    absl::StatusOr<std::vector<Object>> ran;
+    {
+      py::gil_scoped_release nogil;
+      ran = machine->RunStaged(function, std::move(staged));
+    }
+    std::vector<Object> out = Unwrap(std::move(ran));
     total += machine->LastRunCounters();
     ++runs;
     py::list results;
@@ -401,18 +423,53 @@ void BindExecutable(py::module_& m) {
       .def("run", &PyExecutable::Run, "As calling it, but always a list of results.")
       .def_property_readonly("counters",
                              [](const PyExecutable& self) {
+                               auto lock = self.Exclusive();
                                return MakeCounters(self.machine->LastRunCounters(), self);
                              },
                              "The last run's counters (staging and reading results excluded).")
       .def_property_readonly("total_counters",
-                             [](const PyExecutable& self) { return MakeCounters(self.total, self); },
+                             [](const PyExecutable& self) {
+                               auto lock = self.Exclusive();
+                               return MakeCounters(self.total, self);
+                             },
                              "Counters summed over every run since compile() or reset_counters().")
-      .def_readonly("runs", &PyExecutable::runs)
+      .def_property_readonly("runs",
+                             [](const PyExecutable& self) {
+                               auto lock = self.Exclusive();
+                               return self.runs;
+                             })
       .def("reset_counters",
            [](PyExecutable& self) {
+             auto lock = self.Exclusive();
              self.total = runtime::DeviceCounters();
              self.runs = 0;
            })
+      .def(
+          "clone",
+          [](const PyExecutable& self) {
+            // The compiled program is shared (no pipeline, no kernel compile): only the VM's
+            // own parts are made (devices, constants, kernel instances).
+            auto exe = std::make_unique<PyExecutable>();
+            exe->options = self.options;
+            exe->machine = Unwrap(vm::VirtualMachine::Load(self.machine->program(), self.options));
+            exe->lowered = self.lowered;
+            exe->ledger = self.ledger;
+            exe->function = self.function;
+            exe->device = self.device;
+            exe->pipeline = self.pipeline;
+            exe->profile = self.profile;
+            exe->fi = self.fi;
+            return exe;
+          },
+          "A new Executable of the same compiled program with a VM of its own (its own device "
+          "memory and counters; no compile): one per thread runs calls in parallel.")
+      .def(
+          "trim_memory",
+          [](PyExecutable& self) {
+            auto lock = self.Exclusive();
+            self.machine->TrimMemory();
+          },
+          "Gives the device memory the VM's pools keep between calls back to the devices.")
       .def_readonly("ledger", &PyExecutable::ledger)
       .def_property_readonly("device", [](const PyExecutable& self) { return std::string(DeviceName(self.device)); })
       .def_readonly("function", &PyExecutable::function)
@@ -431,6 +488,7 @@ void BindExecutable(py::module_& m) {
           "(name, type) of each parameter: [('x', 'f32[n, 1024] @cpu')]")
       .def_property_readonly("last_symbols",
                              [](const PyExecutable& self) {
+                               auto lock = self.Exclusive();
                                std::map<std::string, int64_t> s;
                                for (const auto& [k, v] : self.machine->LastRunRecord().symbols) s[k] = v;
                                return s;
@@ -438,6 +496,7 @@ void BindExecutable(py::module_& m) {
                              "The symbols the last run's arguments bound ({'n': 16}).")
       .def("compare_with_ledger",
            [](const PyExecutable& self) {
+             auto lock = self.Exclusive();
              return vm::CompareLedger(self.ledger, self.machine->LastRunCounters(),
                                       self.machine->LastRunRecord().LedgerBindings(self.ledger));
            },
@@ -448,6 +507,7 @@ void BindExecutable(py::module_& m) {
                throw StatusError{absl::FailedPreconditionError(
                    "no profile: compile with profile=True to time every instruction")};
              }
+             auto lock = self.Exclusive();
              return self.machine->Profile();
            },
            "Per-instruction times summed over runs, slowest first (compile with profile=True).")
@@ -458,6 +518,7 @@ void BindExecutable(py::module_& m) {
           [](PyExecutable& self, const py::args& args, int64_t iterations) {
             // The C++ VM alone on the same arguments, staged once: the baseline of
             // bench/python/call_overhead.py (seconds per run).
+            auto lock = self.Exclusive();
             const std::vector<Object> staged = self.Stage(args);
             const auto t0 = std::chrono::steady_clock::now();
             for (int64_t i = 0; i < iterations; ++i) {
@@ -471,7 +532,8 @@ void BindExecutable(py::module_& m) {
   m.def(
       "compile",
       [](const PyModule& module, const std::string& device_name, const std::optional<std::string>& passes,
-         const std::string& function, const std::optional<std::string>& baseline, bool profile) {
+         const std::string& function, const std::optional<std::string>& baseline, bool profile,
+         int64_t device_memory_limit) {
         const std::optional<DeviceKind> device = ParseDevice(device_name);
         if (!device || *device == DeviceKind::kUnset) {
           throw StatusError{Invalid(absl::StrCat("device must be cpu, sim or cuda, got '", device_name, "'"))};
@@ -496,9 +558,13 @@ void BindExecutable(py::module_& m) {
         Unwrap(pm->Run(*exe->lowered));
         exe->ledger = Unwrap(ComputeCopyLedger(*exe->lowered, function));
         vm::Executable code = Unwrap(vm::CompileModule(*exe->lowered));
-        vm::VmOptions options;
-        options.profile = profile;
-        exe->machine = Unwrap(vm::VirtualMachine::Load(std::move(code), options));
+        if (device_memory_limit < 0) {
+          throw StatusError{Invalid(absl::StrCat("device_memory_limit must be >= 0 bytes, got ",
+                                                 device_memory_limit))};
+        }
+        exe->options.profile = profile;
+        exe->options.device_memory_limit = device_memory_limit;
+        exe->machine = Unwrap(vm::VirtualMachine::Load(std::move(code), exe->options));
         exe->fi = exe->machine->executable().FindFunction(function);
         if (exe->fi < 0) {
           throw StatusError{absl::NotFoundError(absl::StrCat("no function @", function, " in the executable"))};
@@ -507,8 +573,10 @@ void BindExecutable(py::module_& m) {
       },
       py::arg("module"), py::arg("device") = "cpu", py::arg("passes") = py::none(),
       py::arg("function") = "main", py::arg("baseline") = py::none(), py::arg("profile") = false,
+      py::arg("device_memory_limit") = 0,
       "Lowers a copy of `module` with the device's default pipeline (or `passes`; `baseline` "
-      "swaps in the single-flag or relay masks) and loads it into a VM.");
+      "swaps in the single-flag or relay masks) and loads it into a VM. device_memory_limit: "
+      "bytes each accelerator device may hold (0: no limit); over it a call raises MemoryError.");
 
   m.def(
       "read_onnx_tensor",

@@ -18,9 +18,10 @@
 //     to the larger requests of the same sequence. The cache is a map from capacity to a stack
 //     of blocks; stacks stay in the map when empty, so in steady state an allocate/release pair
 //     touches no heap (a multimap node per release cost ~40% of the VM's dispatch time).
-//   - On device exhaustion the cache is trimmed (cached blocks freed to the device, which
-//     coalesces them) and the raw allocation is retried once, so cached fragments never cause an
-//     out-of-memory the device alone would not.
+//   - On device exhaustion (or a device memory limit) the cache is trimmed (cached blocks freed
+//     to the device, which coalesces them) and so is the run-time arena when none of its blocks
+//     is in use (Shrink), and the raw allocation is retried once, so cached fragments never
+//     cause an out-of-memory the device alone would not.
 //   - Release of a block the pool does not consider in use (double release, foreign block) is
 //     ignored: caching it twice would hand the same memory to two owners.
 //   - The destructor frees the cached blocks only. Blocks still in use at destruction belong to
@@ -213,9 +214,13 @@ absl::StatusOr<PoolingAllocator::Block> PoolingAllocator::Allocate(size_t bytes)
     }
   }
   absl::StatusOr<void*> raw = device_->Allocate(capacity);
-  if (absl::IsResourceExhausted(raw.status()) && cached_bytes() > 0) {
-    Trim();
-    raw = device_->Allocate(capacity);
+  if (absl::IsResourceExhausted(raw.status())) {
+    // The cache and an idle run-time arena are memory the pool can give back: out of device
+    // memory (or over a memory limit), give it back and try once more.
+    const size_t arena = arena_bytes();
+    const size_t cached = cached_bytes();
+    Shrink();
+    if (cached > 0 || arena != arena_bytes()) raw = device_->Allocate(capacity);
   }
   if (!raw.ok()) return raw.status();
   std::lock_guard<std::mutex> lock(state_->mu);
@@ -275,12 +280,16 @@ void PoolingAllocator::Shrink() {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     State& st = *state_;
-    if (!st.in_run && st.in_arena.empty()) {
+    // An arena none of whose blocks is in use can go, even within a run: the run then stops
+    // replaying (the cache serves it) and its end plans afresh.
+    if (st.in_arena.empty()) {
       arena = st.arena;
       st.arena = nullptr;
       st.arena_bytes = 0;
       st.plan.clear();
       st.plan_events.clear();
+      st.replaying = false;
+      st.arena_usable = false;
     }
   }
   if (arena != nullptr) device_->Free(arena);

@@ -5,11 +5,13 @@
 #   bash tools/dev/run.sh demo     build + run the main job
 #   bash tools/dev/run.sh test     build; fuzz the three doors of untrusted bytes: the ONNX
 #                                  importer, the text IR parser, the executable loader (clang,
-#                                  libFuzzer); ctest; ASan+UBSan build + ctest
+#                                  libFuzzer); the ThreadSanitizer pass (clang); ctest;
+#                                  ASan+UBSan build + ctest
 #
 # Environment: HETPASS_BUILD_DIR (default build), HETPASS_JOBS (default 2),
 #              HETPASS_SANITIZE_RUN=always|never (test: the ASan+UBSan pass, default always;
 #              CI always runs it),
+#              HETPASS_TSAN_RUN=always|never (test: the ThreadSanitizer pass, default always),
 #              HETPASS_FUZZ_RUN=always|never (test: the fuzz pass, default always; a cold
 #              fuzz build takes ~5 min of one core), HETPASS_FUZZ_SECONDS (default 60: seconds
 #              of fuzzing ImportOnnx), HETPASS_FUZZ_PARSE_SECONDS and HETPASS_FUZZ_LOAD_SECONDS
@@ -173,9 +175,25 @@ run_fuzz() {
   done
 }
 
+# The ThreadSanitizer pass (docs/runtime.md, "Threading"): its own clang build directory with
+# the lean library (no oneDNN, LLVM JIT or CUDA: reference kernels) and the tests of the
+# runtime's, VM's and compile engine's threads, concurrent inference and fault injection
+# included (cmake/tsan.cmake). A race fails the run here, with TSan's report.
+run_tsan() {
+  local dir="${build}-tsan"
+  echo "== ThreadSanitizer pass ($dir, clang-16)"
+  configure_and_build "$dir" -- -DHETPASS_TSAN=ON -DCMAKE_C_COMPILER=clang-16 \
+    -DCMAKE_CXX_COMPILER=clang++-16
+  if ! (cd "$dir" && ctest -j "$jobs" --output-on-failure --timeout 900); then
+    echo "error: the ThreadSanitizer pass failed: report above" >&2
+    exit 1
+  fi
+}
+
 run_tests() {
   configure_and_build "$build" -- -DHETPASS_BUILD_TESTS=ON -DHETPASS_BUILD_BENCH=ON
   if [ "${HETPASS_FUZZ_RUN:-always}" != never ]; then run_fuzz; fi
+  if [ "${HETPASS_TSAN_RUN:-always}" != never ]; then run_tsan; fi
   (cd "$build" && ctest -j "$jobs" --output-on-failure --timeout 900)
   local elapsed=$(( $(date +%s) - start ))
   if [ "${HETPASS_SANITIZE_RUN:-always}" != never ]; then

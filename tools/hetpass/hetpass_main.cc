@@ -28,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 #include "common/command_line.h"
 #include "passes/analysis/baseline_masks.h"
@@ -245,35 +246,67 @@ std::string BindingsJson(const DimExpr::Bindings& bindings) {
 // names the stage), so a test runner cannot file a regression as unsupported.
 constexpr char kStageUrl[] = "hetpass.dev/stage";
 
-// Wall time per compile stage, in the order the stages ended: each Stage() call closes the
-// stage that began at the previous mark (`--json` reports them as compile_stages_ms, so a
-// user sees where compile time goes without a profiler).
+// A JSON number, or null where the value is not finite (JSON has no inf or nan): a model whose
+// output overflows still gives a parseable report.
+std::string JsonNumber(double v) { return std::isfinite(v) ? absl::StrFormat("%.9g", v) : "null"; }
+
+// Peak resident memory since the last ResetPeakRss (VmHWM of /proc/self/status), in KiB; -1
+// where it cannot be read.
+int64_t PeakRssKb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    int64_t kb = 0;
+    if (absl::StartsWith(line, "VmHWM:") &&
+        absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line.substr(6)), " kB"), &kb)) {
+      return kb;
+    }
+  }
+  return -1;
+}
+// Starts a new peak at the current resident size (Linux >= 4.0: "5" to clear_refs).
+void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+// Wall time and peak resident memory per compile stage, in the order the stages ended: each
+// Stage() call closes the stage that began at the previous mark (`--json` reports them as
+// compile_stages_ms and compile_stages_peak_rss_mb, so a user sees where compile time and memory
+// go without a profiler; bench/scale/scale.sh reads them). A stage's peak is the process's
+// highest resident size while it ran, everything held before it included.
 // Only between Start() and Stop(): the stages of a run are not timed here.
+struct StageTime {
+  std::string name;
+  double ms = 0;
+  int64_t peak_rss_kb = -1;
+};
 struct StageClock {
   bool running = false;
   std::chrono::steady_clock::time_point mark;
-  std::vector<std::pair<std::string, double>> ms;
+  std::vector<StageTime> stages;
   void Start() {
     running = true;
     mark = std::chrono::steady_clock::now();
-    ms.clear();
+    stages.clear();
+    ResetPeakRss();
   }
-  std::vector<std::pair<std::string, double>> Stop() {
+  std::vector<StageTime> Stop() {
     running = false;
-    return std::move(ms);
+    return std::move(stages);
   }
   void End(absl::string_view stage) {
     if (!running) return;
     const auto now = std::chrono::steady_clock::now();
     const double t = std::chrono::duration<double, std::milli>(now - mark).count();
+    const int64_t peak = PeakRssKb();
+    ResetPeakRss();
     mark = now;
-    for (auto& [name, total] : ms) {
-      if (name == stage) {
-        total += t;
+    for (StageTime& s : stages) {
+      if (s.name == stage) {
+        s.ms += t;
+        s.peak_rss_kb = std::max(s.peak_rss_kb, peak);
         return;
       }
     }
-    ms.emplace_back(stage, t);
+    stages.push_back({std::string(stage), t, peak});
   }
 };
 StageClock& Clock() {
@@ -398,7 +431,7 @@ struct Compiled {
   std::string listing;
   double ms = 0;
   std::chrono::steady_clock::time_point start;
-  std::vector<std::pair<std::string, double>> stages;
+  std::vector<StageTime> stages;
 };
 
 // Import (or load), the pass pipeline, the ledger, the VM compiler and the VM load with every
@@ -467,7 +500,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
     compile_repeats_ms.push_back(compiled.ms);
   }
   const double compile_ms = compile_repeats_ms.front();
-  const std::vector<std::pair<std::string, double>>& compile_stages = compiled.stages;
+  const std::vector<StageTime>& compile_stages = compiled.stages;
   std::unique_ptr<vm::VirtualMachine>& machine = compiled.machine;
   CopyLedger& ledger = compiled.ledger;
   const bool have_ledger = compiled.have_ledger;
@@ -535,6 +568,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   const bool cupti = absl::GetFlag(FLAGS_cupti);
   absl::StatusOr<runtime::CuptiMemcpyCounts> cupti_counts = absl::UnknownError("not traced");
   double kernels_final_ms = compiled.ms;
+  ResetPeakRss();  // the runs' peak resident memory (run_peak_rss_mb)
   for (int r = 0; r < repeat; ++r) {
     if (absl::GetFlag(FLAGS_flush_cache)) FlushCaches();
     // The last run's memory (peak, liveness lower bound) is reported: only it is traced.
@@ -558,6 +592,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
       if (pending && repeat > 1) machine->ResetProfile();  // the table shows the final kernels
     }
   }
+  const int64_t run_peak_rss_kb = PeakRssKb();
   std::vector<double> warm(times_us.begin() + (repeat > 1 ? 1 : 0), times_us.end());
   std::sort(warm.begin(), warm.end());
   const double median = warm[warm.size() / 2];
@@ -591,22 +626,28 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
                     ", \"background_jit\": ", absl::GetFlag(FLAGS_background_jit) ? "true" : "false",
                     ", \"compile_stages_ms\": {");
     for (size_t i = 0; i < compile_stages.size(); ++i) {
-      absl::StrAppend(&out, i ? ", " : "", JsonString(compile_stages[i].first), ": ",
-                      absl::StrFormat("%.3f", compile_stages[i].second));
+      absl::StrAppend(&out, i ? ", " : "", JsonString(compile_stages[i].name), ": ",
+                      absl::StrFormat("%.3f", compile_stages[i].ms));
+    }
+    absl::StrAppend(&out, "}, \"compile_stages_peak_rss_mb\": {");
+    for (size_t i = 0; i < compile_stages.size(); ++i) {
+      absl::StrAppend(&out, i ? ", " : "", JsonString(compile_stages[i].name), ": ",
+                      absl::StrFormat("%.1f", compile_stages[i].peak_rss_kb / 1024.0));
     }
     absl::StrAppend(&out, "}, \"outputs\": [");
     for (size_t i = 0; i < outputs.size(); ++i) {
       const Checksum c = Check(outputs[i]);
       absl::StrAppend(&out, i ? ", " : "", "{\"dtype\": ", JsonString(DTypeName(outputs[i].dtype())),
                       ", \"shape\": [", absl::StrJoin(outputs[i].shape(), ", "), "], \"sum\": ",
-                      absl::StrFormat("%.9g", c.sum), ", \"abs_sum\": ", absl::StrFormat("%.9g", c.abs_sum),
+                      JsonNumber(c.sum), ", \"abs_sum\": ", JsonNumber(c.abs_sum),
                       ", \"fnv1a\": \"", absl::StrFormat("%016x", c.hash), "\"}");
     }
     absl::StrAppend(&out, "], \"counters\": ", CountersJson(last), ", \"memory\": ",
                     MemoryJson(machine->LastRunMemory()), ", \"steady_state_device_allocs\": ",
                     steady_allocs, ", \"times_us\": {\"cold\": ", absl::StrFormat("%.3f", times_us[0]),
                     ", \"median\": ", absl::StrFormat("%.3f", median), ", \"min\": ",
-                    absl::StrFormat("%.3f", warm.front()), ", \"runs\": ", repeat, "}");
+                    absl::StrFormat("%.3f", warm.front()), ", \"runs\": ", repeat, "}",
+                    ", \"run_peak_rss_mb\": ", absl::StrFormat("%.1f", run_peak_rss_kb / 1024.0));
     if (cupti && cupti_counts.ok()) {
       absl::StrAppend(&out, ", \"cupti\": {\"h2d\": ", cupti_counts->h2d, ", \"d2h\": ", cupti_counts->d2h,
                       ", \"d2d\": ", cupti_counts->d2d, ", \"other\": ", cupti_counts->other, "}");

@@ -210,8 +210,8 @@ class PoolingAllocator {
   void Release(Block block);
   // Frees every cached (not in-use) block.
   void Trim();
-  // Trim, and frees the run-time plan's arena too when none of its blocks is in use and no run
-  // is in progress: the pool then holds only its blocks in use; the next run plans afresh.
+  // Trim, and frees the run-time plan's arena too when none of its blocks is in use: the pool
+  // then holds only its blocks in use; a run in progress stops replaying, the next plans afresh.
   void Shrink();
 
   // Run-time memory plan (pooling_allocator.cc explains it): between BeginRun and EndRun the

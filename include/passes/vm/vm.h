@@ -72,7 +72,7 @@ struct VmOptions {
   // Device memory limit in bytes for each accelerator device of the VM (sim, cuda), 0 for none:
   // an allocation that would go over it is ResourceExhausted naming the instruction and value
   // that asked, the bytes requested and those available (Device::SetMemoryLimit); the pool
-  // first trims its cache and retries. The VM then runs the next call as usual.
+  // first gives back its cache and idle arena and retries. The VM then runs the next call.
   int64_t device_memory_limit = 0;
   // Replaces the compile engine for kernels (benchmarks of the dispatch loop use no-op kernels).
   std::function<absl::StatusOr<std::shared_ptr<const CompiledKernel>>(const Function&, DeviceKind)>
