@@ -1,10 +1,11 @@
 // The VM interpreter (see vm.h).
 //
-// Load: verify the executable once, parse its primitive functions, compile one kernel per site
-// through the compile engine (structurally equal primitives share the compiled kernel; each site
-// gets its own instance, which receives the site's constants for prepacking), and place the
-// constants on their devices. Counters are reset after loading: constant uploads are load-time
-// work, not part of an inference.
+// Program::Compile (once per executable, shared by every VM loaded from it): verify the
+// executable, parse its primitive functions, compile one kernel per site through the compile
+// engine (structurally equal primitives share the compiled kernel) and lower the shape functions.
+// Load (per VM): create the devices and pools, place the constants on their devices, and give
+// each site its own kernel instance, which receives the site's constants for prepacking. Counters
+// are reset after loading: constant uploads are load-time work, not part of an inference.
 //
 // Run: a switch over a flat instruction array and a register vector per call frame. Operands
 // were range-checked by Verify(), so the loop only checks what depends on run-time data (shapes,
