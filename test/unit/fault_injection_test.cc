@@ -155,6 +155,21 @@ TEST_P(FaultSweep, EveryAllocationCopyAndLaunchFailsCleanly) {
   }
 }
 
+// Tests that arming a fault anywhere but on a sim device, or with a negative k, is refused.
+TEST(FaultInjection, RefusesOtherDevicesAndNegativeCounts) {
+  std::unique_ptr<runtime::Device> cpu = runtime::MakeCpuDevice();
+  const absl::Status on_cpu = runtime::InjectSimFault(cpu.get(), FaultSite::kCopy, 1);
+  EXPECT_EQ(on_cpu.code(), absl::StatusCode::kInvalidArgument) << on_cpu;
+  EXPECT_TRUE(absl::StrContains(on_cpu.message(), "sim device feature; got cpu")) << on_cpu;
+  EXPECT_FALSE(runtime::SimFaultPending(cpu.get(), FaultSite::kCopy));
+  auto sim = runtime::MakeSimDevice();
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  const absl::Status negative = runtime::InjectSimFault(sim->get(), FaultSite::kLaunch, -1);
+  EXPECT_EQ(negative.code(), absl::StatusCode::kInvalidArgument) << negative;
+  EXPECT_TRUE(absl::StrContains(negative.message(), "k must be >= 0, got -1")) << negative;
+  EXPECT_FALSE(runtime::SimFaultPending(sim->get(), FaultSite::kLaunch));
+}
+
 INSTANTIATE_TEST_SUITE_P(SharedModels, FaultSweep,
                          ::testing::Values("mlp_dynamic_batch", "nonzero_gather"));
 
