@@ -128,6 +128,9 @@ class ComparisonRow:
     name: str
     count: ComparisonField
     bytes: ComparisonField
+    runtime_sized: bool
+    runtime_sized_count: ComparisonField
+    runtime_sized_bytes: ComparisonField
 
 class LedgerComparison:
     function: str

@@ -13,19 +13,21 @@ or of counters (what a run measured)::
 
 A failure is an ``AssertionError`` (pytest shows its message) listing every copy of the
 offending direction with the ledger's reason: the value, devices, bytes, and the op input whose
-mask asks for the data.
+mask asks for the data. A call given no count to check is a ``TypeError``: it would otherwise
+pass whatever the program copies.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Dict, Iterator, Mapping, Optional, Union
+from typing import ContextManager, Dict, Iterator, Mapping, Optional, Union
 
 from ._hetpass import CopyLedger, Counters, Executable
 
 __all__ = ["expect_copies", "copy_budget", "ledger_counts", "describe_copies"]
 
 _DIRECTIONS = ("h2d", "d2h", "d2d", "param")
+_COUNT_KEYWORDS = ", ".join(f"{k}=" for k in _DIRECTIONS + ("syncs",))
 
 
 def ledger_counts(ledger: CopyLedger, symbols: Optional[Mapping[str, int]] = None) -> Dict[str, int]:
@@ -70,6 +72,17 @@ def _counts_of(source: Union[CopyLedger, Counters, Executable],
     )
 
 
+def _expected(function: str, others: str, **counts: Optional[int]) -> Dict[str, Optional[int]]:
+    """The counts a check was given; none at all is a mistake, not a check that passes: a budget
+    asserting nothing would let every copy through while the test stays green."""
+    if all(v is None for v in counts.values()):
+        raise TypeError(
+            f"{function}() was given nothing to check: pass at least one of {_COUNT_KEYWORDS} "
+            f"(a count each; {others})"
+        )
+    return counts
+
+
 def _check(counts: Mapping[str, int], expected: Mapping[str, Optional[int]], at_most: bool,
            ledger: Optional[CopyLedger], what: str) -> None:
     __tracebackhide__ = True
@@ -108,11 +121,12 @@ def expect_copies(
     ``source``: a ledger (counts per inference, ``symbols`` binding region counts such as
     ``$loop0``), counters, or an executable (its last run's counters)."""
     __tracebackhide__ = True
+    expected = _expected("expect_copies", "symbols= only binds region counts such as $loop0",
+                         h2d=h2d, d2h=d2h, d2d=d2d, param=param, syncs=syncs)
     counts, ledger, what = _counts_of(source, symbols)
-    _check(counts, dict(h2d=h2d, d2h=d2h, d2d=d2d, param=param, syncs=syncs), False, ledger, what)
+    _check(counts, expected, False, ledger, what)
 
 
-@contextlib.contextmanager
 def copy_budget(
     exe: Executable,
     *,
@@ -122,9 +136,18 @@ def copy_budget(
     param: Optional[int] = None,
     syncs: Optional[int] = None,
     exact: bool = False,
-) -> Iterator[None]:
+) -> ContextManager[None]:
     """Bounds the copies every run of ``exe`` inside the block makes together (at most the
-    budget; ``exact=True``: exactly). Directions not given are not checked."""
+    budget; ``exact=True``: exactly). Directions not given are not checked; giving none is a
+    ``TypeError`` at the call, before the block runs."""
+    expected = _expected("copy_budget", "exact= only says how they are compared",
+                         h2d=h2d, d2h=d2h, d2d=d2d, param=param, syncs=syncs)
+    return _budget(exe, expected, exact)
+
+
+@contextlib.contextmanager
+def _budget(exe: Executable, expected: Mapping[str, Optional[int]],
+            exact: bool) -> Iterator[None]:
     __tracebackhide__ = True
     before = exe.total_counters.to_dict()
     runs_before = exe.runs
@@ -133,5 +156,5 @@ def copy_budget(
     counts = {k: after[k + "_calls"] - before[k + "_calls"] for k in _DIRECTIONS}
     counts["syncs"] = after["syncs"] - before["syncs"]
     runs = exe.runs - runs_before
-    _check(counts, dict(h2d=h2d, d2h=d2h, d2d=d2d, param=param, syncs=syncs), not exact,
-           exe.ledger, f"{runs} run(s) of @{exe.function} on {exe.device} inside the block")
+    _check(counts, expected, not exact, exe.ledger,
+           f"{runs} run(s) of @{exe.function} on {exe.device} inside the block")

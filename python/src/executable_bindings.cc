@@ -247,6 +247,7 @@ py::object ToPython(const Object& o, int index, const std::shared_ptr<vm::Virtua
         std::memcpy(out.mutable_data(), t.data(), t.nbytes());
       } else {
         Check(device->CopyDeviceToHost(out.mutable_data(), t.data(), t.nbytes()));
+        Check(device->Synchronize());  // NumPy reads it next
       }
       return out;
     }
@@ -377,6 +378,7 @@ void BindExecutable(py::module_& m) {
         switch (f.verdict) {
           case Cmp::Verdict::kMatch: return "match";
           case Cmp::Verdict::kMismatch: return "mismatch";
+          case Cmp::Verdict::kUnbound: return "unbound";
           case Cmp::Verdict::kNotChecked: return "not checked";
         }
         return "?";
@@ -384,14 +386,18 @@ void BindExecutable(py::module_& m) {
   py::class_<Cmp::Row>(m, "ComparisonRow")
       .def_readonly("name", &Cmp::Row::name)
       .def_readonly("count", &Cmp::Row::count)
-      .def_readonly("bytes", &Cmp::Row::bytes);
+      .def_readonly("bytes", &Cmp::Row::bytes, "Bytes of the copies whose size the IR states")
+      .def_readonly("runtime_sized", &Cmp::Row::runtime_sized,
+                    "True when the direction has copies of a size known only at run time")
+      .def_readonly("runtime_sized_count", &Cmp::Row::runtime_sized_count)
+      .def_readonly("runtime_sized_bytes", &Cmp::Row::runtime_sized_bytes);
   py::class_<Cmp>(m, "LedgerComparison",
                   "The ledger's promise next to what the last run measured, per direction.")
       .def_readonly("function", &Cmp::function)
       .def_readonly("rows", &Cmp::rows)
       .def_readonly("syncs", &Cmp::syncs)
       .def_property_readonly("exact", &Cmp::exact, "Every field compared and equal")
-      .def_property_readonly("agrees", &Cmp::agrees, "No field differs (some may be unchecked)")
+      .def_property_readonly("agrees", &Cmp::agrees, "No field failed (only the bytes of copies of a run-time size may be unchecked)")
       .def("table", &Cmp::Table)
       .def("summary", &Cmp::Summary)
       .def("check", [](const Cmp& c) { Check(c.ToStatus()); },
@@ -497,8 +503,8 @@ void BindExecutable(py::module_& m) {
       .def("compare_with_ledger",
            [](const PyExecutable& self) {
              auto lock = self.Exclusive();
-             return vm::CompareLedger(self.ledger, self.machine->LastRunCounters(),
-                                      self.machine->LastRunRecord().LedgerBindings(self.ledger));
+             return vm::CompareLedgerToRun(self.ledger, self.machine->LastRunCounters(),
+                                           self.machine->LastRunRecord());
            },
            "The ledger next to the last run's counters (LedgerComparison).")
       .def("profile",

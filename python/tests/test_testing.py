@@ -45,6 +45,29 @@ def test_expect_copies_rejects_other_objects():
         expect_copies({"h2d": 1}, h2d=1)
 
 
+def test_a_check_given_no_count_is_an_error(exe):
+    # It would assert nothing: every copy would pass and the test would stay green.
+    keywords = "h2d=, d2h=, d2d=, param=, syncs="
+    for call in (lambda: expect_copies(exe.ledger), lambda: expect_copies(exe, symbols={"n": 4}),
+                 lambda: expect_copies({"h2d": 1})):
+        with pytest.raises(TypeError, match=r"expect_copies\(\) was given nothing") as info:
+            call()
+        assert keywords in str(info.value)
+    # copy_budget refuses at the call, before the block runs.
+    with pytest.raises(TypeError, match=r"copy_budget\(\) was given nothing to check") as info:
+        copy_budget(exe, exact=True)
+    assert keywords in str(info.value)
+    ran = []
+    with pytest.raises(TypeError, match="nothing to check"):
+        with copy_budget(exe):
+            ran.append(exe(*slice_args(4)))
+    assert not ran and exe.runs == 0
+    # A zero is a count to check.
+    expect_copies(exe.ledger, d2d=0)
+    with copy_budget(exe, d2d=0):
+        exe(*slice_args(4))
+
+
 def test_loop_ledger_needs_its_region_symbols():
     ledger = hetpass.compile(hetpass.parse(LOOP_TEXT), device="sim").ledger
     counts = ledger_counts(ledger, {"$loop0": 3})

@@ -48,8 +48,10 @@ struct RelayRow {
 // dyn/_transform.py rows are unchanged since per-input flags landed). How Relay uses a flag:
 // src/relay/backend/te_compiler_cache.cc (`data_dependents_per_input_`: a single bool True is
 // widened to every input) and src/relay/transforms/memory_alloc.cc (a True input is copied to the
-// host with device_copy, a False one passes `shape_of`).
-constexpr char kTvmCommit[] = "07fd902c";
+// host with device_copy, a False one passes `shape_of`). The commit is one on apache/tvm's main
+// branch (an earlier citation, 07fd902c, was a pull request's merge ref, which a reader cannot
+// reach from main; 7983ef2f has identical content in these files).
+constexpr char kTvmCommit[] = "7983ef2f";
 
 const std::vector<RelayRow>& RelayTable() {
   static const std::vector<RelayRow>* rows = new std::vector<RelayRow>{

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -193,7 +194,34 @@ class LedgerBuilder {
                                 ResultNames(*n));
         const int inner = AddRegion(region_names_.at(n->region(r)), what, region, loop);
         Visit(*n->region(r), inner, in_loop || loop);
+        if (loop) AddScanStacking(*n, inner);
       }
+    }
+  }
+
+  // A loop's scan outputs are stacked after it on the device of their parts, one copy per
+  // part, i.e. per iteration (the VM's Loop): on an accelerator that is a device-to-device
+  // copy (a cudaMemcpyAsync on cuda, which CUPTI sees), so each part is an entry of the body's
+  // region. On the host it is a memcpy, not a transfer.
+  void AddScanStacking(const Node& loop, int body_region) {
+    const Block& body = *loop.region(0);
+    const int carried = body.num_params() - 2;
+    const std::vector<Value*>& yielded = body.results();
+    for (int i = carried; i < loop.num_results(); ++i) {
+      const Value* part = 1 + i < static_cast<int>(yielded.size()) ? yielded[1 + i] : nullptr;
+      if (part == nullptr || !IsAccelerator(part->device())) continue;
+      LedgerEntry e;
+      e.node = &loop;
+      e.direction = CopyDirection::kDeviceToDevice;
+      e.src = e.dst = part->device();
+      e.bytes = ScanPartBytesStated(loop, i) ? part->type().NumBytes() : DimExpr::Unknown();
+      e.value = names_.Name(part);
+      e.copy = names_.Name(loop.result(i));
+      e.reason = absl::StrFormat(
+          "scan output %d of loop %s: each iteration's part is stacked into the result on %s "
+          "(one device-to-device copy per iteration)",
+          i - carried, ResultNames(loop), DeviceName(part->device()));
+      Push(std::move(e), body_region, /*in_loop=*/true);
     }
   }
 
@@ -329,11 +357,23 @@ class LedgerBuilder {
                                        u.node->op()->role() == OpRole::kKill;
                               }),
                uses.end());
-    std::stable_partition(uses.begin(), uses.end(), [&](const Use& u) { return NeedsData(u); });
+    // Only uses that read the data are reasons for the copy: one that reads the shape alone
+    // (a shape function's `shape` input) would be served by the metadata where the value is.
+    const size_t data_uses = std::stable_partition(uses.begin(), uses.end(),
+                                                   [&](const Use& u) { return NeedsData(u); }) -
+                             uses.begin();
     std::vector<std::string> reasons;
-    for (size_t i = 0; i < uses.size() && i < 3; ++i) reasons.push_back(Describe(uses[i], e.dst));
-    if (uses.size() > 3) reasons.push_back(absl::StrCat("+", uses.size() - 3, " more uses"));
-    e.reason = uses.empty() ? "unused" : absl::StrJoin(reasons, "; ");
+    for (size_t i = 0; i < data_uses && i < 3; ++i) reasons.push_back(Describe(uses[i], e.dst));
+    if (data_uses > 3) reasons.push_back(absl::StrCat("+", data_uses - 3, " more uses"));
+    if (uses.empty()) {
+      e.reason = "unused";
+    } else if (data_uses == 0) {
+      e.reason = absl::StrCat("no use reads the data (", Describe(uses[0], e.dst),
+                              uses.size() > 1 ? absl::StrCat(", +", uses.size() - 1, " more") : "",
+                              "): the copy is not needed");
+    } else {
+      e.reason = absl::StrJoin(reasons, "; ");
+    }
     return e;
   }
 
@@ -410,16 +450,28 @@ bool CopyLedger::HasUnknownBytes(CopyDirection d) const {
   return false;
 }
 
+namespace {
+// "1 copy", "3 copies", "$loop0 + 1 copies": singular only for the constant 1.
+std::string Counted(const DimExpr& n, absl::string_view one, absl::string_view many) {
+  return absl::StrCat(n.ToString(), " ", n.is_constant() && n.ToString() == "1" ? one : many);
+}
+}  // namespace
+
 std::string CopyLedger::ToText() const {
   DimExpr copies(0);
   for (CopyDirection d : kAllCopyDirections) {
     if (d != CopyDirection::kParam) copies = copies + Count(d);
   }
-  std::string out = absl::StrFormat("copy ledger of @%s: %s copies, %s syncs", function,
-                                    copies.ToString(), Syncs().ToString());
+  std::string out = absl::StrFormat("copy ledger of @%s: %s, %s", function,
+                                    Counted(copies, "copy", "copies"),
+                                    Counted(Syncs(), "sync", "syncs"));
   if (Sites(CopyDirection::kParam) > 0) {
-    absl::StrAppendFormat(&out, ", %s kernel parameters",
-                          Count(CopyDirection::kParam).ToString());
+    absl::StrAppend(&out, ", ",
+                    Counted(Count(CopyDirection::kParam), "kernel parameter", "kernel parameters"));
+  }
+  if (!placed) {
+    absl::StrAppend(&out, " (nothing is placed on a device yet: run plan-devices, or the "
+                          "default pipeline of a device, to see the copies)");
   }
   out += "\n";
   for (const LedgerRegion& r : regions) {
@@ -428,9 +480,10 @@ std::string CopyLedger::ToText() const {
   }
   for (CopyDirection d : kAllCopyDirections) {
     if (d == CopyDirection::kParam && Sites(d) == 0) continue;
-    absl::StrAppendFormat(&out, "  %s: %s %s, %s bytes\n", CopyDirectionName(d),
-                          Count(d).ToString(),
-                          d == CopyDirection::kParam ? "kernel parameters" : "copies",
+    absl::StrAppendFormat(&out, "  %s: %s, %s bytes\n", CopyDirectionName(d),
+                          d == CopyDirection::kParam
+                              ? Counted(Count(d), "kernel parameter", "kernel parameters")
+                              : Counted(Count(d), "copy", "copies"),
                           Bytes(d).ToString());
   }
   for (const LedgerEntry& e : entries) {
@@ -479,6 +532,24 @@ std::string CopyLedger::ToJson() const {
       absl::StrJoin(totals, ", "), JsonString(Syncs().ToString()));
 }
 
+bool ScanPartBytesStated(const Node& loop, int result) {
+  const Block& body = *loop.region(0);
+  const std::vector<Value*>& yielded = body.results();
+  if (loop.kind() != NodeKind::kLoop || result < 0 || result >= loop.num_results() ||
+      1 + result >= static_cast<int>(yielded.size())) {
+    return false;
+  }
+  const Type& part = yielded[1 + result]->type();
+  const Type& stacked = loop.result(result)->type();
+  if (!part.is_tensor() || !stacked.is_tensor()) return false;
+  const DimExpr bytes = part.NumBytes();
+  if (bytes.has_unknown()) return false;
+  std::set<std::string> needed, bound;
+  bytes.CollectSymbols(&needed);
+  for (const DimExpr& d : stacked.shape()) d.CollectSymbols(&bound);
+  return std::includes(bound.begin(), bound.end(), needed.begin(), needed.end());
+}
+
 absl::StatusOr<CopyLedger> ComputeCopyLedger(const Module& module, absl::string_view function) {
   const Function* f = module.FindFunction(function);
   if (f == nullptr) {
@@ -488,6 +559,10 @@ absl::StatusOr<CopyLedger> ComputeCopyLedger(const Module& module, absl::string_
   ledger.function = f->name();
   absl::flat_hash_set<std::string> called = {f->name()};
   LedgerBuilder(module, *f, ledger, /*region=*/-1, called).Build();
+  bool placed = false;
+  for (const auto& p : f->body().params()) placed = placed || p->device() != DeviceKind::kUnset;
+  WalkNodes(f->body(), [&](const Node& n) { placed = placed || n.device() != DeviceKind::kUnset; });
+  ledger.placed = placed;
   return ledger;
 }
 

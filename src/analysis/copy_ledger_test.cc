@@ -93,7 +93,10 @@ TEST(CopyLedger, UnknownFunction) {
   auto empty = ComputeCopyLedger(*m);
   ASSERT_TRUE(empty.ok());
   ExpectCopies(*empty, {});
-  EXPECT_EQ(empty->ToText().substr(0, 40), "copy ledger of @main: 0 copies, 0 syncs\n");
+  EXPECT_EQ(empty->ToText(),
+            "copy ledger of @main: 0 copies, 0 syncs (nothing is placed on a device yet: run "
+            "plan-devices, or the default pipeline of a device, to see the copies)\n"
+            "  h2d: 0 copies, 0 bytes\n  d2h: 0 copies, 0 bytes\n  d2d: 0 copies, 0 bytes\n");
 }
 
 }  // namespace

@@ -46,6 +46,7 @@
 #include "onnx/defs/schema.h"
 #include "onnx/onnx-data.pb.h"
 #include "passes/shape_funcs/op_registry.h"
+#include "passes/support/file.h"
 #include "passes/support/status_macros.h"
 #include "passes/transforms/infer_types.h"
 
@@ -356,17 +357,14 @@ using onnx_frontend::ImportContext;
 
 // One read into a buffer of the file's size: models are megabytes, and streaming them through
 // an ostringstream cost a tenth of a warm compile of the MLP.
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  const std::streamoff size = in.tellg();
-  if (size < 0) return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  if (size > 0 && !in.read(bytes.data(), size)) {
-    return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
-  }
-  return bytes;
+// A directory, a missing path or an empty file is an error naming it (support/file.h).
+// An empty .pb is a valid (empty) protobuf message; an empty model is not a model.
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what,
+                                     bool allow_empty = false) {
+  ReadFileOptions options;
+  options.what = what;
+  options.allow_empty = allow_empty;
+  return ReadRegularFile(path, options);
 }
 
 // A valid IR identifier ([A-Za-z_][A-Za-z0-9_]*) from an ONNX dim_param.
@@ -999,7 +997,7 @@ absl::StatusOr<std::unique_ptr<Module>> ImportOnnx(absl::string_view model_bytes
 
 absl::StatusOr<std::unique_ptr<Module>> ImportOnnxFile(const std::string& path,
                                                        const OnnxImportOptions& options) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, "an ONNX model (.onnx)"));
   return ImportOnnx(bytes, options, path);
 }
 
@@ -1019,7 +1017,7 @@ absl::StatusOr<Tensor> ParseOnnxTensor(absl::string_view bytes) {
 }
 
 absl::StatusOr<Tensor> ReadOnnxTensorFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, "an ONNX tensor (.pb)", true));
   auto t = ParseOnnxTensor(bytes);
   if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
   return t;
@@ -1093,7 +1091,7 @@ absl::StatusOr<OnnxValue> ParseOnnxValue(absl::string_view bytes, OnnxValue::Kin
 }
 
 absl::StatusOr<OnnxValue> ReadOnnxValueFile(const std::string& path, OnnxValue::Kind kind) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, "an ONNX value (.pb)", true));
   auto v = ParseOnnxValue(bytes, kind);
   if (!v.ok()) return absl::Status(v.status().code(), absl::StrCat(path, ": ", v.status().message()));
   return v;

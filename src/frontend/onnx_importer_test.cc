@@ -608,10 +608,10 @@ absl::Status RunModelOn(const std::string& dir, DeviceKind target,
     if (!got.ok()) return got.status();
     if (got->size() != want.size()) return absl::InternalError("wrong number of outputs");
     // The copies the IR promises are exactly the copies the run made: input and region
-    // symbols (loop trip counts) bound from the run; a field that cannot be checked (a `?`
-    // size) is allowed, a mismatch is not.
-    const vm::LedgerComparison cmp = vm::CompareLedger(
-        *ledger, (*machine)->LastRunCounters(), (*machine)->LastRunRecord().LedgerBindings(*ledger));
+    // symbols (loop trip counts) bound from the run; only the bytes of a `?`-sized copy go
+    // unchecked, a mismatch or an unbound symbol fails.
+    const vm::LedgerComparison cmp = vm::CompareLedgerToRun(
+        *ledger, (*machine)->LastRunCounters(), (*machine)->LastRunRecord());
     if (!cmp.agrees()) {
       return absl::InternalError(absl::StrCat(set, ": ", cmp.Summary(), "\n", cmp.Table()));
     }

@@ -1045,9 +1045,10 @@ absl::Status Parser::ParseLiteral() {
   }
   if (IsIdent("elided")) {
     if (!options_.allow_elided_constants) {
-      return ErrorAt(tok_,
-                     "elided constant data is not accepted here "
-                     "(ParseOptions::allow_elided_constants)");
+      return ErrorAt(tok_, absl::StrCat("elided constant data (`constant<elided>`: no values in "
+                                        "the text) is not accepted here; allow it with ",
+                                        options_.allow_elided_constants_hint,
+                                        " (the values are then all zeros)"));
     }
     lit_form_ = LitForm::kElided;
     Advance();
@@ -1097,6 +1098,7 @@ absl::StatusOr<Tensor> Parser::BuildConstant(const Type& type, const Token& type
                                                  "materialise (limit %d bytes)",
                                                  nbytes, options_.max_elided_bytes));
       }
+      if (options_.elided_constants != nullptr) ++*options_.elided_constants;
       return Tensor::Zeros(dtype, std::move(shape));
     }
     case LitForm::kHex: {

@@ -98,7 +98,7 @@ std::vector<BadCase> BadCases() {
       {"constant_hex_size", f + "  %c = constant<0x0102> : i64[]\n  return %x\n}", 2, 17,
        "constant has 2 bytes of data but its type i64[] needs 8"},
       {"constant_elided_not_allowed", f + "  %c = constant<elided> : f32[4]\n  return %x\n}", 2, 17,
-       "elided constant data is not accepted"},
+       "is not accepted here; allow it with ParseOptions::allow_elided_constants"},
       {"huge_integer_literal", f + "  %c = constant<99999999999999999999> : i64[]\n  return %x\n}",
        2, 17, "integer literal '99999999999999999999' does not fit in 64 bits"},
       {"huge_dim_literal", "def @f(%x: f32[18446744073709551616]) {\n  return %x\n}", 1, 16,

@@ -74,8 +74,7 @@ class CpuDevice final : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.d2h_calls;
     counters_.d2h_bytes += static_cast<int64_t>(bytes);
-    ++counters_.syncs;  // a device-to-host copy blocks the host (see device.h)
-    return absl::OkStatus();
+    return absl::OkStatus();  // the host's wait is Synchronize() (device.h)
   }
 
   absl::Status CopyDeviceToDevice(void* device_dst, const void* device_src, size_t bytes) override {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "passes/support/status_macros.h"
 #include "gtest/gtest.h"
 
 namespace hetpass::runtime {
@@ -141,6 +142,8 @@ TEST(CpuDevice, CopiesCountedPerDirection) {
   ASSERT_TRUE(cpu->CopyHostToDevice(a, host, 16).ok());
   ASSERT_TRUE(cpu->CopyDeviceToDevice(b, a, 12).ok());
   ASSERT_TRUE(cpu->CopyDeviceToHost(back, b, 12).ok());
+  EXPECT_EQ(cpu->counters().syncs, 0);  // a copy waits for nothing: Synchronize does
+  ASSERT_TRUE(cpu->Synchronize().ok());
   EXPECT_STREQ(back, "hello, cpu!");
   const DeviceCounters& c = cpu->counters();
   EXPECT_EQ(c.h2d_calls, 1);
@@ -170,8 +173,8 @@ TEST(CpuDevice, LaunchRunsKernel) {
 
 // ---- sim: counters and data --------------------------------------------------------------
 
-// Tests that each sim transfer direction counts its own calls and bytes, that only d2h and
-// Synchronize count syncs, and that ResetCounters clears them.
+// Tests that each sim transfer direction counts its own calls and bytes, that only Synchronize
+// (where the host waits) counts syncs, never a copy, and that ResetCounters clears them.
 TEST(SimDevice, CountersPerDirection) {
   auto sim = Sim();
   void* a = Alloc(*sim, 4096);
@@ -183,7 +186,9 @@ TEST(SimDevice, CountersPerDirection) {
   ASSERT_TRUE(sim->CopyDeviceToDevice(b, a, 1000).ok());
   EXPECT_EQ(sim->counters().syncs, 0);  // d2d is queued
   ASSERT_TRUE(sim->CopyDeviceToHost(host.data(), b, 10).ok());
-  EXPECT_EQ(sim->counters().syncs, 1);  // d2h blocks: one sync
+  EXPECT_EQ(sim->counters().syncs, 0);  // d2h is queued too: the host waits in Synchronize
+  ASSERT_TRUE(sim->Synchronize().ok());
+  EXPECT_EQ(sim->counters().syncs, 1);
   ASSERT_TRUE(sim->Synchronize().ok());
   const DeviceCounters& c = sim->counters();
   EXPECT_EQ(c.h2d_calls, 2);
@@ -204,6 +209,35 @@ TEST(SimDevice, CountersPerDirection) {
   sim->ResetCounters();
   EXPECT_EQ(sim->counters().ToString(),
             "h2d 0 (0 B), d2h 0 (0 B), d2d 0 (0 B), syncs 0, allocs 0, launches 0");
+}
+
+// Tests that a kernel's KernelCopy on sim is a counted device-to-device copy, as cuda's
+// cudaMemcpyAsync is (the VM stacks loop scan outputs with it), and that it refuses a range
+// outside sim memory.
+TEST(SimDevice, KernelCopyIsACountedDeviceToDeviceCopy) {
+  auto sim = Sim();
+  void* a = Alloc(*sim, 256);
+  void* b = Alloc(*sim, 256);
+  std::vector<char> host(256, 'k');
+  ASSERT_TRUE(sim->CopyHostToDevice(a, host.data(), 256).ok());
+  sim->ResetCounters();
+  ASSERT_TRUE(sim->Launch([&]() -> absl::Status {
+                   RETURN_IF_ERROR(sim->KernelCopy(b, a, 100));
+                   return sim->KernelCopy(static_cast<char*>(b) + 100, a, 28);
+                 })
+                  .ok());
+  EXPECT_EQ(sim->counters().d2d_calls, 2);
+  EXPECT_EQ(sim->counters().d2d_bytes, 128);
+  EXPECT_EQ(sim->counters().launches, 1);
+  EXPECT_EQ(sim->counters().syncs, 0);
+  const absl::Status outside = sim->Launch([&] { return sim->KernelCopy(b, host.data(), 8); });
+  EXPECT_THAT(outside.message(), ::testing::HasSubstr("sim kernel d2d: device source is not sim memory"));
+  std::vector<char> back(128, 0);
+  ASSERT_TRUE(sim->CopyDeviceToHost(back.data(), b, 128).ok());
+  ASSERT_TRUE(sim->Synchronize().ok());
+  EXPECT_EQ(back, std::vector<char>(128, 'k'));
+  sim->Free(a);
+  sim->Free(b);
 }
 
 // Tests that data survives host -> sim -> sim -> host, including an overlapping d2d copy.

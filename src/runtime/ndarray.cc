@@ -65,6 +65,7 @@ absl::StatusOr<Tensor> ToHost(const NDArray& array) {
     std::memcpy(t.mutable_data(), array.data(), array.nbytes());
   } else {
     RETURN_IF_ERROR(array.device()->CopyDeviceToHost(t.mutable_data(), array.data(), array.nbytes()));
+    RETURN_IF_ERROR(array.device()->Synchronize());  // the host reads it next
   }
   return t;
 }

@@ -36,9 +36,10 @@
 //           most kMaxKernelParamBytes in all, and the kernel gets that block's address: as on a
 //           GPU, where such data travels in the launch's parameter space. The block is internal
 //           (not an allocation in the counters) and freed when the kernel returns.
-//   Counts  As device.h specifies: per-direction calls and bytes, params (calls and bytes), one
-//           sync per device-to-host copy and per Synchronize, raw allocs/alloc_bytes/frees,
-//           launches, bad_frees.
+//   Counts  As device.h specifies: per-direction calls and bytes (a kernel's KernelCopy is a
+//           d2d copy, as on cuda), params (calls and bytes), one sync per Synchronize (where
+//           the host waits; a copy counts none), raw allocs/alloc_bytes/frees, launches,
+//           bad_frees.
 //   Faults  Test-only (InjectSimFault): the k-th allocation, copy (any direction, staging and
 //           read-back included) or launch from the arming fails with Unavailable naming the
 //           operation, before it does anything; one-shot.
@@ -232,8 +233,7 @@ class SimDevice final : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.d2h_calls;
     counters_.d2h_bytes += static_cast<int64_t>(bytes);
-    ++counters_.syncs;  // the host waits for the value (device.h's synchronisation model)
-    return absl::OkStatus();
+    return absl::OkStatus();  // the host's wait is Synchronize() (device.h)
   }
 
   absl::Status CopyDeviceToDevice(void* device_dst, const void* device_src, size_t bytes) override {
@@ -250,6 +250,18 @@ class SimDevice final : public Device {
   absl::Status Synchronize() override {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.syncs;
+    return absl::OkStatus();
+  }
+
+  // Inside a kernel (the arena is open): a device-to-device copy as cuda's cudaMemcpyAsync is,
+  // counted like one, so sim's counts are cuda's (the VM stacks loop scan outputs with it).
+  absl::Status KernelCopy(void* dst, const void* src, size_t bytes) override {
+    RETURN_IF_ERROR(CheckDevice("kernel d2d", "destination", dst, bytes));
+    RETURN_IF_ERROR(CheckDevice("kernel d2d", "source", src, bytes));
+    if (bytes != 0) std::memcpy(dst, src, bytes);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.d2d_calls;
+    counters_.d2d_bytes += static_cast<int64_t>(bytes);
     return absl::OkStatus();
   }
 

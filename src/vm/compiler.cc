@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "passes/analysis/copy_ledger.h"
 #include "passes/ir/printer.h"
 #include "passes/support/status_macros.h"
 
@@ -419,6 +420,11 @@ class ModuleCompiler {
           ASSIGN_OR_RETURN(int32_t t, TypeIndex(n.result(i)->type()));
           s.fn->operands.push_back(t);
         }
+        // Then per scan output: kCopyRuntimeSized when the ledger gives its stacking copies `?`
+        // bytes (ScanPartBytesStated), so the VM counts them apart as it does such copies.
+        for (int i = in.b; i < n.num_results(); ++i) {
+          s.fn->operands.push_back(ScanPartBytesStated(n, i) ? 0 : kCopyRuntimeSized);
+        }
         // Scan outputs are stacked on the device of the loop's results.
         in.device = n.device();
         Push(s, in, Comment(n));
@@ -481,7 +487,12 @@ class ModuleCompiler {
         const auto to = ParseDevice(n.attrs().GetString("dst"));
         if (!to) return absl::InvalidArgumentError(absl::StrCat(where, "unknown dst device"));
         const int32_t r = NewReg(s, n.result());
-        Push(s, Instruction{.op = Opcode::kDeviceCopy, .device = *to, .dst = r, .a = src},
+        // The ledger's rule for a copy's bytes (copy_ledger.cc): the type's size, `?` when
+        // some dim is unknown until run time.
+        const Type& t = n.result()->type();
+        const bool runtime_sized = !t.is_tensor() || t.NumBytes().has_unknown();
+        Push(s, Instruction{.op = Opcode::kDeviceCopy, .device = *to, .dst = r, .a = src,
+                            .b = runtime_sized ? kCopyRuntimeSized : 0},
              Comment(n));
         return absl::OkStatus();
       }

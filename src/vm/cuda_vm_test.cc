@@ -135,9 +135,9 @@ TEST(VmCuda, SeedMlpRunsItsGemmsOnTheGpu) {
 }
 
 // A loop whose body runs on the accelerator (its dense is a device op) and stacks a scan output
-// there: the VM stacks the
-// iterations' parts with a kernel on the parts' device (Device::KernelCopy: a memcpy on sim, an
-// asynchronous device-to-device copy on cuda's stream), not a transfer.
+// there: the VM stacks the iterations' parts with a kernel on the parts' device, one
+// Device::KernelCopy per part: an asynchronous device-to-device copy on cuda's stream (which
+// CUPTI records), counted as a d2d copy on cuda and on sim alike, and listed in the ledger.
 constexpr char kLoopOnDevice[] = R"(
 def @main(%m: i64[], %c: bool[], %x: f32[n, 8] @DEV, %w: f32[8, 8] @DEV) {
   %r, %s = loop(%m, %c, %x) (%i: i64[], %ci: bool[], %acc: f32[n, 8]) {
@@ -152,6 +152,7 @@ def @main(%m: i64[], %c: bool[], %x: f32[n, 8] @DEV, %w: f32[8, 8] @DEV) {
 struct LoopRun {
   std::vector<Tensor> out;
   runtime::DeviceCounters counters;
+  vm::LedgerComparison ledger;
 };
 
 absl::StatusOr<LoopRun> RunLoop(DeviceKind target) {
@@ -178,7 +179,8 @@ absl::StatusOr<LoopRun> RunLoop(DeviceKind target) {
       if (out[1].data_as<float>()[i * 24 + j] != want) return absl::InternalError("the scan output is wrong");
     }
   }
-  return LoopRun{std::move(out), vm->LastRunCounters()};
+  return LoopRun{std::move(out), vm->LastRunCounters(),
+                 vm::CompareLedgerToRun(p.ledger, vm->LastRunCounters(), vm->LastRunRecord())};
 }
 
 // Tests the loop on sim: results equal the reference, the scan output stacked on the device.
@@ -189,6 +191,18 @@ TEST(VmCuda, LoopScanOutputStacksOnSim) {
   // result and the stacked scan output are read back.
   EXPECT_EQ(sim->counters.launches, 4 * 2 + 1) << sim->counters.ToString();
   EXPECT_EQ(sim->counters.d2h_calls, 2) << sim->counters.ToString();
+  // The stacking: one device-to-device copy per iteration's 3x8 part, promised by the ledger.
+  EXPECT_EQ(sim->counters.d2d_calls, 4) << sim->counters.ToString();
+  EXPECT_EQ(sim->counters.d2d_bytes, 4 * 3 * 8 * 4) << sim->counters.ToString();
+  // The stacked result (f32[?, n, 8]) crosses back as a copy of a run-time size: the
+  // comparison agrees, with that copy's bytes reported apart, and the d2d row is exact.
+  EXPECT_TRUE(sim->ledger.agrees()) << sim->ledger.Summary() << "\n" << sim->ledger.Table();
+  for (const LedgerComparison::Row& r : sim->ledger.rows) {
+    if (r.name != "d2d") continue;
+    EXPECT_EQ(r.count.verdict, LedgerComparison::Verdict::kMatch) << sim->ledger.Table();
+    EXPECT_EQ(r.bytes.verdict, LedgerComparison::Verdict::kMatch) << sim->ledger.Table();
+    EXPECT_FALSE(r.runtime_sized) << sim->ledger.Table();
+  }
 }
 
 // Tests the loop on a GPU: the same results and exactly sim's copies, syncs and launches.
@@ -203,6 +217,9 @@ TEST(VmCuda, LoopScanOutputStacksOnTheGpu) {
   EXPECT_EQ(b.h2d_calls, a.h2d_calls);
   EXPECT_EQ(b.d2h_calls, a.d2h_calls);
   EXPECT_EQ(b.d2d_calls, a.d2d_calls);
+  EXPECT_EQ(b.d2d_bytes, a.d2d_bytes);
+  EXPECT_EQ(b.d2d_calls, 4);
+  EXPECT_TRUE(gpu->ledger.agrees()) << gpu->ledger.Summary() << "\n" << gpu->ledger.Table();
   EXPECT_EQ(b.syncs, a.syncs);
   EXPECT_EQ(b.launches, a.launches);
   EXPECT_TRUE(TensorsNear(gpu->out[1], sim->out[1]));

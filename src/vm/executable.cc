@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "passes/support/file.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass::vm {
@@ -21,7 +22,7 @@ namespace {
 
 constexpr char kMagic[8] = {'H', 'P', 'V', 'M', 'E', 'X', 'E', '1'};
 // 2: alloc_tensor_dyn dims may bind symbols; 3: loop lists its scan outputs' types
-constexpr uint32_t kFormatVersion = 4;  // 4: ArgSpec::container
+constexpr uint32_t kFormatVersion = 5;  // 4: ArgSpec::container; 5: loop scan size flags
 
 uint64_t Fnv1a(absl::string_view bytes) {
   uint64_t h = 1469598103934665603ull;
@@ -272,7 +273,10 @@ std::string Executable::ToListing() const {
           ops = absl::StrCat(regs(in.list + in.count, in.count2), " = sf", in.a, " @",
                              shape_funcs[in.a].primitive, "(", regs(in.list, in.count), ")");
           break;
-        case Opcode::kDeviceCopy: ops = absl::StrCat("$", in.dst, ", $", in.a, " ->", dev); break;
+        case Opcode::kDeviceCopy:
+          ops = absl::StrCat("$", in.dst, ", $", in.a, " ->", dev,
+                             in.b == kCopyRuntimeSized ? ", run-time size" : "");
+          break;
         case Opcode::kShapeOf: ops = absl::StrCat("$", in.dst, ", $", in.a); break;
         case Opcode::kCall:
           ops = absl::StrCat(regs(in.list + in.count, in.count2), " = ", functions[in.a].name, "(",
@@ -388,6 +392,8 @@ absl::Status Executable::Verify() const {
                static_cast<int32_t>(shape_funcs[in.a].mask.size()) == in.count;
           break;
         case Opcode::kDeviceCopy:
+          ok = reg(in.dst) && reg(in.a) && (in.b == 0 || in.b == kCopyRuntimeSized);
+          break;
         case Opcode::kShapeOf:
         case Opcode::kMove: ok = reg(in.dst) && reg(in.a); break;
         case Opcode::kGetItem: ok = reg(in.dst) && reg(in.a) && in.b >= 0; break;
@@ -403,10 +409,12 @@ absl::Status Executable::Verify() const {
         case Opcode::kLoop: {
           const int64_t scans = static_cast<int64_t>(in.count2) - in.b;
           ok = in.a >= 0 && in.a < nf && in.b >= 0 && in.count >= 2 + in.b && scans >= 0 &&
-               in.c >= 0 && in.c + scans <= pool;
+               in.c >= 0 && in.c + 2 * scans <= pool;
           for (int64_t i = 0; ok && i < scans; ++i) {
             const int32_t t = f.operands[in.c + i];
-            ok = t >= 0 && t < static_cast<int32_t>(types.size());
+            const int32_t flag = f.operands[in.c + scans + i];
+            ok = t >= 0 && t < static_cast<int32_t>(types.size()) &&
+                 (flag == 0 || flag == kCopyRuntimeSized);
           }
           break;
         }
@@ -649,11 +657,10 @@ absl::Status Executable::SaveToFile(const std::string& path) const {
 }
 
 absl::StatusOr<Executable> Executable::LoadFromFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto exe = Deserialize(ss.str());
+  ReadFileOptions options;
+  options.what = "a saved executable (.hvm)";
+  ASSIGN_OR_RETURN(const std::string bytes, ReadRegularFile(path, options));
+  auto exe = Deserialize(bytes);
   if (!exe.ok()) return absl::Status(exe.status().code(), absl::StrCat(path, ": ", exe.status().message()));
   return exe;
 }

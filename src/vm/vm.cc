@@ -13,6 +13,7 @@
 #include "passes/vm/vm.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 
@@ -179,6 +180,10 @@ struct VirtualMachine::Impl {
   std::vector<FrameCache> frames;  // per function
   // Per function: how many times it ran since the last reset (the copy ledger's region terms).
   std::vector<int64_t> executions;
+  // Copies whose compile-time type has a `?` dim (Instruction::b of kDeviceCopy), per direction
+  // since the last reset: the ledger promises their count but not their bytes, so the ledger
+  // check takes their bytes out of the device's totals and compares the rest exactly.
+  std::array<RunRecord::RuntimeSized, 4> runtime_sized{};
   struct Acc {
     int64_t calls = 0;
     double us = 0;
@@ -529,6 +534,9 @@ struct VirtualMachine::Impl {
       RETURN_IF_ERROR(dst.device()->CopyHostToDevice(dst.data(), src.data(), n));
     } else if (to == DeviceKind::kCpu) {
       RETURN_IF_ERROR(src.device()->CopyDeviceToHost(dst.data(), src.data(), n));
+      // The host reads the value next: it waits here (one counted sync per device-to-host
+      // copy, the ledger's promise).
+      RETURN_IF_ERROR(src.device()->Synchronize());
     } else if (from == to) {
       RETURN_IF_ERROR(dst.device()->CopyDeviceToDevice(dst.data(), src.data(), n));
     } else {
@@ -746,6 +754,17 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
     case Opcode::kDeviceCopy: {
       RETURN_IF_ERROR(ExpectTensor(regs[in.a], "copy source"));
       ASSIGN_OR_RETURN(NDArray a, Copy(regs[in.a].tensor, in.device));
+      if (in.b == kCopyRuntimeSized) {
+        // The ledger's direction rule (copy_ledger.cc): by which side is an accelerator.
+        const bool from_accel = regs[in.a].tensor.device()->kind() != DeviceKind::kCpu;
+        const bool to_accel = in.device != DeviceKind::kCpu;
+        const CopyDirection d = !from_accel && to_accel   ? CopyDirection::kHostToDevice
+                                : from_accel && !to_accel ? CopyDirection::kDeviceToHost
+                                                          : CopyDirection::kDeviceToDevice;
+        RunRecord::RuntimeSized& r = runtime_sized[static_cast<int>(d)];
+        ++r.calls;
+        r.bytes += static_cast<int64_t>(a.nbytes());
+      }
       TraceRead(regs[in.a].tensor);
       TraceWrite(a);
       regs[in.dst] = Object::FromTensor(std::move(a));
@@ -913,6 +932,13 @@ absl::Status VirtualMachine::Impl::Loop(const VmFunction& f, const Instruction& 
       TraceWrite(stacked);
     }
     Device* d = dev(where);
+    // Accelerators count each part's KernelCopy as a d2d copy (device.h); the ledger's bytes for
+    // them are `?` when this flag is set: count them apart too.
+    if (where != DeviceKind::kCpu && f.operands[in.c + scans + i] == kCopyRuntimeSized) {
+      RunRecord::RuntimeSized& r = runtime_sized[static_cast<int>(CopyDirection::kDeviceToDevice)];
+      r.calls += static_cast<int64_t>(parts.size());
+      for (const NDArray& p : parts) r.bytes += static_cast<int64_t>(p.nbytes());
+    }
     RETURN_IF_ERROR(d->Launch([&]() -> absl::Status {
       size_t off = 0;
       for (const NDArray& p : parts) {
@@ -955,6 +981,7 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::Run(absl::string_view functi
 absl::StatusOr<std::vector<Object>> VirtualMachine::RunRecorded(int fi, std::vector<Object> args) {
   Impl& m = *impl_;
   std::fill(m.executions.begin(), m.executions.end(), 0);
+  m.runtime_sized = {};
   std::vector<int64_t> syms(m.exe.symbols.size(), 0);
   m.BeginPlannedRun();
   auto out = m.Call(fi, std::move(args), syms.data());
@@ -978,6 +1005,7 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::RunRecorded(int fi, std::vec
   for (size_t i = 0; i < m.executions.size(); ++i) {
     if (m.executions[i] > 0) last_record_.executions[m.exe.functions[i].name] = m.executions[i];
   }
+  last_record_.runtime_sized = m.runtime_sized;
   return out;
 }
 

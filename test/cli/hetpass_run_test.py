@@ -89,14 +89,21 @@ p = run([mlp, "--device=sim"] + inputs)
 check("the run made exactly the copies the ledger promised" in p.stdout,
       "text output lacks the exact agreement line")
 check("param  4 (64 B)" in p.stdout, "text output lacks the kernel parameters row")
-# Without named data-dependent dims the sliced result's size is `?`: its bytes are "not
-# checked" and the summary must not say "exactly"; everything else matched.
+# Without named data-dependent dims the sliced result's size is `?`: the VM counts that copy
+# apart, so its count is checked and only its bytes are "not checked" (reported with what was
+# measured); the summary must not say "exactly"; everything else matched.
 unnamed = ("--passes=infer-types{name-data-dims=false},fold-constants,cse,dce,"
            "plan-devices{target=sim},fuse-ops,manifest-alloc")
 p = run([mlp, "--device=sim", unnamed] + inputs)
-check("every checked count, byte total and sync matched the ledger; not checked: d2h bytes" in p.stdout,
-      "text output lacks the agreement line")
+check("every count, every stated byte total and the syncs matched the ledger; not checked: d2h "
+      "bytes of the copies of a run-time size (1 copy of a size known only at run time: "
+      f"{15 * 126 * 4} B measured)" in p.stdout, f"text output lacks the agreement line:\n{p.stdout}")
 check("exactly" not in p.stdout, "text output claims exactly with unchecked bytes")
+p = run([mlp, "--device=sim", unnamed, "--json"] + inputs)
+if p.returncode == 0:
+    r = json.loads(p.stdout)
+    check(r["ledger_agrees"] is True and r["ledger_exact"] is False,
+          f"`?` run: agrees {r['ledger_agrees']}, exact {r['ledger_exact']}")
 
 # Exit statuses: a stage after the importer that fails is 4 (never 3, "unsupported") and the
 # message names the stage.
@@ -132,13 +139,15 @@ check(p.returncode != 0 and "--device=cuda: cuda: " in p.stderr and
 
 # Errors.
 for args, message in [
-    ([mlp, "--device=sim"], "has dynamic dims"),
+    ([mlp, "--device=sim", "--random-inputs"], "has dynamic dims"),
+    ([mlp, "--device=sim"], "@main needs inputs not given: %x: f32[n, 32, 32], %begin: i64[2], "
+                            "%end: i64[2], %strides: i64[2]"),
     ([mlp, "--device=gpu"] + inputs, "--device must be cpu, sim or cuda"),
     ([mlp, "--input", "x=16x31x32", "--input", "begin=[0,0]", "--input", "end=[1,1]", "--input", "strides=[1,1]"],
      "argument 0 (%x) of @main"),
     ([mlp, "--input", "y=3"] + inputs, "--input names %y"),
     ([mlp, "--input", "x=banana"] + inputs[2:], "neither a shape"),
-    ([os.path.join(work, "missing.hir")], "cannot open"),
+    ([os.path.join(work, "missing.hir")] + inputs, "missing.hir': no such file"),
     ([os.path.join(examples, "..", "README.md")], "README.md:1:1: unexpected character"),
     ([mlp, "--device=cpu"] + inputs, "conflicts with the pipeline target 'cpu'"),
 ]:
@@ -180,6 +189,41 @@ else:
               f"test-onnx --baseline-masks={baseline} is not exact: {p.stdout[-300:]}")
     p = subprocess.run([hetpass, "import", os.path.join(work, "mlp.hvm")], capture_output=True, text=True)
     check(p.returncode != 0 and "mlp.hvm" in p.stderr, f"import of a non-ONNX file: {p.stderr}")
+
+# A new user's mistakes are errors naming the input, never a silent run on made-up data.
+# A missing input (`end` left out) is an error unless --random-inputs; then each randomised
+# input is listed, in the text and in the JSON.
+no_end = ["--input", "x=16x32x32", "--input", "begin=[0,0]", "--input", "strides=[1,1]"]
+p = run([mlp, "--device=sim", "--random-weights"] + no_end, expect_ok=False)
+check(p.returncode == 1 and "@main needs an input not given: %end: i64[2]" in p.stderr and
+      "--random-inputs" in p.stderr, f"missing input: exit {p.returncode}, {p.stderr.strip()}")
+p = subprocess.run([hetpass, "run", mlp, "--device=sim", "--random-weights", "--random-inputs"] + no_end,
+                   capture_output=True, text=True, timeout=600)
+# Random slice bounds may select nothing valid; the point is what the run says it made up.
+check("hetpass run: random data for %end i64[2] (seed 2, --random-inputs)" in p.stderr,
+      f"--random-inputs does not say what it made up: {p.stderr.strip()}")
+if p.returncode == 0:
+    check("random data: %end i64[2] (seed 2, --random-inputs)" in p.stdout and
+          "random data: %x f32[16, 32, 32] (seed 0)" in p.stdout,
+          f"--random-inputs does not list the randomised inputs: {p.stdout[:600]}")
+p = run([mlp, "--device=sim", "--random-weights", "--json"] + inputs)
+if p.returncode == 0:
+    check(json.loads(p.stdout)["random_inputs"] == ["%x f32[16, 32, 32] (seed 0)"],
+          f"JSON random_inputs: {json.loads(p.stdout).get('random_inputs')}")
+# A fraction for an integer input is refused, not truncated; an input given twice is refused.
+p = run([mlp, "--input", "x=16x32x32", "--input", "begin=[0.5,0]", "--input", "end=[15,126]",
+         "--input", "strides=[1,1]"], expect_ok=False)
+check("input %begin: '0.5' is not an integer, and %begin is i64[2]" in p.stderr,
+      f"fractional i64 input: {p.stderr.strip()}")
+p = run([mlp, "--random-weights"] + inputs + ["--input", "end=[3,4]"], expect_ok=False)
+check("--input end=[3,4]: %end was already given by --input end=[15,126]" in p.stderr,
+      f"repeated input: {p.stderr.strip()}")
+# Elided constants without --random-weights run on zeros: the run says so.
+p = run([mlp, "--device=sim"] + inputs)
+check("elided constant" in p.stderr and "--random-weights" in p.stderr,
+      f"no warning for elided constants: {p.stderr.strip()}")
+p = run([mlp, "--device=sim", "--random-weights"] + inputs)
+check("elided constant" not in p.stderr, f"warning despite --random-weights: {p.stderr.strip()}")
 
 if failures:
     print("FAILED:\n" + "\n".join(failures))

@@ -170,6 +170,7 @@ inline absl::Status RunOnCuda(const CompiledKernel& kernel, const std::vector<Te
       RETURN_IF_ERROR(
           c.device->CopyDeviceToHost(outs[o]->mutable_data(), args[inputs.size() + o].data, outs[o]->nbytes()));
     }
+    RETURN_IF_ERROR(c.device->Synchronize());  // the outputs are read next
     return absl::OkStatus();
   }();
   if (!s.ok()) (void)c.device->Synchronize();  // drain, and clear the error word

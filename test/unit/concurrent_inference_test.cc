@@ -142,7 +142,7 @@ std::string Check(const Model& model, const Expected& want, const vm::VmPool::Ru
     return absl::StrCat("counters ", a.ToString(), ", single-threaded ", b.ToString());
   }
   const vm::LedgerComparison cmp =
-      vm::CompareLedger(model.ledger, got.counters, got.record.LedgerBindings(model.ledger));
+      vm::CompareLedgerToRun(model.ledger, got.counters, got.record);
   if (!cmp.agrees()) return absl::StrCat("ledger: ", cmp.Summary());
   return "";
 }

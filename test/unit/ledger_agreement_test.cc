@@ -93,7 +93,8 @@ TEST_P(LedgerAgreement, RunTimeCountersEqualTheLedger) {
     const runtime::DeviceCounters& counters = (*vm)->LastRunCounters();
     const DimExpr::Bindings bindings = (*vm)->LastRunRecord().LedgerBindings(p->ledger);
     for (const auto& [symbol, value] : c.bindings) EXPECT_EQ(bindings.at(symbol), value) << symbol;
-    const vm::LedgerComparison cmp = vm::CompareLedger(p->ledger, counters, bindings);
+    const vm::LedgerComparison cmp =
+        vm::CompareLedgerToRun(p->ledger, counters, (*vm)->LastRunRecord());
     EXPECT_TRUE(cmp.agrees()) << cmp.Summary() << "\n" << cmp.Table() << p->ledger.ToText();
     std::printf("[ copies   ] %-34s %-12s h2d %lld d2h %lld params %lld\n", c.name.c_str(),
                 baseline ? std::string(BaselineMasksName(*baseline)).c_str() : "hetpass",
@@ -176,15 +177,16 @@ TEST(LedgerLoops, TripCountsBindTheLedgerExactly) {
     EXPECT_EQ(counters.d2h_calls, 1 + trips);
     EXPECT_EQ(counters.d2h_bytes, (1 + trips) * n * 16);
     EXPECT_EQ(counters.h2d_calls, trips);
-    const vm::LedgerComparison cmp = vm::CompareLedger(p->ledger, counters, bindings);
+    const vm::LedgerComparison cmp =
+        vm::CompareLedgerToRun(p->ledger, counters, (*vm)->LastRunRecord());
     EXPECT_TRUE(cmp.exact()) << cmp.Summary() << "\n" << cmp.Table();
     EXPECT_THAT(cmp.Summary(), ::testing::HasSubstr("exactly"));
   }
 }
 
 // A ledger that lies must fail the comparison, field by field, and never read "exactly": a
-// wrong trip count (the per-iteration copies are off), a copy too many, a wrong size, and an
-// unknown (`?`) size, which is "not checked" rather than matched.
+// wrong trip count (the per-iteration copies are off), a copy too many, a wrong size, copies
+// of a run-time size the run never made, a wrong sync count and a wrong byte total.
 TEST(LedgerLoops, AWrongLedgerFailsTheComparison) {
   auto p = CompileLoop();
   ASSERT_TRUE(p.ok()) << p.status();
@@ -215,15 +217,116 @@ TEST(LedgerLoops, AWrongLedgerFailsTheComparison) {
   for (LedgerEntry& e : bigger.entries) e.bytes = e.bytes * DimExpr(2);
   EXPECT_FALSE(vm::CompareLedger(bigger, counters, right).agrees());
 
+  // A ledger that turns the run's copies into `?` ones promises copies of a run-time size the
+  // VM never made: their count fails, however many bytes moved.
   CopyLedger unknown = p->ledger;
   for (LedgerEntry& e : unknown.entries) {
     if (e.direction == CopyDirection::kDeviceToHost) e.bytes = DimExpr::Unknown();
   }
-  const vm::LedgerComparison unchecked = vm::CompareLedger(unknown, counters, right);
-  EXPECT_TRUE(unchecked.agrees());
-  EXPECT_FALSE(unchecked.exact());
-  EXPECT_THAT(unchecked.Summary(), ::testing::HasSubstr("not checked"));
-  EXPECT_THAT(unchecked.Summary(), ::testing::Not(::testing::HasSubstr("exactly")));
+  const vm::LedgerComparison unchecked =
+      vm::CompareLedgerToRun(unknown, counters, (*vm)->LastRunRecord());
+  EXPECT_FALSE(unchecked.agrees()) << unchecked.Table();
+  EXPECT_THAT(unchecked.Summary(), ::testing::HasSubstr("d2h copies of a run-time size"));
+
+  // A wrong sync count fails, though every copy matches.
+  runtime::DeviceCounters one_more_sync = counters;
+  ++one_more_sync.syncs;
+  const vm::LedgerComparison syncs = vm::CompareLedger(p->ledger, one_more_sync, right);
+  EXPECT_FALSE(syncs.agrees());
+  EXPECT_THAT(syncs.Summary(), ::testing::HasSubstr("syncs: ledger"));
+
+  // So does a byte total off by four bytes.
+  runtime::DeviceCounters four_more_bytes = counters;
+  four_more_bytes.h2d_bytes += 4;
+  const vm::LedgerComparison bytes = vm::CompareLedger(p->ledger, four_more_bytes, right);
+  EXPECT_FALSE(bytes.agrees());
+  EXPECT_THAT(bytes.Summary(), ::testing::HasSubstr("h2d bytes: ledger"));
+}
+
+// Tests that a promise with a symbol the run did not bind fails, naming the symbol: a ledger
+// that cannot be evaluated promises nothing, and "nothing" must not pass.
+TEST(LedgerLoops, AnUnboundSymbolFailsTheComparison) {
+  auto p = CompileLoop();
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto vm = vm::VirtualMachine::Load(p->executable);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  auto out = (*vm)->RunWithHostTensors(
+      "main", {I64({}, {2}), Tensor::FromDoubles(DType::kBool, {}, {1}),
+               RandomTensor(DType::kF32, {3, 4}, 13)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  DimExpr::Bindings no_trips = (*vm)->LastRunRecord().LedgerBindings(p->ledger);
+  no_trips.erase("$loop0");
+  const vm::LedgerComparison cmp = vm::CompareLedger(p->ledger, (*vm)->LastRunCounters(), no_trips);
+  EXPECT_FALSE(cmp.agrees()) << cmp.Table();
+  EXPECT_FALSE(cmp.ToStatus().ok());
+  EXPECT_THAT(cmp.Summary(), ::testing::HasSubstr("symbol '$loop0' is not bound"));
+  EXPECT_THAT(cmp.Table(), ::testing::HasSubstr("FAILED"));
+}
+
+// Two results copied to the host: a slice whose size is known only at run time (`?`) and the
+// relu it slices (n*256 bytes). The `?` copy is counted apart by the VM, so the d2h bytes of
+// the other copy are still compared exactly, and a lie about them fails.
+constexpr char kRuntimeSizedBesideStated[] = R"(
+def @main(%x: f32[n, 64] @sim, %b: i64[2] @cpu, %e: i64[2] @cpu, %s: i64[2] @cpu) {
+  %xs = nn.relu(%x) @sim
+  %y = dyn.strided_slice(%xs, %b, %e, %s) @sim
+  return %y, %xs
+}
+)";
+
+TEST(LedgerRuntimeSized, AQuestionMarkCopyHidesNothingElse) {
+  // Without named data-dependent dims, the slice's type is f32[?, ?].
+  auto p = CompileForVm(kRuntimeSizedBesideStated,
+                        "infer-types{name-data-dims=false},plan-devices,fuse-ops,manifest-alloc");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->ledger.HasUnknownBytes(CopyDirection::kDeviceToHost)) << p->ledger.ToText();
+  auto vm = vm::VirtualMachine::Load(p->executable);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  auto out = (*vm)->RunWithHostTensors(
+      "main", {RandomTensor(DType::kF32, {24, 64}, 14), I64({2}, {1, 2}), I64({2}, {1000, 60}),
+               I64({2}, {1, 1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const runtime::DeviceCounters& counters = (*vm)->LastRunCounters();
+  const vm::RunRecord& record = (*vm)->LastRunRecord();
+  ASSERT_EQ(counters.d2h_calls, 2);
+  const int64_t slice_bytes = 23 * 58 * 4, relu_bytes = 24 * 64 * 4;
+  EXPECT_EQ(counters.d2h_bytes, slice_bytes + relu_bytes);
+  const auto& measured = record.runtime_sized[static_cast<int>(CopyDirection::kDeviceToHost)];
+  EXPECT_EQ(measured.calls, 1);
+  EXPECT_EQ(measured.bytes, slice_bytes);
+
+  const vm::LedgerComparison cmp = vm::CompareLedgerToRun(p->ledger, counters, record);
+  EXPECT_TRUE(cmp.agrees()) << cmp.Summary() << "\n" << cmp.Table();
+  EXPECT_FALSE(cmp.exact());
+  const vm::LedgerComparison::Row* d2h = nullptr;
+  for (const auto& r : cmp.rows) {
+    if (r.name == "d2h") d2h = &r;
+  }
+  ASSERT_NE(d2h, nullptr);
+  EXPECT_TRUE(d2h->runtime_sized);
+  EXPECT_EQ(d2h->bytes.verdict, vm::LedgerComparison::Verdict::kMatch);  // checked, not hidden
+  EXPECT_EQ(d2h->bytes.measured, relu_bytes);
+  EXPECT_EQ(d2h->runtime_sized_count.verdict, vm::LedgerComparison::Verdict::kMatch);
+  EXPECT_EQ(d2h->runtime_sized_bytes.verdict, vm::LedgerComparison::Verdict::kNotChecked);
+  EXPECT_EQ(d2h->runtime_sized_bytes.measured, slice_bytes);
+  EXPECT_THAT(cmp.Summary(), ::testing::HasSubstr("not checked: d2h bytes of the copies of a "
+                                                  "run-time size (1 copy of a size known only "
+                                                  "at run time"));
+
+  // The stated copy's bytes are checked: four bytes more on the device fail the comparison.
+  runtime::DeviceCounters more = counters;
+  more.d2h_bytes += 4;
+  EXPECT_FALSE(vm::CompareLedgerToRun(p->ledger, more, record).agrees());
+  // So does a ledger that doubles the stated copy's size.
+  CopyLedger bigger = p->ledger;
+  for (LedgerEntry& e : bigger.entries) {
+    if (e.direction == CopyDirection::kDeviceToHost && !e.bytes.has_unknown()) {
+      e.bytes = e.bytes * DimExpr(2);
+    }
+  }
+  EXPECT_FALSE(vm::CompareLedgerToRun(bigger, counters, record).agrees());
+  // Without the run's record the `?` copy cannot be told apart: no silent pass.
+  EXPECT_FALSE(vm::CompareLedger(p->ledger, counters, record.LedgerBindings(p->ledger)).agrees());
 }
 
 INSTANTIATE_TEST_SUITE_P(ExactCounts, LedgerAgreement, ::testing::ValuesIn(Cases()),

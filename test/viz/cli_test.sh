@@ -43,20 +43,22 @@ expect_exit 0 "wrote 2 stage(s)" -- "$tests/hetero.hir" --passes=infer-types,cse
 [ -s "$out/stage_01_cse.svg" ] || fail "--dump-after=cse did not write stage_01_cse.svg"
 [ -e "$out/stage_02_dce.svg" ] && fail "--dump-after=cse also dumped dce"
 
-# Tests that no pipeline still draws the input, from stdin.
+# Tests that without --passes the default pipeline of `hetpass run --device=sim` is drawn,
+# here from stdin: the input, then a stage per pass (manifest-alloc among them).
 out="$work/stdin"
 "$pass_viz" - --out "$out" <"$tests/copies.hir" 2>"$work/err.txt" \
   || fail "stdin run failed: $(cat "$work/err.txt")"
 [ -s "$out/stage_00_input.svg" ] || fail "stdin run wrote no picture"
+ls "$out"/stage_*_manifest-alloc.svg >/dev/null 2>&1 || fail "no default pipeline without --passes"
 
 # Tests the copy view files of a stage with copies, and that a picture whose layout runs past
 # --picture-seconds is stopped, says so, and the run still succeeds with the other views.
 out="$work/copies"
-expect_exit 0 "wrote 1 stage(s)" -- "$tests/copies.hir" --out "$out" --stats
+expect_exit 0 "wrote 1 stage(s)" -- "$tests/copies.hir" --passes=none --out "$out" --stats
 [ -s "$out/stage_00_input.copies.svg" ] || fail "no copy view for a module with copies"
 grep -q "copy view:" "$work/err.txt" || fail "--stats printed no copy view line"
 grep -q 'id="hp-svg-0-copies"' "$out/index.html" || fail "index.html lacks the copy view"
-expect_exit 0 "wrote 1 stage(s)" -- "$tests/copies.hir" --out "$work/budget" --stats \
+expect_exit 0 "wrote 1 stage(s)" -- "$tests/copies.hir" --passes=none --out "$work/budget" --stats \
   --picture-seconds=0.000001
 grep -q "did not finish within" "$work/err.txt" || fail "--picture-seconds was not enforced"
 grep -q "did not finish within" "$work/budget/index.html" || fail "index.html lacks the budget note"
@@ -66,7 +68,7 @@ expect_exit 1 "--copy-hops must be 0 or more" -- "$tests/hetero.hir" --copy-hops
   --out "$work/bad7"
 expect_exit 1 "bad pipeline" -- "$tests/hetero.hir" --passes=infer-types,no-such-pass \
   --out "$work/bad1"
-expect_exit 1 "cannot open" -- "$work/missing.hir" --passes=infer-types --out "$work/bad2"
+expect_exit 1 "missing.hir': no such file" -- "$work/missing.hir" --passes=infer-types --out "$work/bad2"
 touch "$work/a_file"
 expect_exit 1 "cannot create output directory" -- "$tests/hetero.hir" --out "$work/a_file/sub"
 expect_exit 1 "not in the pipeline" -- "$tests/hetero.hir" --passes=infer-types \

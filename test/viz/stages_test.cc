@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/pass/pass_registry.h"
@@ -170,6 +172,21 @@ TEST(StagesTest, DumperHookWritesStagesAndIndex) {
   EXPECT_THAT(html, HasSubstr("<img src=\"stage_02_dce.svg\""));
   EXPECT_THAT(html, HasSubstr("values gone"));  // dce removed %unused and %check
   EXPECT_THAT(html, HasSubstr("<th>allocations</th>"));
+  // The overview table: as many headers as cells in every row.
+  const size_t table = html.find("<table id=\"overview\">");
+  ASSERT_NE(table, std::string::npos);
+  const std::string overview = html.substr(table, html.find("</table>", table) - table);
+  const std::vector<std::string> rows = absl::StrSplit(overview, "</tr>", absl::SkipWhitespace());
+  ASSERT_GE(rows.size(), 2u);
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_THAT(rows[0], HasSubstr("<th>param</th>"));
+  for (size_t r = 1; r < rows.size(); ++r) {
+    EXPECT_EQ(count(rows[r], "<td>"), count(rows[0], "<th>")) << rows[r];
+  }
   fs::remove_all(options.out_dir);
 }
 

@@ -141,7 +141,7 @@ TEST(ViewsTest, CopyViewDrawsTheCopiesNeighbourhood) {
   EXPECT_THAT(dot.Attr(dot.Node("main.%a4"), "class"), HasSubstr("hop2"));
   EXPECT_THAT(dot.Attr(dot.Node("main.%b1"), "class"), HasSubstr("hop2"));
   EXPECT_EQ((*p)->stats().omitted_bindings, 13 - 5);
-  EXPECT_THAT(dot.Attr(dot.g(), "label"), HasSubstr("copy view: 1 copies with 2 hop(s)"));
+  EXPECT_THAT(dot.Attr(dot.g(), "label"), HasSubstr("copy view: 1 copy with 2 hop(s)"));
   ASSERT_EQ((*p)->copy_paths().size(), 1u);
   EXPECT_EQ(std::set<std::string>((*p)->copy_paths()[0].begin(), (*p)->copy_paths()[0].end()),
             expected);

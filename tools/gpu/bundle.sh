@@ -2,8 +2,8 @@
 # Makes the self-contained bundle that runs hetpass's CUDA checks on a GPU machine whose image
 # is not this one (docs/cuda.md, "Running on a GPU machine"): the binaries, every shared
 # library they load that is not part of glibc (found with ldd), CUDA's libdevice, the shared
-# models, ONNX's node tests with the conformance runner, and the runner, compressed into one
-# file under 64 MiB.
+# models, ONNX's node tests with the conformance runner, the runner and the commit it was all
+# built from (COMMIT, which the report names), compressed into one file under 64 MiB.
 #
 #   tools/gpu/bundle.sh BUILD_DIR OUT.tar.xz [SHARED_DIR]
 #
@@ -62,6 +62,19 @@ for m in "$shared"/models/*/; do
   [ -f "$m/model.onnx" ] && ln -s "$(cd "$m" && pwd)" "$root/models/$(basename "$m")"
 done
 cp "$here/run_cuda.sh" "$here/cuda_report.py" "$root/"
+# The commit the binaries come from, for the report's header and file name (the GPU machine has
+# no checkout): "-dirty" where files differ from it (untracked ones too: CMake's globs compile
+# them), since the report then measures more than that commit; "unknown" outside a checkout.
+# HETPASS_COMMIT overrides, for a build made from another tree than this script's.
+src=$(cd "$here/../.." && pwd)
+commit=${HETPASS_COMMIT:-}
+if [ -z "$commit" ]; then
+  commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  if [ "$commit" != unknown ] && [ -n "$(git -C "$src" status --porcelain 2>/dev/null | head -1)" ]; then
+    commit=$commit-dirty
+  fi
+fi
+echo "$commit" > "$root/COMMIT"
 
 # ONNX's node tests with the conformance runner and the cpu runs pinned as passing: on the GPU
 # every one of them must pass on cuda too (run_cuda.sh). Left out, with a note, where
@@ -78,7 +91,7 @@ fi
 
 tar -h -C "$stage" -cf - hetpass-gpu | xz -T0 -6 > "$out"
 size=$(stat -c %s "$out")
-echo "bundle.sh: $out: $((size >> 20)) MiB ($size bytes), $(ls "$root/bin" | wc -l) binaries, $(ls "$root/lib" | wc -l) libraries, $(ls "$root/models" | wc -l) models"
+echo "bundle.sh: $out: $((size >> 20)) MiB ($size bytes), $(ls "$root/bin" | wc -l) binaries, $(ls "$root/lib" | wc -l) libraries, $(ls "$root/models" | wc -l) models, commit $commit"
 if [ "$size" -gt "$limit" ]; then
   echo "bundle.sh: the bundle is larger than 64 MiB, the most a GPU machine takes" >&2
   exit 1

@@ -5,7 +5,9 @@
 //     Compiles a module (the default pipeline for the device, or --passes), runs it on the
 //     VM and prints each output's shape and checksums, the run-time counters next to the copy
 //     ledger, and timings. SPEC is a shape (`16x1024`: uniform random data, seeded), a literal
-//     1-D list (`[0,2,5]`) or a .npy file. Static inputs that are not given get random data.
+//     1-D list (`[0,2,5]`) or a .npy/.pb file. A parameter without an --input is an error
+//     unless --random-inputs gives the static ones seeded random data; every randomised input
+//     is listed in the output.
 //     --flush-cache evicts the caches (64 MiB written and read) before every repetition, so
 //     cold and warm figures can be compared; --json prints one stable JSON object.
 #include <algorithm>
@@ -41,6 +43,7 @@
 #include "passes/pass/pass_registry.h"
 #include "passes/runtime/npy.h"
 #include "passes/shape_funcs/op_registry.h"
+#include "passes/support/file.h"
 #include "passes/support/status_macros.h"
 #include "passes/vm/vm.h"
 
@@ -63,6 +66,9 @@ ABSL_FLAG(bool, flush_cache, false, "evict CPU caches before every repetition");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of text");
 ABSL_FLAG(std::string, output_dir, "", "write every output as DIR/output_<i>.npy");
 ABSL_FLAG(uint32_t, seed, 0, "seed of random inputs");
+ABSL_FLAG(bool, random_inputs, false,
+          "run: give parameters without an --input seeded random data (static shapes only; "
+          "each is listed in the output). Without it a missing input is an error");
 ABSL_FLAG(bool, random_weights, false,
           "give elided (all-zero) floating-point constants random values");
 ABSL_FLAG(bool, listing, false, "print the VM bytecode listing");
@@ -80,7 +86,9 @@ ABSL_FLAG(std::string, baseline_masks, "",
 ABSL_FLAG(bool, no_verify, false,
           "skip the IR verifier (by default it checks the module after loading and after "
           "every pass, and a failure names the pass)");
-ABSL_FLAG(bool, copy_ledger, false, "run, test-onnx: print the copy ledger (text) before running");
+ABSL_FLAG(std::string, copy_ledger, "",
+          "run, test-onnx: print the copy ledger before running, as text or json (bare "
+          "--copy-ledger: text), as in hetpass-opt");
 ABSL_FLAG(double, rtol, 1e-3, "test-onnx: relative tolerance");
 ABSL_FLAG(double, atol, 1e-4, "test-onnx: absolute tolerance");
 
@@ -90,7 +98,7 @@ namespace {
 constexpr char kUsage[] =
     "hetpass run FILE.hir|FILE.onnx|FILE.hvm [--device=cpu|sim|cuda]\n"
     "            [--input NAME|#POS=SHAPE|[v,...]|FILE.npy|FILE.pb]... [--repeat N] [--profile]\n"
-    "            [--flush-cache] [--json] [--output-dir DIR]\n"
+    "            [--random-inputs] [--flush-cache] [--json] [--output-dir DIR]\n"
     "    compiles and runs a module on the VM; prints outputs (shape, checksums), the run-time\n"
     "    copy/sync/allocation counters next to the copy ledger, and timings\n"
     "hetpass import MODEL.onnx [-o FILE.hir]\n"
@@ -148,6 +156,11 @@ Tensor RandomInput(DType dtype, std::vector<int64_t> shape, uint32_t seed) {
   return Tensor::FromDoubles(dtype, std::move(shape), v);
 }
 
+// A SHAPE spec (`16x1024`, `scalar`) asks for random data; lists and files do not.
+bool IsRandomSpec(absl::string_view spec) {
+  return !absl::EndsWith(spec, ".npy") && !absl::EndsWith(spec, ".pb") && !absl::StartsWith(spec, "[");
+}
+
 absl::StatusOr<Tensor> ParseInput(absl::string_view spec, const vm::ArgSpec& param, uint32_t seed) {
   if (absl::EndsWith(spec, ".npy")) {
     ASSIGN_OR_RETURN(Tensor t, runtime::ReadNpy(std::string(spec)));
@@ -161,6 +174,12 @@ absl::StatusOr<Tensor> ParseInput(absl::string_view spec, const vm::ArgSpec& par
       double v;
       if (!absl::SimpleAtod(absl::StripAsciiWhitespace(part), &v)) {
         return absl::InvalidArgumentError(absl::StrCat("input %", param.name, ": bad value '", part, "'"));
+      }
+      // An integer or boolean parameter takes integers only: 0.5 is refused, not truncated.
+      if (!IsFloat(param.dtype) && v != std::trunc(v)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input %", param.name, ": '", absl::StripAsciiWhitespace(part), "' is not an integer, and %",
+            param.name, " is ", param.type_text));
       }
       values.push_back(v);
     }
@@ -375,14 +394,22 @@ absl::StatusOr<std::unique_ptr<Module>> LoadModule(const std::string& path) {
   if (absl::EndsWith(path, ".onnx")) {
     ASSIGN_OR_RETURN(module, Stage("import", ImportOnnxFile(path, OnnxImportOptions())));
   } else {
-    std::ifstream f(path);
-    if (!f) return Stage("import", absl::NotFoundError(absl::StrCat("cannot open ", path)));
-    std::stringstream ss;
-    ss << f.rdbuf();
+    ReadFileOptions read;
+    read.what = "text IR (.hir) or an ONNX model (.onnx)";
+    ASSIGN_OR_RETURN(const std::string text, Stage("import", ReadRegularFile(path, read)));
     ParseOptions po;
     po.source_name = path;
     po.allow_elided_constants = true;
-    ASSIGN_OR_RETURN(module, Stage("import", ParseModule(ss.str(), po)));
+    int64_t elided = 0;
+    po.elided_constants = &elided;
+    ASSIGN_OR_RETURN(module, Stage("import", ParseModule(text, po)));
+    // Elided constants are zeros: say so, or the user reads all-zero results as an answer.
+    if (elided > 0 && !absl::GetFlag(FLAGS_random_weights)) {
+      std::cerr << "warning: " << path << " has " << elided << " elided constant"
+                << (elided == 1 ? "" : "s")
+                << " (constant<elided>): all zeros here, so the outputs say nothing of the "
+                   "model; give --random-weights for seeded random values\n";
+    }
   }
   if (!absl::GetFlag(FLAGS_no_verify)) {
     RETURN_IF_ERROR(Stage("verify", VerifyModule(*module)));
@@ -398,7 +425,15 @@ absl::Status Compile(Module& module, const std::string& pipeline, absl::string_v
   RETURN_IF_ERROR(Stage("passes", pm->Run(module).status()));
   ASSIGN_OR_RETURN(ledger, Stage("ledger", ComputeCopyLedger(module, function)));
   ASSIGN_OR_RETURN(exe, Stage("vm-compile", vm::CompileModule(module)));
-  if (absl::GetFlag(FLAGS_copy_ledger)) std::cout << ledger.ToText();
+  const std::string ledger_format = absl::GetFlag(FLAGS_copy_ledger);
+  if (ledger_format == "text") {
+    std::cout << ledger.ToText();
+  } else if (ledger_format == "json") {
+    std::cout << ledger.ToJson();
+  } else if (!ledger_format.empty()) {
+    return Stage("ledger", absl::InvalidArgumentError(absl::StrCat(
+        "--copy-ledger must be text or json, got '", ledger_format, "'")));
+  }
   return absl::OkStatus();
 }
 
@@ -510,8 +545,12 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   const vm::Executable& exe = machine->executable();
   const vm::VmFunction& fn = exe.functions[exe.FindFunction(function)];
 
-  // Inputs: NAME=SPEC, matched to parameters by name.
+  // Inputs: NAME=SPEC, matched to parameters by name or position. Random data is made only
+  // where asked (a SHAPE spec, or --random-inputs for the parameters not given), and every
+  // randomised input is listed in the output.
   std::vector<std::optional<Tensor>> inputs(fn.params.size());
+  std::vector<std::string> given(fn.params.size());  // the --input that set each parameter
+  std::vector<std::string> randomised;               // "%x f32[16, 32, 32] (seed 0)"
   for (const std::string& spec : input_specs) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos) {
@@ -535,8 +574,30 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
                                                      " has parameters ", absl::StrJoin(names, ", ")));
     }
     const size_t i = it - fn.params.begin();
-    ASSIGN_OR_RETURN(inputs[i], ParseInput(spec.substr(eq + 1), *it,
-                                           absl::GetFlag(FLAGS_seed) + static_cast<uint32_t>(i)));
+    if (!given[i].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--input ", spec, ": %", it->name,
+                                                     " was already given by --input ", given[i]));
+    }
+    given[i] = spec;
+    const uint32_t seed = absl::GetFlag(FLAGS_seed) + static_cast<uint32_t>(i);
+    ASSIGN_OR_RETURN(inputs[i], ParseInput(spec.substr(eq + 1), *it, seed));
+    if (IsRandomSpec(spec.substr(eq + 1))) {
+      randomised.push_back(absl::StrCat("%", it->name, " ", inputs[i]->type().ToString(),
+                                        " (seed ", seed, ")"));
+    }
+  }
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    // "f32[n, 32, 32]": the parameter's type without its device annotation.
+    const absl::string_view type = fn.params[i].type_text;
+    if (!inputs[i]) missing.push_back(absl::StrCat("%", fn.params[i].name, ": ", type.substr(0, type.find(" @"))));
+  }
+  if (!missing.empty() && !absl::GetFlag(FLAGS_random_inputs)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "@", function, " needs ", missing.size() == 1 ? "an input" : "inputs",
+        " not given: ", absl::StrJoin(missing, ", "),
+        ". Give each with --input NAME=SHAPE|[v,...]|FILE.npy|FILE.pb, or --random-inputs to "
+        "run the static ones on seeded random data"));
   }
   std::vector<Tensor> args;
   DimExpr::Bindings bindings;
@@ -552,7 +613,12 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
         }
         shape.push_back(d.value);
       }
-      inputs[i] = RandomInput(p.dtype, shape, absl::GetFlag(FLAGS_seed) + static_cast<uint32_t>(i));
+      const uint32_t seed = absl::GetFlag(FLAGS_seed) + static_cast<uint32_t>(i);
+      inputs[i] = RandomInput(p.dtype, shape, seed);
+      randomised.push_back(absl::StrCat("%", p.name, " ", inputs[i]->type().ToString(), " (seed ",
+                                        seed, ", --random-inputs)"));
+      // Said at once, so that a run that then fails on made-up values says what it made up.
+      std::cerr << "hetpass run: random data for " << randomised.back() << "\n";
     }
     for (size_t k = 0; k < p.dims.size() && k < inputs[i]->shape().size(); ++k) {
       if (p.dims[k].kind == vm::ArgDim::kBind) bindings[exe.symbols[p.dims[k].value]] = inputs[i]->shape()[k];
@@ -611,7 +677,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   const vm::RunRecord& record = machine->LastRunRecord();
   if (have_ledger) bindings = record.LedgerBindings(ledger);
   const vm::LedgerComparison comparison =
-      have_ledger ? vm::CompareLedger(ledger, last, bindings) : vm::LedgerComparison();
+      have_ledger ? vm::CompareLedgerToRun(ledger, last, record) : vm::LedgerComparison();
   const absl::Status agree = comparison.ToStatus();
 
   if (absl::GetFlag(FLAGS_json)) {
@@ -650,7 +716,10 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
                     ", \"run_peak_rss_mb\": ", absl::StrFormat("%.1f", run_peak_rss_kb / 1024.0));
     if (cupti && cupti_counts.ok()) {
       absl::StrAppend(&out, ", \"cupti\": {\"h2d\": ", cupti_counts->h2d, ", \"d2h\": ", cupti_counts->d2h,
-                      ", \"d2d\": ", cupti_counts->d2d, ", \"other\": ", cupti_counts->other, "}");
+                      ", \"d2d\": ", cupti_counts->d2d, ", \"other\": ", cupti_counts->other,
+                      ", \"h2d_bytes\": ", cupti_counts->h2d_bytes, ", \"d2h_bytes\": ", cupti_counts->d2h_bytes,
+                      ", \"d2d_bytes\": ", cupti_counts->d2d_bytes, ", \"other_bytes\": ",
+                      cupti_counts->other_bytes, "}");
     } else if (cupti) {
       absl::StrAppend(&out, ", \"cupti_error\": ", JsonString(cupti_counts.status().ToString()));
     }
@@ -672,8 +741,13 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
       }
       absl::StrAppend(&out, "]");
     }
+    absl::StrAppend(&out, ", \"random_inputs\": [",
+                    absl::StrJoin(randomised, ", ",
+                                  [](std::string* o, const std::string& r) { o->append(JsonString(r)); }),
+                    "]");
     std::cout << out << "}\n";
-    return absl::OkStatus();
+    // The report is printed either way; a run whose copies differ from the ledger still fails.
+    return Stage("ledger-check", agree);
   }
 
   std::cout << "module   " << path << "\n";
@@ -692,6 +766,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   for (size_t i = 0; i < args.size(); ++i) {
     std::cout << absl::StrFormat("  %%%-10s %s\n", fn.params[i].name, args[i].type().ToString());
   }
+  for (const std::string& r : randomised) std::cout << "  random data: " << r << "\n";
   std::cout << "outputs\n";
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Checksum c = Check(outputs[i]);
@@ -705,8 +780,10 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
     std::cout << "  " << last.ToString() << "\n";
   }
   if (cupti && cupti_counts.ok()) {
-    std::cout << absl::StrFormat("CUPTI memcpy records of the last run: h2d %d, d2h %d, d2d %d, other %d\n",
-                                 cupti_counts->h2d, cupti_counts->d2h, cupti_counts->d2d, cupti_counts->other);
+    std::cout << absl::StrFormat(
+        "CUPTI memcpy records of the last run: h2d %d (%d B), d2h %d (%d B), d2d %d (%d B), other %d (%d B)\n",
+        cupti_counts->h2d, cupti_counts->h2d_bytes, cupti_counts->d2h, cupti_counts->d2h_bytes, cupti_counts->d2d,
+        cupti_counts->d2d_bytes, cupti_counts->other, cupti_counts->other_bytes);
   } else if (cupti) {
     std::cout << "CUPTI: " << cupti_counts.status().message() << "\n";
   }
@@ -829,6 +906,11 @@ Comparison CompareValues(const vm::HostValue& got, const vm::HostValue& want, do
 
 absl::Status TestOnnx(const std::string& dir) {
   ASSIGN_OR_RETURN(const DeviceKind device, DeviceFlag());
+  if (!std::filesystem::is_directory(dir)) {
+    return Stage("import", absl::InvalidArgumentError(absl::StrCat(
+        "'", dir, "' is not a directory: test-onnx takes a folder holding model.onnx and "
+        "test_data_set_N/ (`hetpass run` takes a model file)")));
+  }
   const std::string model_path = dir + "/model.onnx";
   ASSIGN_OR_RETURN(auto module, LoadModule(model_path));
   ASSIGN_OR_RETURN(const std::string pipeline, PipelineFlag(device));
@@ -902,7 +984,8 @@ absl::Status TestOnnx(const std::string& dir) {
     }
     const runtime::DeviceCounters& counters = machine->LastRunCounters();
     const DimExpr::Bindings bindings = machine->LastRunRecord().LedgerBindings(ledger);
-    const vm::LedgerComparison comparison = vm::CompareLedger(ledger, counters, bindings);
+    const vm::LedgerComparison comparison =
+        vm::CompareLedgerToRun(ledger, counters, machine->LastRunRecord());
     const absl::Status agree = comparison.ToStatus();
     // A run whose copies differ from the ledger's promise fails like a wrong output.
     if (pass && !agree.ok()) {
@@ -957,10 +1040,25 @@ int main(int argc, char** argv) {
     }
   }
   const std::vector<std::string> args = hetpass::tools::ParseToolCommandLine(
-      static_cast<int>(rest.size()), rest.data(), hetpass::kUsage, "tools/hetpass/");
+      static_cast<int>(rest.size()), rest.data(),
+      {.name = "hetpass",
+       .usage = hetpass::kUsage,
+       .main_file = "tools/hetpass/",
+       .bare_values = {{"--copy-ledger", "text"}}});
   const std::string command = args.size() >= 2 ? args[1] : "";
-  if (args.size() != 3 || (command != "run" && command != "import" && command != "test-onnx")) {
-    std::fprintf(stderr, "usage: %s\n(run `hetpass --help` for the flags)\n", hetpass::kUsage);
+  if (!command.empty() && command != "run" && command != "import" && command != "test-onnx") {
+    std::fprintf(stderr, "hetpass: unknown command '%s' (the commands are run, import and "
+                 "test-onnx; `hetpass --help` lists them with their flags)\n", command.c_str());
+    return 2;
+  }
+  if (args.size() != 3) {
+    std::fprintf(stderr, "%s\nusage: %s\n(run `hetpass --help` for the flags)\n",
+                 command.empty() ? "hetpass: no command given"
+                                 : absl::StrCat("hetpass ", command, " takes exactly one ",
+                                                command == "test-onnx" ? "model directory"
+                                                                       : "file", ", got ",
+                                                args.size() - 2).c_str(),
+                 hetpass::kUsage);
     return 2;
   }
   const absl::Status st = command == "run"      ? hetpass::Run(args[2], input_specs)

@@ -26,13 +26,19 @@
 #include "passes/analysis/baseline_masks.h"
 #include "passes/analysis/copy_ledger.h"
 #include "passes/compile_engine/compile_engine.h"
+#include "passes/frontend/onnx_importer.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
 #include "passes/pass/verify_module.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/shape_funcs/op_registry.h"
+#include "passes/support/file.h"
+#include "passes/vm/vm.h"
 
 ABSL_FLAG(std::string, passes, "", "comma-separated pass pipeline, e.g. infer-types,dce");
+ABSL_FLAG(std::string, device, "",
+          "cpu, sim or cuda: run the default pipeline of `hetpass run --device=D` (instead of "
+          "--passes; with neither, the input is parsed, verified and printed)");
 ABSL_FLAG(std::vector<std::string>, print_ir_after, {},
           "print the IR to stderr after these passes ('all' for every pass)");
 ABSL_FLAG(bool, timing, false, "print per-pass wall time to stderr");
@@ -42,7 +48,8 @@ ABSL_FLAG(bool, list_ops, false, "list every registered op with its per-input ma
 ABSL_FLAG(bool, list_passes, false, "list every pass with its options and exit");
 ABSL_FLAG(std::string, o, "-", "output file ('-' for stdout)");
 ABSL_FLAG(std::string, copy_ledger, "",
-          "print the copy ledger (text or json) of --ledger-function instead of the IR");
+          "print the copy ledger (text or json; bare --copy-ledger: text) of --ledger-function "
+          "instead of the IR");
 ABSL_FLAG(std::string, ledger_function, "main", "function whose copy ledger is printed");
 ABSL_FLAG(bool, allow_elided_constants, false,
           "accept `constant<elided>` (zero-filled) for examples whose weights do not matter");
@@ -111,11 +118,46 @@ std::vector<std::string> SplitInput(const std::string& text) {
   return chunks;
 }
 
-absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::string& source) {
+// The text's module, or an ONNX model's (a .onnx file is imported, as `hetpass run` does).
+absl::StatusOr<std::unique_ptr<hetpass::Module>> LoadModule(const std::string& text,
+                                                            const std::string& source) {
+  if (absl::EndsWith(source, ".onnx")) return hetpass::ImportOnnxFile(source);
+  // Binary bytes are no text IR: say what the tool reads instead of "unexpected character".
+  const size_t probe = std::min<size_t>(text.size(), 512);
+  for (size_t i = 0; i < probe; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, " is a binary file, not text IR: hetpass-opt reads text IR (.hir) and ONNX "
+          "models named *.onnx; convert a model with `hetpass import MODEL.onnx -o FILE.hir`"));
+    }
+  }
   hetpass::ParseOptions parse_options;
   parse_options.source_name = source;
   parse_options.allow_elided_constants = absl::GetFlag(FLAGS_allow_elided_constants);
-  auto module = hetpass::ParseModule(text, parse_options);
+  parse_options.allow_elided_constants_hint = "--allow-elided-constants";
+  return hetpass::ParseModule(text, parse_options);
+}
+
+// --passes, or the default pipeline of `hetpass run` for --device, or none (parse and print).
+absl::StatusOr<std::string> PipelineFlag() {
+  const std::string passes = absl::GetFlag(FLAGS_passes);
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (device.empty()) return passes;
+  const std::optional<hetpass::DeviceKind> kind = hetpass::ParseDevice(device);
+  if (!kind || *kind == hetpass::DeviceKind::kUnset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device must be cpu, sim or cuda, got '", device, "'"));
+  }
+  if (!passes.empty()) {
+    return absl::InvalidArgumentError(
+        "give --passes or --device (its default pipeline), not both");
+  }
+  return hetpass::vm::DefaultPipeline(*kind);
+}
+
+absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::string& source) {
+  auto module = LoadModule(text, source);
   if (!module.ok()) return module.status();
   if (absl::Status s = hetpass::VerifyModule(**module); !s.ok()) return s;
 
@@ -124,7 +166,9 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
   pm_options.print_ir_after = absl::GetFlag(FLAGS_print_ir_after);
   pm_options.timing = absl::GetFlag(FLAGS_timing);
   pm_options.print_options.elide_large_constants = absl::GetFlag(FLAGS_elide_constants);
-  std::string pipeline = absl::GetFlag(FLAGS_passes);
+  absl::StatusOr<std::string> pipeline_or = PipelineFlag();
+  if (!pipeline_or.ok()) return pipeline_or.status();
+  std::string pipeline = *pipeline_or;
   if (const std::string b = absl::GetFlag(FLAGS_baseline_masks); !b.empty()) {
     const std::optional<hetpass::BaselineMasks> baseline = hetpass::ParseBaselineMasks(b);
     if (!baseline) {
@@ -178,9 +222,13 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
 int main(int argc, char** argv) {
   const std::vector<std::string> args = hetpass::tools::ParseToolCommandLine(
       argc, argv,
-      "hetpass-opt FILE|- [--passes=PIPELINE] [--print-ir-after=...] [--timing] [-o OUT]\n"
-      "Parses text IR, runs a pass pipeline and prints the resulting IR.",
-      "hetpass_opt");
+      {.name = "hetpass-opt",
+       .usage = "hetpass-opt FILE.hir|FILE.onnx|- [--passes=PIPELINE | --device=cpu|sim|cuda]\n"
+                "           [--print-ir-after=...] [--timing] [--copy-ledger[=text|json]] [-o OUT]\n"
+                "Parses text IR (or imports an ONNX model), runs a pass pipeline and prints the "
+                "resulting IR.",
+       .main_file = "tools/opt/",
+       .bare_values = {{"--copy-ledger", "text"}}});
 
   if (absl::GetFlag(FLAGS_list_ops)) {
     std::cout << hetpass::OpRegistry::Global().Describe();
@@ -207,13 +255,12 @@ int main(int argc, char** argv) {
   std::stringstream text;
   if (path == "-") {
     text << std::cin.rdbuf();
-  } else {
-    std::ifstream in(path);
-    if (!in) {
-      std::cerr << "error: cannot open '" << path << "'\n";
-      return 1;
-    }
-    text << in.rdbuf();
+  } else if (!absl::EndsWith(path, ".onnx")) {
+    hetpass::ReadFileOptions read;
+    read.what = "text IR (.hir) or an ONNX model (.onnx)";
+    absl::StatusOr<std::string> bytes = hetpass::ReadRegularFile(path, read);
+    if (!bytes.ok()) return Fail(bytes.status());
+    text << *bytes;
   }
 
   std::string out;

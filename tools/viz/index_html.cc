@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "passes/analysis/copy_ledger.h"
 #include "passes/support/json.h"
 #include "viz/stages.h"
 #include "viz/viewer_assets.h"
@@ -117,10 +118,13 @@ std::string List(const std::vector<std::string>& items, size_t max_items = 40) {
 }
 
 std::string Overview(const std::vector<StageSummary>& stages) {
+  // One copy column per direction (stages.cc fills copy_totals from kAllCopyDirections), named
+  // from the same list, so headers and cells cannot drift apart (a `param` header was missing).
   std::string out =
       "<table id=\"overview\"><tr><th>stage</th><th>pass</th><th>changed</th><th>ops per "
-      "device</th><th>shape-function ops</th><th>allocations</th><th>h2d</th><th>d2h</th>"
-      "<th>d2d</th><th>graph nodes</th><th>layout + render (s)</th></tr>\n";
+      "device</th><th>shape-function ops</th><th>allocations</th>";
+  for (CopyDirection d : kAllCopyDirections) absl::StrAppend(&out, "<th>", CopyDirectionName(d), "</th>");
+  absl::StrAppend(&out, "<th>graph nodes</th><th>layout + render (s)</th></tr>\n");
   for (const StageSummary& s : stages) {
     absl::StrAppend(&out, "<tr><td><a href=\"#stage-", s.index, "\">", s.index, "</a></td><td>",
                     s.pass.empty() ? "input" : H(s.pass), "</td><td>",

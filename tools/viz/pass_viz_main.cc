@@ -1,11 +1,12 @@
 // pass-viz: a picture of every pipeline stage, and an index.html to read them in order.
 //
-//   pass-viz INPUT --passes=PIPELINE [--dump-after=all|name,...] --out DIR
+//   pass-viz INPUT [--passes=PIPELINE | --device=cpu|sim|cuda] [--dump-after=all|name,...] --out DIR
 //            [--format=svg,png,dot] [--stats] [--engine=auto|dot|sfdp|...]
 //            [--max-cluster-ops=N] [--large-graph-nodes=N] [--verify-each=true]
 //            [--picture-seconds=5] [--copy-view=true] [--copy-hops=2] [--compact-graph-nodes=300]
 //
-// INPUT is text IR ('-' for stdin). Stage 0 is the input module; then one stage after each
+// INPUT is text IR ('-' for stdin) or an ONNX model (*.onnx); without --passes the pipeline
+// is `hetpass run`'s default for --device (sim). Stage 0 is the input module; then one stage after each
 // pass selected by --dump-after. Errors (unreadable input, bad IR, bad pipeline, unwritable
 // output directory, a failing pass) print `error: ...` and exit 1; usage errors exit 2.
 #include <algorithm>
@@ -29,9 +30,16 @@
 #include "passes/ir/parser.h"
 #include "passes/pass/verify_module.h"
 #include "passes/pass/pass_registry.h"
+#include "passes/support/file.h"
+#include "passes/vm/vm.h"
 #include "viz/stages.h"
 
-ABSL_FLAG(std::string, passes, "", "comma-separated pass pipeline, e.g. infer-types,cse,dce");
+ABSL_FLAG(std::string, passes, "",
+          "comma-separated pass pipeline, e.g. infer-types,cse,dce (default: the pipeline of "
+          "`hetpass run` for --device; none: draw the input alone)");
+ABSL_FLAG(std::string, device, "sim",
+          "without --passes: draw the default pipeline of `hetpass run --device=D` (cpu, sim or "
+          "cuda)");
 ABSL_FLAG(std::vector<std::string>, dump_after, {"all"},
           "dump a stage after these passes ('all' for every pass)");
 ABSL_FLAG(std::string, out, "", "output directory (created if missing)");
@@ -68,11 +76,9 @@ absl::StatusOr<std::string> ReadInput(const std::string& path) {
     text << std::cin.rdbuf();
     return text.str();
   }
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  text << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
-  return text.str();
+  hetpass::ReadFileOptions read;
+  read.what = "text IR (.hir) or an ONNX model (.onnx)";
+  return hetpass::ReadRegularFile(path, read);
 }
 
 void PrintStats(const hetpass::viz::StageSummary& s) {
@@ -110,7 +116,19 @@ int Run(const std::string& input) {
   if (!module.ok()) return Fail(module.status().message());
   if (absl::Status s = hetpass::VerifyModule(**module); !s.ok()) return Fail(s.message());
 
-  const std::string pipeline = absl::GetFlag(FLAGS_passes);
+  // --passes, else the default pipeline of `hetpass run --device=D`: a picture of the unplaced
+  // input alone shows no device and no copy.
+  std::string pipeline = absl::GetFlag(FLAGS_passes);
+  if (pipeline == "none") {
+    pipeline.clear();  // the input alone
+  } else if (pipeline.empty()) {
+    const std::optional<hetpass::DeviceKind> kind = hetpass::ParseDevice(absl::GetFlag(FLAGS_device));
+    if (!kind || *kind == hetpass::DeviceKind::kUnset) {
+      return Fail(absl::StrCat("--device must be cpu, sim or cuda, got '",
+                               absl::GetFlag(FLAGS_device), "'"));
+    }
+    pipeline = hetpass::vm::DefaultPipeline(*kind);
+  }
   hetpass::PassManagerOptions pm_options;
   pm_options.verify_each = absl::GetFlag(FLAGS_verify_each);
   auto pm = hetpass::ParsePipeline(pipeline, pm_options);
@@ -172,11 +190,13 @@ int Run(const std::string& input) {
 int main(int argc, char** argv) {
   const std::vector<std::string> args = hetpass::tools::ParseToolCommandLine(
       argc, argv,
-      "pass-viz INPUT --passes=PIPELINE [--dump-after=all|name,...] --out DIR "
-      "[--format=svg,png,dot] [--stats]\n"
-      "Draws the module after each selected pass (devices coloured, copies explained) and "
-      "writes DIR/index.html. Open index.html first.",
-      "pass_viz_main");
+      {.name = "pass-viz",
+       .usage = "pass-viz INPUT.hir|INPUT.onnx|- --out DIR [--passes=PIPELINE | --device=D]\n"
+                "         [--dump-after=all|name,...] [--format=svg,png,dot] [--stats]\n"
+                "Draws the module after each selected pass (devices coloured, copies explained) "
+                "and writes DIR/index.html. Open index.html first. Without --passes it draws "
+                "`hetpass run`'s default pipeline for --device (sim).",
+       .main_file = "tools/viz/pass_viz_main"});
   if (args.size() != 2) {
     std::cerr << "error: expected exactly one input file (or '-'); see --help\n";
     return 2;

@@ -982,7 +982,8 @@ class GraphBuilder {
     }
     if (copies_view_) {
       notes.push_back(absl::StrCat(
-          "copy view: ", copies_.copies().size(), " copies with ", options_.copy_hops,
+          "copy view: ", copies_.copies().size(), copies_.copies().size() == 1 ? " copy" : " copies",
+          " with ", options_.copy_hops,
           " hop(s) of producers and consumers and the shape arithmetic that reads them; ",
           stats_->omitted_bindings, " other bindings left out (the full graph has them)"));
     } else if (compact_ && !large_) {

@@ -77,6 +77,9 @@ struct CopyLedger {
   std::string function;
   std::vector<LedgerRegion> regions;
   std::vector<LedgerEntry> entries;
+  // False when no value of the function has a device yet (before plan-devices): the ledger
+  // then lists nothing because nothing is placed, which ToText says instead of "0 copies".
+  bool placed = true;
 
   // How many times `entry` runs per inference: 1, or its region's symbol.
   DimExpr Executions(const LedgerEntry& entry) const;
@@ -95,6 +98,15 @@ struct CopyLedger {
   // Stable JSON for scripts: {"function":..., "regions":[...], "entries":[...], "totals":{...}}.
   std::string ToJson() const;
 };
+
+// A loop's scan output `result` (an index into its results, past the carried values) is
+// stacked after the loop from one part per iteration. The stacking copies' bytes are stated
+// when the part's size is an expression of symbols the loop's own result type uses (bound
+// where the loop is: `f32[n, 8]` parts of an `f32[?, n, 8]` result); a part sized by symbols
+// bound inside the body, once per iteration (`f32[dyn24, ...]` of an `f32[?, ?, ?]` result),
+// is a copy of a run-time size (`?` bytes), counted apart by the VM like a `?`-sized
+// device_copy. The ledger and the VM compiler both ask this.
+bool ScanPartBytesStated(const Node& loop, int result);
 
 // The ledger of one function (default: main), functions it calls included. Error if the
 // function does not exist.

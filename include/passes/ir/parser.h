@@ -44,6 +44,12 @@ struct ParseOptions {
   const OpRegistry* registry = nullptr;  // nullptr: OpRegistry::Global()
   std::string source_name;               // used in error locations; "<input>" if empty
   bool allow_elided_constants = false;   // accept `constant<elided>` (filled with zeros)
+  // How the caller's user turns allow_elided_constants on, named in the error that refuses an
+  // elided constant (a tool sets its flag: "--allow-elided-constants").
+  std::string allow_elided_constants_hint = "ParseOptions::allow_elided_constants";
+  // When set, receives the number of elided constants accepted, so that a tool can say its
+  // results come from all-zero weights.
+  int64_t* elided_constants = nullptr;
   // An elided constant is materialised as zeros: a larger one is an error, not an allocation
   // (the type alone decides the size, so a few bytes of text could ask for any amount).
   int64_t max_elided_bytes = int64_t{1} << 30;

@@ -11,9 +11,14 @@
 //        whenever the host runs, and opened only inside Copy* and Launch: a host read of sim
 //        memory outside the API faults immediately (SIGSEGV) instead of silently working.
 //
-// Synchronisation model (the copy ledger's): a device-to-host copy blocks the host until the
-// device has produced the value, so CopyDeviceToHost counts one sync; host-to-device and
-// device-to-device copies are queued (no sync). Synchronize() counts one sync too.
+// Synchronisation model (the copy ledger's): copies in every direction are queued on the
+// device; the host waits for the device only in Synchronize(), and each Synchronize() is one
+// counted sync, where the host waits. A device-to-host copy's destination may be read only after
+// the next Synchronize() of its device: the VM synchronises after each one today (one sync per
+// device-to-host copy, as the ledger promises), so that a change that batches several reads
+// behind one wait shows as fewer syncs. (cuda's CopyDeviceToHost still waits for its stream
+// inside, as a pageable or staged destination needs; that wait is the one its Synchronize()
+// then counts, with nothing left to wait for.)
 #ifndef HETPASS_RUNTIME_DEVICE_H_
 #define HETPASS_RUNTIME_DEVICE_H_
 
@@ -116,10 +121,11 @@ class Device {
   // of loop scan outputs).
   absl::Status Launch(absl::FunctionRef<absl::Status()> kernel) { return Launch({}, kernel); }
 
-  // Inside a launch's kernel: copies `bytes` between two buffers of this device's memory as
-  // part of that kernel (ordered on its queue; not a transfer, so counted as nothing beyond the
-  // launch). Host-memory devices (cpu, and sim while its kernel runs): memcpy; cuda: an
-  // asynchronous device-to-device copy on its stream. The VM stacks loop scan outputs with it.
+  // Inside a launch's kernel: copies `bytes` between two buffers of this device's memory,
+  // ordered on its queue. cuda: an asynchronous device-to-device memcpy on its stream (CUPTI
+  // records it), so it is counted as a d2d copy (d2d_calls, d2d_bytes), and sim counts it the
+  // same way; cpu: a memcpy in host memory, not counted. The VM stacks loop scan outputs with
+  // it, one copy per iteration, and the copy ledger lists them (copy_ledger.cc).
   virtual absl::Status KernelCopy(void* dst, const void* src, size_t bytes);
 
   // True when `ptr` points into this device's memory (sim: inside the arena).
@@ -184,6 +190,8 @@ bool BuiltWithCuda();
 // FailedPrecondition without CUPTI (named with every place tried) or without a GPU.
 struct CuptiMemcpyCounts {
   int64_t h2d = 0, d2h = 0, d2d = 0, other = 0;
+  // The bytes those records moved (CUPTI's `bytes`), by the same directions.
+  int64_t h2d_bytes = 0, d2h_bytes = 0, d2d_bytes = 0, other_bytes = 0;
 };
 absl::Status StartCuptiMemcpyTrace();
 // Call after the traced work has completed (a synchronisation).

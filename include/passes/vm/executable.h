@@ -86,6 +86,11 @@ struct Instruction {
   int32_t count = 0;  // its length
   int32_t count2 = 0; // a second list right after the first (destinations), its length
 };
+// kDeviceCopy's `b`, and kLoop's per-scan-output flags (after its scan types in the operand
+// pool): the copy's size is known only at run time (a `?` dim; for a loop's stacking, a part
+// sized by symbols bound inside the body), so the copy ledger knows its count but not its
+// bytes; the VM counts such copies apart (RunRecord::runtime_sized). 0: the size is stated.
+inline constexpr int32_t kCopyRuntimeSized = 1;
 
 // Postfix integer program over symbol slots: sizes and dims.
 struct DimOp {

@@ -12,6 +12,7 @@
 #ifndef HETPASS_VM_VM_H_
 #define HETPASS_VM_VM_H_
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -85,6 +86,14 @@ struct VmOptions {
 struct RunRecord {
   DimExpr::Bindings symbols;                             // "n" -> 16
   absl::flat_hash_map<std::string, int64_t> executions;  // "main$loop0" -> 12
+  // Copies whose compile-time type has a `?` dim, indexed by CopyDirection: the ledger promises
+  // how many there are but not their bytes, so the comparison takes their bytes out of the
+  // device's totals, checks every other byte exactly and reports these apart.
+  struct RuntimeSized {
+    int64_t calls = 0;
+    int64_t bytes = 0;
+  };
+  std::array<RuntimeSized, 4> runtime_sized{};
   // The ledger's symbols bound: the input symbols, and each region symbol to the executions of
   // its VM function (0 when it never ran).
   DimExpr::Bindings LedgerBindings(const CopyLedger& ledger) const;
@@ -218,37 +227,56 @@ class VirtualMachine {
 std::string DefaultPipeline(DeviceKind target);
 
 // The ledger's promise next to what the run did (src/vm/ledger_check.cc): per direction (h2d,
-// d2h, d2d, param) the number of copies and their bytes, and the syncs, each an expression of
-// the input and region symbols that `bindings` (RunRecord::LedgerBindings) must bind. Every
-// field is matched exactly, or mismatched, or "not checked" with the reason (a `?` size known
-// only at run time, an unbound symbol): only a comparison whose every field matched is exact.
+// d2h, d2d, param) the number of copies and the bytes of those whose size the IR states, the
+// number of copies whose size is known only at run time (a `?` dim) with their measured bytes,
+// and the syncs. Each promise is an expression of the input and region symbols that the run
+// binds (RunRecord::LedgerBindings). Exact means exact: every count, every stated byte total
+// and the syncs match or the comparison fails; a promise with an unbound symbol fails naming
+// it. Only the bytes of `?`-sized copies are "not checked", and they are reported apart, never
+// hiding the rest of their direction.
 struct LedgerComparison {
-  enum class Verdict : uint8_t { kMatch, kMismatch, kNotChecked };
+  // kUnbound: the promise names a symbol the run did not bind (a failure, like kMismatch).
+  // kNotChecked: bytes of copies of a size known only at run time (no promise to check).
+  enum class Verdict : uint8_t { kMatch, kMismatch, kUnbound, kNotChecked };
   struct Field {
     std::string promised;  // "1 + 8*$loop0 = 25"
     int64_t measured = 0;
     Verdict verdict = Verdict::kMatch;
-    std::string note;      // why not checked
+    std::string note;      // why not checked, or the unbound symbol
+    bool failed() const { return verdict == Verdict::kMismatch || verdict == Verdict::kUnbound; }
   };
   struct Row {
     std::string name;  // "h2d"
-    Field count, bytes;
+    Field count;       // every copy of the direction
+    Field bytes;       // bytes of the copies whose size the IR states
+    // Copies of a size known only at run time: their count (checked) and bytes (measured, not
+    // checked). Both zero and matched when the direction has none.
+    Field runtime_sized_count, runtime_sized_bytes;
+    bool runtime_sized = false;  // the ledger lists such copies, or the run made some
   };
   std::string function;
   std::vector<Row> rows;
   Field syncs;
 
-  bool exact() const;    // every field compared and equal
-  bool agrees() const;   // no field differs (some may be unchecked)
-  // Two columns, one row per direction and one for syncs, unchecked and mismatched fields
-  // marked.
+  bool exact() const;    // every field compared and equal: no `?` copies at all
+  bool agrees() const;   // no field failed (only `?` copies' bytes may be unchecked)
+  // Two columns, one row per direction and one for syncs; failed and unchecked fields marked,
+  // `?` copies on a line of their own.
   std::string Table() const;
-  // One line: "the run made exactly the copies the ledger promised" only when exact(); else
-  // the mismatches, or what was not checked and why.
+  // One line: "the run made exactly the copies the ledger promised" only when exact(); else the
+  // failures, or what was not checked and why.
   std::string Summary() const;
   // OK when agrees(); else FailedPrecondition with Summary() and Table().
   absl::Status ToStatus() const;
 };
+// The comparison for a recorded run: its symbols and region executions bind the ledger, and its
+// `?`-sized copies are measured apart.
+LedgerComparison CompareLedgerToRun(const CopyLedger& ledger,
+                                    const runtime::DeviceCounters& counters,
+                                    const RunRecord& record);
+// With the symbols bound by hand and no record: as if the run made no copy of a run-time size,
+// so a ledger with `?` copies fails here (their count has nothing to match): use
+// CompareLedgerToRun for those.
 LedgerComparison CompareLedger(const CopyLedger& ledger, const runtime::DeviceCounters& counters,
                                const DimExpr::Bindings& bindings);
 // Shorthands: CompareLedger(...).ToStatus() and CompareLedger(...).Table().

@@ -25,8 +25,8 @@
 //           word becomes an error (then cleared), so a kernel's error is never silent. Errors of
 //           asynchronous work (a faulting kernel) surface at the same synchronisation, from
 //           cudaStreamSynchronize.
-//   Counts  Exactly as sim's (device.h): calls and bytes per direction, one sync per
-//           device-to-host copy and per Synchronize, raw allocations, launches, by-value params.
+//   Counts  Exactly as sim's (device.h): calls and bytes per direction (KernelCopy is d2d),
+//           one sync per Synchronize, raw allocations, launches, by-value params.
 // Thread safety: one mutex guards the live-block map and the counters, another the staging
 // buffer; none is held while the host waits for the stream.
 #include "runtime/cuda/cuda_device.h"
@@ -105,10 +105,13 @@ class CudaDevice final : public Device {
 
   DeviceKind kind() const override { return DeviceKind::kCuda; }
   void* native_queue() const override { return stream_; }
+  // A device-to-device memcpy on the stream (CUPTI records it): counted as one, like sim's.
   absl::Status KernelCopy(void* dst, const void* src, size_t bytes) override {
-    if (bytes == 0) return absl::OkStatus();
-    return CudaCall(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
-                    "cudaMemcpyAsync (device to device, inside a kernel)");
+    if (bytes > 0) {
+      RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
+                               "cudaMemcpyAsync (device to device, inside a kernel)"));
+    }
+    return Count(&DeviceCounters::d2d_calls, &DeviceCounters::d2d_bytes, bytes);
   }
   uint32_t* error_word() const { return error_device_; }
   int multiprocessors() const { return multiprocessors_; }
@@ -162,7 +165,8 @@ class CudaDevice final : public Device {
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.d2h_calls;
       counters_.d2h_bytes += static_cast<int64_t>(bytes);
-      ++counters_.syncs;  // the host waits for the value (device.h's synchronisation model)
+      // The sync is counted by the Synchronize() that follows (device.h): the wait below is
+      // the one that Synchronize() then finds already done.
     }
     if (bytes > 0 && bytes <= kStagingBytes) {
       std::lock_guard<std::mutex> staging(staging_mu_);

@@ -48,6 +48,7 @@ TEST(CudaDevice, RoundTripAndCounters) {
     ASSERT_TRUE(dev.CopyHostToDevice(*a, in.data(), n).ok());
     ASSERT_TRUE(dev.CopyDeviceToDevice(*b, *a, n).ok());
     ASSERT_TRUE(dev.CopyDeviceToHost(out.data(), *b, n).ok());
+    ASSERT_TRUE(dev.Synchronize().ok());  // the one counted wait
     EXPECT_EQ(in, out) << n << " bytes";
     const DeviceCounters& c = dev.counters();
     EXPECT_EQ(c.h2d_calls, 1);
@@ -150,12 +151,16 @@ TEST(CuptiTrace, SeesTheCopiesTheDeviceCounts) {
   ASSERT_TRUE(dev.CopyDeviceToDevice(*b, *a, n).ok());
   ASSERT_TRUE(dev.CopyDeviceToHost(out.data(), *b, 16).ok());  // staged
   ASSERT_TRUE(dev.CopyDeviceToHost(out.data(), *b, n).ok());   // direct
+  ASSERT_TRUE(dev.Synchronize().ok());
   absl::StatusOr<CuptiMemcpyCounts> seen = StopCuptiMemcpyTrace();
   ASSERT_TRUE(seen.ok()) << seen.status();
   const DeviceCounters& c = dev.counters();
   EXPECT_EQ(seen->h2d, c.h2d_calls);
   EXPECT_EQ(seen->d2h, c.d2h_calls);
   EXPECT_EQ(seen->d2d, c.d2d_calls);
+  EXPECT_EQ(seen->h2d_bytes, c.h2d_bytes);
+  EXPECT_EQ(seen->d2h_bytes, c.d2h_bytes);
+  EXPECT_EQ(seen->d2d_bytes, c.d2d_bytes);
   EXPECT_EQ(seen->h2d, 2);
   EXPECT_EQ(seen->d2h, 2);
   EXPECT_EQ(seen->d2d, 1);

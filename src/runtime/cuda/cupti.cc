@@ -1,7 +1,8 @@
 // CUPTI memcpy tracing (see cupti.h). Start registers the activity-buffer callbacks (once per
 // process) and enables CUPTI_ACTIVITY_KIND_MEMCPY; CUPTI hands completed buffers to
-// BufferCompleted, which counts the records by copy kind; Stop flushes every buffer (forced),
-// disables the kind and returns the counts. One trace at a time per process (CUPTI's activity
+// BufferCompleted, which counts the records and sums their bytes by copy kind (a copy of the
+// wrong size is still one call, so a report compares bytes too); Stop flushes every buffer
+// (forced), disables the kind and returns the counts. One trace at a time per process (CUPTI's activity
 // API is process-wide).
 #include "runtime/cuda/cupti.h"
 
@@ -66,18 +67,24 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   CUpti_Activity* record = nullptr;
   while (t.api->next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
     if (record->kind != CUPTI_ACTIVITY_KIND_MEMCPY) continue;
-    switch (reinterpret_cast<const CUpti_ActivityMemcpy6*>(record)->copyKind) {
+    const auto* copy = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+    const int64_t bytes = static_cast<int64_t>(copy->bytes);
+    switch (copy->copyKind) {
       case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
         ++seen.h2d;
+        seen.h2d_bytes += bytes;
         break;
       case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
         ++seen.d2h;
+        seen.d2h_bytes += bytes;
         break;
       case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
         ++seen.d2d;
+        seen.d2d_bytes += bytes;
         break;
-      default:
+      default:  // arrays, peer, host-to-host: no device counter has a direction for them
         ++seen.other;
+        seen.other_bytes += bytes;
         break;
     }
   }
@@ -87,6 +94,10 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   t.counts.d2h += seen.d2h;
   t.counts.d2d += seen.d2d;
   t.counts.other += seen.other;
+  t.counts.h2d_bytes += seen.h2d_bytes;
+  t.counts.d2h_bytes += seen.d2h_bytes;
+  t.counts.d2d_bytes += seen.d2d_bytes;
+  t.counts.other_bytes += seen.other_bytes;
 }
 
 absl::Status Check(const Api& api, CUptiResult r, absl::string_view call) {
