@@ -100,34 +100,33 @@ class Figures:
         out.append("```")
         return "\n".join(out)
 
+    def ledger_table(self, argv: list[str]) -> list[str]:
+        """The deterministic part of a `hetpass run`: the ledger next to the counters. (Times,
+        the outputs' checksums, which depend on the CPU's kernels, and the first run's
+        allocations, which depend on when the background JIT finishes, are left out.)"""
+        lines = self.run(argv).split("\n")
+        start = next(i for i, l in enumerate(lines) if l.startswith("copies and syncs of one run"))
+        end = next(i for i, l in enumerate(lines) if l.startswith("device allocations"))
+        return lines[start:end]
+
     def demo_run(self) -> str:
         argv = [self.tool("hetpass"), "run", "examples/dynamic_mlp.hir", "--device=sim",
                 "--random-weights", "--repeat", "5"] + DEMO_INPUTS
-        text = self.run(argv)
-        # The deterministic part: the ledger next to the counters. (Times, the outputs'
-        # checksums, which depend on the CPU's kernels, and the first run's allocations, which
-        # depend on when the background JIT finishes, are left out.)
-        lines = text.split("\n")
-        start = next(i for i, l in enumerate(lines) if l.startswith("copies and syncs of one run"))
-        end = next(i for i, l in enumerate(lines) if l.startswith("device allocations"))
         shown = ["```", "$ build/hetpass run examples/dynamic_mlp.hir --device=sim --random-weights --repeat 5 \\",
                  "    --input x=16x32x32 --input 'begin=[0,0]' --input 'end=[15,126]' --input 'strides=[1,1]'",
-                 "..."] + lines[start:end] + ["...", "```"]
+                 "..."] + self.ledger_table(argv) + ["...", "```"]
         return "\n".join(shown)
 
     def runtime_sized_table(self) -> str:
         """The demo with unnamed data-dependent dims: its sliced result is a `?`-sized copy."""
         passes = ("infer-types{name-data-dims=false},fold-constants,cse,dce,"
                   "plan-devices{target=sim},fuse-ops,manifest-alloc")
-        text = self.run([self.tool("hetpass"), "run", "examples/dynamic_mlp.hir", "--device=sim",
-                         "--random-weights", f"--passes={passes}"] + DEMO_INPUTS)
-        lines = text.split("\n")
-        start = next(i for i, l in enumerate(lines) if l.startswith("copies and syncs of one run"))
-        end = next(i for i, l in enumerate(lines) if l.startswith("device allocations"))
+        table = self.ledger_table([self.tool("hetpass"), "run", "examples/dynamic_mlp.hir", "--device=sim",
+                                   "--random-weights", f"--passes={passes}"] + DEMO_INPUTS)
         return "\n".join(["```", f"$ build/hetpass run examples/dynamic_mlp.hir --device=sim --random-weights \\",
                           f"    '--passes={passes}' \\",
                           "    --input x=16x32x32 --input 'begin=[0,0]' --input 'end=[15,126]' --input 'strides=[1,1]'",
-                          "..."] + lines[start:end] + ["```"])
+                          "..."] + table + ["```"])
 
     def d2h(self, model: str, baseline: str | None):
         r = self.test_onnx(model, baseline)
