@@ -1,14 +1,16 @@
 """Pictures of a module at every pipeline stage: what ``pass-viz`` writes, from Python.
 
-``render(module, "viz", passes="infer-types,plan-devices{target=sim},manifest-alloc")``
-writes ``viz/index.html`` and one picture per view of every stage (docs/pass_viz.md). The
-module itself is not changed: the passes run on a copy.
+``render(module, "viz")`` writes ``viz/index.html`` and one picture per view of every stage of
+the device's default pipeline (``device="sim"`` unless given; the same stages as ``pass-viz``
+and ``hetpass run``), ``passes="infer-types,plan-devices{target=sim},manifest-alloc"`` another
+pipeline, ``passes="none"`` the input alone (docs/pass_viz.md). The module itself is not
+changed: the passes run on a copy.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Iterable, List, Union
+from typing import Iterable, List, Optional, Union
 
 from . import _hetpass
 from ._hetpass import Module
@@ -19,8 +21,9 @@ __all__ = ["render"]
 def render(
     module: Module,
     out_dir: Union[str, "os.PathLike[str]"],
-    passes: str = "",
+    passes: Optional[str] = None,
     *,
+    device: str = "sim",
     formats: Iterable[str] = ("svg",),
     dump_after: Iterable[str] = ("all",),
     picture_seconds: float = 5.0,
@@ -37,6 +40,7 @@ def render(
         module,
         os.fspath(out_dir),
         passes,
+        device,
         list(formats),
         list(dump_after),
         float(picture_seconds),

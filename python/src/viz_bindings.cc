@@ -3,6 +3,7 @@
 #include "bindings.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "passes/ir/ir.h"
 #include "passes/pass/pass_manager.h"
 #include "passes/pass/pass_registry.h"
+#include "passes/runtime/device.h"
+#include "passes/vm/vm.h"
 #include "pybind11/stl.h"
 #include "viz/stages.h"
 
@@ -21,10 +24,24 @@ namespace hetpass::python {
 void BindViz(py::module_& m) {
   m.def(
       "_render",
-      [](const PyModule& module, const std::string& out_dir, const std::string& passes,
-         const std::vector<std::string>& formats, const std::vector<std::string>& dump_after,
-         double picture_seconds, bool copy_view, int copy_hops) {
+      [](const PyModule& module, const std::string& out_dir, const std::optional<std::string>& given,
+         const std::string& device_name, const std::vector<std::string>& formats,
+         const std::vector<std::string>& dump_after, double picture_seconds, bool copy_view,
+         int copy_hops) {
         if (copy_hops < 0) throw StatusError{absl::InvalidArgumentError("copy_hops must be 0 or more")};
+        // As pass-viz: no pipeline given draws the device's default one (the input alone shows
+        // no device and no copy); "none" draws the input alone.
+        std::string passes;
+        if (given) {
+          passes = *given == "none" ? "" : *given;
+        } else {
+          const std::optional<DeviceKind> device = ParseDevice(device_name);
+          if (!device || *device == DeviceKind::kUnset) {
+            throw StatusError{absl::InvalidArgumentError(
+                absl::StrCat("device must be cpu, sim or cuda, got '", device_name, "'"))};
+          }
+          passes = vm::DefaultPipeline(*device);
+        }
         PassManagerOptions pm_options;
         pm_options.verify_each = true;
         auto pm = Unwrap(ParsePipeline(passes, pm_options));
@@ -69,7 +86,7 @@ void BindViz(py::module_& m) {
         }
         return stages;
       },
-      py::arg("module"), py::arg("out_dir"), py::arg("passes"), py::arg("formats"),
+      py::arg("module"), py::arg("out_dir"), py::arg("passes"), py::arg("device"), py::arg("formats"),
       py::arg("dump_after"), py::arg("picture_seconds"), py::arg("copy_view"), py::arg("copy_hops"));
 }
 

@@ -27,6 +27,21 @@ def test_render_writes_index_and_pictures(mlp, tmp_path):
     assert "manifest-alloc" in html
 
 
+def test_render_without_passes_draws_the_default_pipeline(mlp, tmp_path):
+    # As pass-viz: no pipeline means the device's default one (placed, with its copies); "none"
+    # draws the input alone.
+    stages = hetpass.viz.render(mlp, tmp_path / "default", copy_view=False)
+    assert [s["pass"] for s in stages][-1] == "plan-memory"
+    assert "plan-devices" in [s["pass"] for s in stages]
+    assert stages[-1]["copies"] >= 2
+    cpu = hetpass.viz.render(mlp, tmp_path / "cpu", device="cpu", copy_view=False)
+    assert cpu[-1]["copies"] == 0
+    alone = hetpass.viz.render(mlp, tmp_path / "alone", passes="none")
+    assert [s["pass"] for s in alone] == [""]
+    with pytest.raises(ValueError, match="device must be cpu, sim or cuda, got 'tpu'"):
+        hetpass.viz.render(mlp, tmp_path, device="tpu")
+
+
 def test_render_dump_after_and_formats(mlp, tmp_path):
     stages = hetpass.viz.render(mlp, tmp_path, passes=SIM_PIPELINE, dump_after=["plan-devices"],
                                 formats=["svg", "dot"], copy_view=False)

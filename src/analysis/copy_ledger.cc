@@ -333,14 +333,8 @@ class LedgerBuilder {
                 : DeviceKind::kUnset;
     e.dst = dst ? ParseDevice(std::get<std::string>(*dst)).value_or(DeviceKind::kUnset)
                 : DeviceKind::kUnset;
-    if (!IsAccelerator(e.src) && IsAccelerator(e.dst)) {
-      e.direction = CopyDirection::kHostToDevice;
-    } else if (IsAccelerator(e.src) && !IsAccelerator(e.dst)) {
-      e.direction = CopyDirection::kDeviceToHost;
-      e.synchronizes = true;
-    } else {
-      e.direction = CopyDirection::kDeviceToDevice;
-    }
+    e.direction = CopyDirectionBetween(e.src, e.dst);
+    e.synchronizes = e.direction == CopyDirection::kDeviceToHost;
     const Type& t = n.result(0)->type();
     e.bytes = t.is_tensor() ? t.NumBytes() : DimExpr::Unknown();
     e.value = names_.Name(n.operand(0));

@@ -200,7 +200,9 @@ std::string FormatLocation(const Module* module, const Location& loc) {
   std::string out;
   if (loc.line > 0) {
     const std::string file =
-        (module != nullptr && !module->source_name().empty()) ? module->source_name() : "<input>";
+        !loc.file.empty() ? loc.file
+        : (module != nullptr && !module->source_name().empty()) ? module->source_name()
+                                                               : "<input>";
     out = absl::StrFormat("%s:%d:%d", file, loc.line, loc.col);
   }
   if (!loc.name.empty()) {

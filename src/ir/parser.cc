@@ -35,6 +35,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -628,10 +629,35 @@ absl::Status Parser::ParseBinding(Block& block) {
   if (IsIdent("loc")) {
     Advance();
     RETURN_IF_ERROR(Expect(Tok::kLParen, "'(' after 'loc'"));
+    // loc("name") | loc("file":line:col) | loc("file":line:col, "name")
     if (!Is(Tok::kString)) return Expected("a string in 'loc(...)'");
-    ASSIGN_OR_RETURN(node_loc.name, DecodeString(tok_));
+    ASSIGN_OR_RETURN(std::string first, DecodeString(tok_));
     Advance();
-    RETURN_IF_ERROR(Expect(Tok::kRParen, "')' after the location name"));
+    if (Is(Tok::kColon)) {
+      node_loc.file = std::move(first);
+      for (int* part : {&node_loc.line, &node_loc.col}) {
+        RETURN_IF_ERROR(Expect(Tok::kColon, "':' in 'loc(\"file\":line:col)'"));
+        if (!Is(Tok::kInt)) return Expected("a line and column in 'loc(\"file\":line:col)'");
+        int64_t v = 0;
+        if (!absl::SimpleAtoi(tok_.text, &v) || v < 1 || v > std::numeric_limits<int>::max()) {
+          return ErrorAt(tok_, absl::StrFormat("'loc(...)' line or column '%s' is not a positive int",
+                                               tok_.text));
+        }
+        *part = static_cast<int>(v);
+        Advance();
+      }
+      if (Is(Tok::kComma)) {
+        Advance();
+        if (!Is(Tok::kString)) return Expected("a source name after ',' in 'loc(...)'");
+        ASSIGN_OR_RETURN(node_loc.name, DecodeString(tok_));
+        Advance();
+      } else {
+        node_loc.name.clear();
+      }
+    } else {
+      node_loc.name = std::move(first);
+    }
+    RETURN_IF_ERROR(Expect(Tok::kRParen, "')' after the location"));
   }
   node->set_loc(std::move(node_loc));
   for (int i = 0; i < num_names; ++i) {

@@ -19,6 +19,7 @@ namespace {
 
 using ::hetpass::testing::TestRegistry;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 absl::StatusOr<std::unique_ptr<Module>> Parse(absl::string_view text, bool allow_elided = false) {
   ParseOptions options;
@@ -166,6 +167,12 @@ std::vector<BadCase> BadCases() {
        "redefinition of function '@f'"},
       {"invalid_escape", f + "  %y = nn.relu(%x) loc(\"a\\q\")\n  return %y\n}", 2, 24,
        "invalid escape '\\q' in string literal"},
+      {"loc_line_zero", f + "  %y = nn.relu(%x) loc(\"a.hir\":0:3)\n  return %y\n}", 2, 32,
+       "'loc(...)' line or column '0' is not a positive int"},
+      {"loc_without_column", f + "  %y = nn.relu(%x) loc(\"a.hir\":2)\n  return %y\n}", 2, 33,
+       "expected ':' in 'loc(\"file\":line:col)', found ')'"},
+      {"loc_comma_without_name", f + "  %y = nn.relu(%x) loc(\"a.hir\":2:3, 4)\n  return %y\n}", 2,
+       37, "expected a source name after ',' in 'loc(...)', found '4'"},
       {"deep_dim_nesting",
        "def @f(%x: f32[" + std::string(2000, '(') + "n" + std::string(2000, ')') + "]) {", 1, 1015,
        "nesting is deeper than 1000 levels"},
@@ -351,6 +358,43 @@ def @main(%x: f32[n, 1024], %0: f32[512, 1024]) -> f32[n, 1024] {
   EXPECT_EQ(topk.attrs().GetInt("axis"), -1);  // default filled in
   EXPECT_EQ(topk.device(), DeviceKind::kUnset);
   EXPECT_EQ(f.body().results()[0], f.body().param(0));
+}
+
+// An executable's primitives are printed and parsed again; with source locations printed,
+// every node keeps the file, line and source name it was first parsed with (a run-time shape
+// error then names the user's file, not "<executable primitives>").
+TEST(ParserTest, SourceLocationsSurviveAPrintAndAParse) {
+  ParseOptions options;
+  options.registry = &TestRegistry();
+  options.source_name = "model.hir";
+  auto first = ParseModule(R"(def @main(%x: f32[n]) {
+  %y = nn.relu(%x)
+  %z = nn.relu(%y) loc("Relu_7")
+  return %z
+}
+)",
+                           options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  PrintOptions po;
+  po.source_locations = true;
+  const std::string text = PrintModule(**first, po);
+  EXPECT_THAT(text, HasSubstr("nn.relu(%x) loc(\"model.hir\":2:3)"));
+  EXPECT_THAT(text, HasSubstr("nn.relu(%y) loc(\"model.hir\":3:3, \"Relu_7\")"));
+  EXPECT_THAT(PrintModule(**first), Not(HasSubstr("model.hir")));  // off by default
+
+  options.source_name = "<executable primitives>";
+  auto second = ParseModule(text, options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  const Function& f = *(*second)->functions()[0];
+  const Node& y = *f.body().nodes()[0];
+  const Node& z = *f.body().nodes()[1];
+  EXPECT_EQ(y.loc().file, "model.hir");
+  EXPECT_EQ(y.loc().line, 2);
+  EXPECT_EQ(y.loc().col, 3);
+  EXPECT_EQ(y.loc().name, "");
+  EXPECT_EQ(z.loc().name, "Relu_7");
+  EXPECT_EQ(FormatLocation(second->get(), z.loc()), "model.hir:3:3 (node 'Relu_7')");
+  EXPECT_EQ(PrintModule(**second, po), text);  // a fixed point
 }
 
 TEST(ParserTest, TypesAfterColonAreOptionalForCalls) {

@@ -8,7 +8,9 @@
 // - Two spaces of indentation per nesting level; region bodies close with `} else {` (if) and
 //   `} : types` after the last region.
 // - ` : types` only when every result is typed (constants always print their type);
-//   ` @device` only when a device is set; ` loc("...")` only when the location has a name.
+//   ` @device` only when a device is set; ` loc("...")` only when the location has a name, or,
+//   with PrintOptions::source_locations, ` loc("file":line:col[, "name"])` for a node whose
+//   line and file are known.
 // - Naming: a value whose name is non-empty and not all digits keeps it (characters outside
 //   [A-Za-z0-9_] become '_', a leading digit gets a '_' prefix), made unique per function with a
 //   `_1`, `_2`, ... suffix; every other value gets the next number %0, %1, ... Names are given
@@ -233,7 +235,7 @@ namespace {
 class FunctionPrinter {
  public:
   FunctionPrinter(const Function& f, const PrintOptions& options, std::string* out)
-      : options_(options), out_(out), names_(f) {}
+      : options_(options), out_(out), names_(f), module_(f.module()) {}
 
   void Print(const Function& f) {
     absl::StrAppend(out_, "def @", f.name(), "(");
@@ -254,6 +256,14 @@ class FunctionPrinter {
 
  private:
   void Ref(const Value* v) { names_.AppendTo(out_, v); }
+
+  // The file a node's `loc(...)` names under PrintOptions::source_locations; empty when the
+  // option is off or nothing is known (no line, or neither the node nor the module names one).
+  std::string SourceFile(const Location& loc) const {
+    if (!options_.source_locations || loc.line <= 0) return "";
+    if (!loc.file.empty()) return loc.file;
+    return module_ != nullptr ? module_->source_name() : "";
+  }
 
   void RefList(const std::vector<Value*>& values) {
     for (size_t i = 0; i < values.size(); ++i) {
@@ -355,8 +365,15 @@ class FunctionPrinter {
     }
     PrintResultTypes(node);
     if (node.device() != DeviceKind::kUnset) absl::StrAppend(out_, " @", DeviceName(node.device()));
-    if (!node.loc().name.empty()) {
-      absl::StrAppend(out_, " loc(", AttrValueToString(AttrValue(node.loc().name)), ")");
+    const Location& loc = node.loc();
+    const std::string file = SourceFile(loc);
+    if (!file.empty()) {
+      absl::StrAppend(out_, " loc(", AttrValueToString(AttrValue(file)), ":", loc.line, ":",
+                      loc.col);
+      if (!loc.name.empty()) absl::StrAppend(out_, ", ", AttrValueToString(AttrValue(loc.name)));
+      out_->push_back(')');
+    } else if (!loc.name.empty()) {
+      absl::StrAppend(out_, " loc(", AttrValueToString(AttrValue(loc.name)), ")");
     }
     out_->push_back('\n');
   }
@@ -382,6 +399,7 @@ class FunctionPrinter {
   const PrintOptions& options_;
   std::string* out_;
   ValueNames names_;
+  const Module* module_;
 };
 
 }  // namespace

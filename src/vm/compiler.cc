@@ -622,7 +622,11 @@ class ModuleCompiler {
     std::string text;
     for (const auto& f : module_.functions()) {
       if (IsPrimitive(*f) && used_primitives_.contains(f->name())) {
-        absl::StrAppend(&text, PrintFunction(*f), "\n");
+        // With source locations: a shape function's error at run time then names the user's
+        // file and line, not the re-parsed primitive's.
+        PrintOptions po;
+        po.source_locations = true;
+        absl::StrAppend(&text, PrintFunction(*f, po), "\n");
       }
     }
     exe_.primitives = std::move(text);

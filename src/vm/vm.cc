@@ -755,12 +755,7 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       RETURN_IF_ERROR(ExpectTensor(regs[in.a], "copy source"));
       ASSIGN_OR_RETURN(NDArray a, Copy(regs[in.a].tensor, in.device));
       if (in.b == kCopyRuntimeSized) {
-        // The ledger's direction rule (copy_ledger.cc): by which side is an accelerator.
-        const bool from_accel = regs[in.a].tensor.device()->kind() != DeviceKind::kCpu;
-        const bool to_accel = in.device != DeviceKind::kCpu;
-        const CopyDirection d = !from_accel && to_accel   ? CopyDirection::kHostToDevice
-                                : from_accel && !to_accel ? CopyDirection::kDeviceToHost
-                                                          : CopyDirection::kDeviceToDevice;
+        const CopyDirection d = CopyDirectionBetween(regs[in.a].tensor.device()->kind(), in.device);
         RunRecord::RuntimeSized& r = runtime_sized[static_cast<int>(d)];
         ++r.calls;
         r.bytes += static_cast<int64_t>(a.nbytes());

@@ -224,6 +224,15 @@ check("elided constant" in p.stderr and "--random-weights" in p.stderr,
       f"no warning for elided constants: {p.stderr.strip()}")
 p = run([mlp, "--device=sim", "--random-weights"] + inputs)
 check("elided constant" not in p.stderr, f"warning despite --random-weights: {p.stderr.strip()}")
+# A shape error at run time names the user's file, line and op (the executable's primitives are
+# printed and parsed again; their nodes keep where they came from), never "<input>".
+bad = os.path.join(work, "bad_broadcast.hir")
+with open(bad, "w") as f:
+    f.write("def @main(%a: f32[n, 4], %b: f32[m, 4]) {\n  %c = add(%a, %b)\n  %d = nn.relu(%c)\n"
+            "  return %d\n}\n")
+p = run([bad, "--device=sim", "--input", "a=3x4", "--input", "b=2x4"], expect_ok=False)
+check(f"{bad}:2:3: add %c: op 'add': cannot broadcast [3, 4] with [2, 4]" in p.stderr
+      and "<input>" not in p.stderr, f"run-time shape error without the file: {p.stderr.strip()}")
 
 if failures:
     print("FAILED:\n" + "\n".join(failures))

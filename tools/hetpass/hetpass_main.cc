@@ -684,7 +684,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
     std::string out = "{";
     absl::StrAppend(&out, "\"module\": ", JsonString(path), ", \"device\": ",
                     JsonString(DeviceName(*device)), ", \"function\": ", JsonString(function),
-                    ", \"instructions\": ", instructions, ", \"compile_ms\": ",
+                    ", \"pipeline\": ", JsonString(compiled.pipeline), ", \"instructions\": ", instructions, ", \"compile_ms\": ",
                     absl::StrFormat("%.3f", compile_ms), ", \"compile_repeats_ms\": [",
                     absl::StrJoin(compile_repeats_ms, ", ",
                                   [](std::string* o, double ms) { absl::StrAppendFormat(o, "%.3f", ms); }),

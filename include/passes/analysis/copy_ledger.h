@@ -42,6 +42,14 @@ namespace hetpass {
 // kParam: host data handed to an accelerator kernel by value (a kernel parameter).
 enum class CopyDirection : uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice, kParam };
 absl::string_view CopyDirectionName(CopyDirection d);  // "h2d", "d2h", "d2d", "param"
+// The direction of a transfer by which side is an accelerator: the one rule both the ledger
+// (a device_copy's src/dst) and the VM's counts of `?`-sized copies use, so they cannot drift.
+// Inline: the VM (in the fuzz build's core, which has no src/analysis) calls it too.
+inline CopyDirection CopyDirectionBetween(DeviceKind src, DeviceKind dst) {
+  if (!IsAccelerator(src) && IsAccelerator(dst)) return CopyDirection::kHostToDevice;
+  if (IsAccelerator(src) && !IsAccelerator(dst)) return CopyDirection::kDeviceToHost;
+  return CopyDirection::kDeviceToDevice;
+}
 inline constexpr CopyDirection kAllCopyDirections[] = {
     CopyDirection::kHostToDevice, CopyDirection::kDeviceToHost, CopyDirection::kDeviceToDevice,
     CopyDirection::kParam};

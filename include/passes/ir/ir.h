@@ -84,11 +84,15 @@ std::optional<DeviceKind> ParseDevice(absl::string_view name);
 bool IsAccelerator(DeviceKind d);
 
 // Where a node came from: line/col in text IR (1-based, 0 = unknown) and/or a source node name
-// (ONNX node name). The file name lives in the Module.
+// (ONNX node name). The file name lives in the Module, unless `file` names another: a node
+// printed with PrintOptions::source_locations and parsed again (an executable's primitive
+// functions) keeps the file and line of the text it was first parsed from, so that a run-time
+// error points at the user's file, not at the re-parsed copy.
 struct Location {
   int line = 0;
   int col = 0;
   std::string name;
+  std::string file;  // empty: the module's source name
 };
 
 class Value {

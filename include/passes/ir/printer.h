@@ -18,6 +18,11 @@ struct PrintOptions {
   int64_t max_inline_elements = 16;
   // Print `constant<elided>` for constants above max_inline_elements (golden tests, dumps).
   bool elide_large_constants = false;
+  // Print where each node came from as `loc("file":line:col)` (with its source name after a
+  // comma when it has one), the file being the node's own or its module's source name. The VM
+  // compiler prints an executable's primitives this way, so a shape error at run time names
+  // the user's file and line. Off by default: dumps stay diffable across edits of the input.
+  bool source_locations = false;
 };
 
 std::string PrintModule(const Module& module, const PrintOptions& options = {});
