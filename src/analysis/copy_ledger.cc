@@ -468,6 +468,9 @@ std::string CopyLedger::ToText() const {
                           "default pipeline of a device, to see the copies)");
   }
   out += "\n";
+  for (const Assumption& a : assumptions) {
+    absl::StrAppendFormat(&out, "  assumes %s: %s\n", a.Condition(), a.reason);
+  }
   for (const LedgerRegion& r : regions) {
     absl::StrAppendFormat(&out, "  %s: executions of the %s (VM function %s)\n", r.symbol,
                           r.description, r.function);
@@ -519,11 +522,16 @@ std::string CopyLedger::ToJson() const {
                                      JsonString(Count(d).ToString()),
                                      JsonString(Bytes(d).ToString())));
   }
+  std::vector<std::string> assumed;
+  for (const Assumption& a : assumptions) {
+    assumed.push_back(absl::StrFormat("{\"condition\": %s, \"reason\": %s}",
+                                      JsonString(a.Condition()), JsonString(a.reason)));
+  }
   return absl::StrFormat(
-      "{\"function\": %s, \"regions\": [%s], \"entries\": [%s], \"totals\": {%s, "
-      "\"syncs\": %s}}\n",
-      JsonString(function), absl::StrJoin(regs, ", "), absl::StrJoin(items, ", "),
-      absl::StrJoin(totals, ", "), JsonString(Syncs().ToString()));
+      "{\"function\": %s, \"assumptions\": [%s], \"regions\": [%s], \"entries\": [%s], "
+      "\"totals\": {%s, \"syncs\": %s}}\n",
+      JsonString(function), absl::StrJoin(assumed, ", "), absl::StrJoin(regs, ", "),
+      absl::StrJoin(items, ", "), absl::StrJoin(totals, ", "), JsonString(Syncs().ToString()));
 }
 
 bool ScanPartBytesStated(const Node& loop, int result) {
@@ -551,6 +559,7 @@ absl::StatusOr<CopyLedger> ComputeCopyLedger(const Module& module, absl::string_
   }
   CopyLedger ledger;
   ledger.function = f->name();
+  ledger.assumptions = f->assumptions();
   absl::flat_hash_set<std::string> called = {f->name()};
   LedgerBuilder(module, *f, ledger, /*region=*/-1, called).Build();
   bool placed = false;

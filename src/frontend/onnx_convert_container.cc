@@ -39,7 +39,7 @@ absl::StatusOr<Value*> ImportContext::BuiltinOp(Builtin b, std::vector<Value*> o
   auto node = std::make_unique<Node>(NodeKind::kBuiltin);
   node->set_builtin(b);
   for (Value* v : operands) node->AddOperand(v);
-  node->set_loc(Location{0, 0, current_ ? current_->name() : ""});
+  node->set_loc(NamedLocation(current_ ? current_->name() : ""));
   Value* r = node->AddResult(declared);
   block()->Append(std::move(node));
   auto type = [&](int i) { return TypeOf(operands[i]); };
@@ -141,7 +141,7 @@ class LoopBuilder {
     n->AddOperand(trips);
     n->AddOperand(go);
     for (Value* v : init) n->AddOperand(v);
-    n->set_loc(Location{0, 0, ctx.current().name()});
+    n->set_loc(NamedLocation(ctx.current().name()));
     outer_ = ctx.block();
     node_ = outer_->Append(std::move(n));
     Block* body = node_->region(0);

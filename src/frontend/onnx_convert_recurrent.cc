@@ -344,7 +344,7 @@ class Unroller {
     owned->AddOperand(t0);
     owned->AddOperand(dir.h0);
     if (lstm) owned->AddOperand(dir.c0);
-    owned->set_loc(Location{0, 0, ctx_.current().name()});
+    owned->set_loc(NamedLocation(ctx_.current().name()));
     Node* loop = ctx_.block()->Append(std::move(owned));
     Block* body = loop->region(0);
     auto param = [&](const char* name, Type type) {

@@ -77,7 +77,7 @@ absl::StatusOr<Node*> ImportContext::OpNode(absl::string_view op, std::vector<Va
   auto n = builder_.CallNode(op, operands, std::move(attrs));
   if (!n.ok()) return Error(n.status().message());
   Node* node = *n;
-  node->set_loc(Location{0, 0, current_ ? current_->name() : ""});
+  node->set_loc(NamedLocation(current_ ? current_->name() : ""));
   // Local typing: the registry's rule with the constants we know. Values that are computed
   // stay unknown (a value-dependent rule then gives `?` dims; infer-types refines them with
   // symbolic values at the end), so a failure here is a real shape error of this node.
@@ -111,7 +111,7 @@ absl::StatusOr<Value*> ImportContext::Op(absl::string_view op, std::vector<Value
 
 Value* ImportContext::Const(Tensor t, std::string name) {
   Value* v = builder_.Constant(std::move(t), std::move(name));
-  if (current_ != nullptr) v->producer()->set_loc(Location{0, 0, current_->name()});
+  if (current_ != nullptr) v->producer()->set_loc(NamedLocation(current_->name()));
   types_[v] = v->producer()->constant_value().type();
   return v;
 }
@@ -397,7 +397,7 @@ class GraphImporter {
     auto module = std::make_unique<Module>();
     module->set_source_name(std::string(source_name_));
     Function* f = module->AddFunction(options_.function_name);
-    f->set_loc(Location{0, 0, g.name()});
+    f->set_loc(NamedLocation(g.name()));
     ImportContext ctx(module.get(), &f->body(), options_.registry,
                       std::max<int64_t>(opset, kMinConvertedOpset), opset);
 
@@ -591,7 +591,7 @@ class GraphImporter {
   Node* AppendRegionNode(NodeKind kind, const std::vector<Value*>& operands, ImportContext& ctx) {
     auto owned = std::make_unique<Node>(kind);
     for (Value* v : operands) owned->AddOperand(v);
-    owned->set_loc(Location{0, 0, ctx.current().name()});
+    owned->set_loc(NamedLocation(ctx.current().name()));
     return ctx.block()->Append(std::move(owned));
   }
 

@@ -318,6 +318,16 @@ void CloneBlockInto(const Block& src, Block& dst, ValueMap& map) {
 
 }  // namespace
 
+bool Function::AddAssumption(Assumption a) {
+  a = a.Canonical();
+  if (a.Trivial()) return false;
+  for (const Assumption& have : assumptions_) {
+    if (have.SameCondition(a)) return false;
+  }
+  assumptions_.push_back(std::move(a));
+  return true;
+}
+
 Function* CloneFunction(const Function& src, Module& dest, std::string new_name) {
   Function* f = dest.AddFunction(std::move(new_name));
   ValueMap map;
@@ -325,6 +335,7 @@ Function* CloneFunction(const Function& src, Module& dest, std::string new_name)
   f->set_result_types(src.result_types());
   f->set_loc(src.loc());
   f->mutable_attrs() = src.attrs();
+  for (const Assumption& a : src.assumptions()) f->AddAssumption(a);
   f->param_values() = src.param_values();
   return f;
 }

@@ -89,7 +89,25 @@ absl::StatusOr<std::optional<std::vector<DimExpr>>> ShapeContext::IntValues(int 
     for (int64_t k = 0; k < in.value->num_elements(); ++k) out.push_back(in.value->GetInt64(k));
     return std::optional<std::vector<DimExpr>>(std::move(out));
   }
-  if (in.sym_value != nullptr) return std::optional<std::vector<DimExpr>>(*in.sym_value);
+  if (in.sym_value != nullptr) {
+    if (IsFloat(in.type.dtype())) {
+      // Integers seen through a cast to float (symbolic_values.cc): the float holds each one
+      // exactly only up to its integer range (2^24 in f32), which the VM then checks. Without
+      // an assumption sink the values are not known.
+      const int bits = in.type.dtype() == DType::kF64 ? 53
+                       : in.type.dtype() == DType::kF32 ? 24
+                       : in.type.dtype() == DType::kF16 ? 11
+                                                        : 8;  // bf16
+      if (assumptions_ == nullptr) return std::optional<std::vector<DimExpr>>();
+      for (const DimExpr& d : *in.sym_value) {
+        if (d.is_constant()) continue;
+        Assume(Assumption::Kind::kLe, d, DimExpr(int64_t{1} << bits),
+               absl::StrFormat("input %d '%s' holds %s as %s, exact up to 2^%d", i,
+                               op_.input(i).name, d.ToString(), DTypeName(in.type.dtype()), bits));
+      }
+    }
+    return std::optional<std::vector<DimExpr>>(*in.sym_value);
+  }
   return std::optional<std::vector<DimExpr>>();
 }
 
@@ -115,6 +133,17 @@ absl::StatusOr<std::optional<std::vector<double>>> ShapeContext::FloatValues(int
 
 absl::Status ShapeContext::Error(absl::string_view message) const {
   return absl::InvalidArgumentError(absl::StrCat("op '", op_.name(), "': ", message));
+}
+
+void ShapeContext::Assume(Assumption::Kind kind, DimExpr lhs, DimExpr rhs,
+                          absl::string_view why) const {
+  if (assumptions_ == nullptr) return;
+  Assumption a;
+  a.kind = kind;
+  a.lhs = std::move(lhs);
+  a.rhs = std::move(rhs);
+  a.reason = absl::StrCat("op '", op_.name(), "': ", why);
+  assumptions_->push_back(std::move(a));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -177,7 +206,8 @@ absl::StatusOr<Attrs> OpDef::CheckAttrs(const Attrs& attrs) const {
 }
 
 absl::StatusOr<std::vector<Type>> OpDef::InferTypes(const Attrs& attrs,
-                                                    std::vector<ShapeInput> inputs) const {
+                                                    std::vector<ShapeInput> inputs,
+                                                    std::vector<Assumption>* assumptions) const {
   if (!AcceptsInputCount(static_cast<int>(inputs.size()))) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "op '%s' takes %s%d inputs, got %d", name_, variadic_ ? "at least " : "",
@@ -203,6 +233,7 @@ absl::StatusOr<std::vector<Type>> OpDef::InferTypes(const Attrs& attrs,
     }
   }
   ShapeContext ctx(*this, attrs, std::move(inputs));
+  ctx.set_assumption_sink(assumptions);
   ASSIGN_OR_RETURN(std::vector<Type> out, shape_rule_(ctx));
   if (static_cast<int>(out.size()) != num_outputs_) {
     return absl::InternalError(absl::StrFormat("op '%s': shape rule returned %d types, expected %d",

@@ -260,6 +260,7 @@ class Parser {
   absl::StatusOr<Tensor> BuildConstant(const Type& type, const Token& type_tok);
   absl::StatusOr<Type> ParseType();
   absl::StatusOr<DimExpr> ParseDimSum();
+  absl::Status ParseAssumption(Function& f);
   absl::StatusOr<DimExpr> ParseDimTerm();
   absl::StatusOr<DimExpr> ParseDimProductFrom(DimExpr lhs);
   absl::StatusOr<DimExpr> ParseDimPrimary();
@@ -364,7 +365,7 @@ absl::Status Parser::ParseFunction(Module& module) {
     return ErrorAt(name, absl::StrCat("redefinition of function '", name.text, "'"));
   }
   Function* f = module.AddFunction(std::string(name.text.substr(1)));
-  f->set_loc(Location{def.line, def.col, ""});
+  f->set_loc(Location{def.line, def.col, "", ""});
   Advance();
   RETURN_IF_ERROR(Expect(Tok::kLParen, absl::StrCat("'(' after function name '", name.text, "'")));
   if (!Is(Tok::kRParen)) {
@@ -387,6 +388,7 @@ absl::Status Parser::ParseFunction(Module& module) {
     }
     f->set_result_types(std::move(results));
   }
+  while (IsIdent("assume")) RETURN_IF_ERROR(ParseAssumption(*f));
   if (IsIdent("attributes")) {
     Advance();
     if (!Is(Tok::kLBrace)) return Expected("'{' after 'attributes'");
@@ -399,6 +401,51 @@ absl::Status Parser::ParseFunction(Module& module) {
   RETURN_IF_ERROR(Expect(Tok::kRBrace, absl::StrCat("'}' to close function '", name.text, "'")));
   if (pending_.active) return PendingError();
   ResetFunctionState();
+  return absl::OkStatus();
+}
+
+// assume := 'assume' '(' dim ('==' | '<=') dim ',' STRING ')'
+//          | 'assume' '(' dim 'in' '{' '1' ',' dim '}' ',' STRING ')'
+absl::Status Parser::ParseAssumption(Function& f) {
+  const Token head = tok_;
+  Advance();
+  if (!Is(Tok::kLParen)) return Expected("'(' after 'assume'");
+  const bool saved = dim_mode_;
+  dim_mode_ = true;
+  Advance();
+  Assumption a;
+  ASSIGN_OR_RETURN(a.lhs, ParseDimSum());
+  if (Is(Tok::kEqual) || Is(Tok::kLess)) {
+    a.kind = Is(Tok::kEqual) ? Assumption::Kind::kEq : Assumption::Kind::kLe;
+    Advance();
+    if (!Is(Tok::kEqual)) return Expected("'==' or '<=' in 'assume(...)'");
+    Advance();
+    ASSIGN_OR_RETURN(a.rhs, ParseDimSum());
+  } else if (IsIdent("in")) {
+    a.kind = Assumption::Kind::kBroadcast;
+    Advance();
+    RETURN_IF_ERROR(Expect(Tok::kLBrace, "'{1, dim}' after 'in'"));
+    if (!Is(Tok::kInt) || tok_.text != "1") return Expected("'1' in 'in {1, dim}'");
+    Advance();
+    RETURN_IF_ERROR(Expect(Tok::kComma, "',' after the 1 in 'in {1, dim}'"));
+    ASSIGN_OR_RETURN(a.rhs, ParseDimSum());
+    RETURN_IF_ERROR(Expect(Tok::kRBrace, "'}' after 'in {1, dim'"));
+  } else {
+    return Expected("'==', '<=' or 'in' in 'assume(...)'");
+  }
+  dim_mode_ = saved;
+  RETURN_IF_ERROR(Expect(Tok::kComma, "',' and a reason string after the condition"));
+  if (!Is(Tok::kString)) return Expected("a reason string in 'assume(...)'");
+  ASSIGN_OR_RETURN(a.reason, DecodeString(tok_));
+  Advance();
+  RETURN_IF_ERROR(Expect(Tok::kRParen, "')' after the reason of 'assume'"));
+  if (a.lhs.has_unknown() || a.rhs.has_unknown()) {
+    return ErrorAt(head, absl::StrCat("'assume(", a.Condition(), ")' has an unknown dim '?'"));
+  }
+  if (!a.Satisfiable()) {
+    return ErrorAt(head, absl::StrCat("'assume(", a.Condition(), ")' can never hold"));
+  }
+  f.AddAssumption(std::move(a));
   return absl::OkStatus();
 }
 
@@ -503,7 +550,7 @@ absl::Status Parser::ParseBinding(Block& block) {
     RETURN_IF_ERROR(Expect(Tok::kEqual, "'=' after the result names"));
   }
   const int num_names = static_cast<int>(names.size());
-  const Location loc{first.line, first.col, ""};
+  const Location loc{first.line, first.col, "", ""};
   if (!Is(Tok::kIdent))
     return Expected(
         "an op name or 'constant', 'tuple', 'get_item', "

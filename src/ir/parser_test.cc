@@ -173,6 +173,14 @@ std::vector<BadCase> BadCases() {
        "expected ':' in 'loc(\"file\":line:col)', found ')'"},
       {"loc_comma_without_name", f + "  %y = nn.relu(%x) loc(\"a.hir\":2:3, 4)\n  return %y\n}", 2,
        37, "expected a source name after ',' in 'loc(...)', found '4'"},
+      {"assume_never_holds", "def @f(%x: f32[n])\n    assume(3 == 4, \"r\") {\n  return %x\n}", 2, 5,
+       "'assume(3 == 4)' can never hold"},
+      {"assume_less_than", "def @f(%x: f32[n])\n    assume(n < 4, \"r\") {\n  return %x\n}", 2, 16,
+       "expected '==' or '<=' in 'assume(...)', found '4'"},
+      {"assume_without_reason", "def @f(%x: f32[n])\n    assume(n <= 4) {\n  return %x\n}", 2, 18,
+       "expected ',' and a reason string after the condition, found ')'"},
+      {"assume_in_without_one", "def @f(%x: f32[n])\n    assume(n in {2, m}, \"r\") {\n  return %x\n}", 2,
+       18, "expected '1' in 'in {1, dim}', found '2'"},
       {"deep_dim_nesting",
        "def @f(%x: f32[" + std::string(2000, '(') + "n" + std::string(2000, ')') + "]) {", 1, 1015,
        "nesting is deeper than 1000 levels"},
@@ -395,6 +403,62 @@ TEST(ParserTest, SourceLocationsSurviveAPrintAndAParse) {
   EXPECT_EQ(z.loc().name, "Relu_7");
   EXPECT_EQ(FormatLocation(second->get(), z.loc()), "model.hir:3:3 (node 'Relu_7')");
   EXPECT_EQ(PrintModule(**second, po), text);  // a fixed point
+}
+
+// Assumptions (assumption.h) print after the result types and parse back to the same module.
+TEST(ParserTest, AssumptionsRoundTrip) {
+  const std::string text = R"(def @main(%x: f32[batch, seq, 64]) -> f32[batch, seq, 64]
+    assume(dyn2 in {1, seq}, "add %y: broadcast")
+    assume(dyn1 == batch, "concatenate %c: declared")
+    assume(seq <= 128, "a \"quoted\" reason") {
+  return %x
+}
+)";
+  auto m = Parse(text);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Function& f = *(*m)->functions()[0];
+  ASSERT_EQ(f.assumptions().size(), 3u);
+  EXPECT_EQ(f.assumptions()[0].kind, Assumption::Kind::kBroadcast);
+  EXPECT_EQ(f.assumptions()[0].Condition(), "dyn2 in {1, seq}");
+  EXPECT_EQ(f.assumptions()[1].kind, Assumption::Kind::kEq);
+  EXPECT_EQ(f.assumptions()[1].reason, "concatenate %c: declared");
+  EXPECT_EQ(f.assumptions()[2].kind, Assumption::Kind::kLe);
+  EXPECT_EQ(f.assumptions()[2].reason, "a \"quoted\" reason");
+  EXPECT_EQ(PrintModule(**m), text);
+  DimExpr::Bindings b = {{"seq", 100}, {"batch", 2}, {"dyn1", 2}, {"dyn2", 1}};
+  EXPECT_TRUE(*f.assumptions()[0].Holds(b));
+  b["dyn2"] = 100;
+  EXPECT_TRUE(*f.assumptions()[0].Holds(b));
+  b["seq"] = 200;
+  EXPECT_FALSE(*f.assumptions()[0].Holds(b));
+  EXPECT_FALSE(*f.assumptions()[2].Holds(b));
+  EXPECT_THAT(std::string(f.assumptions()[1].Holds({}).status().message()), HasSubstr("dyn1"));
+}
+
+// Conditions are kept in their simplest exact form: a position table's broadcast condition
+// `min(128, seq) in {1, seq}` is `seq <= 128`, as the user must read it.
+TEST(ParserTest, AssumptionsAreCanonical) {
+  auto m = Parse(R"(def @main(%x: f32[seq]) -> f32[seq]
+    assume(min(128, seq) in {1, seq}, "a")
+    assume(seq == max(2, seq), "b") {
+  return %x
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Function& f = *(*m)->functions()[0];
+  ASSERT_EQ(f.assumptions().size(), 2u) << PrintModule(**m);
+  EXPECT_EQ(f.assumptions()[0].Condition(), "seq <= 128");
+  EXPECT_EQ(f.assumptions()[1].Condition(), "2 <= seq");
+  // Exact: the canonical form holds exactly where the original does.
+  for (int64_t seq : {0, 1, 2, 127, 128, 129, 1000}) {
+    Assumption a;
+    a.kind = Assumption::Kind::kBroadcast;
+    a.lhs = DimExpr::Min(128, DimExpr::Symbol("seq"));
+    a.rhs = DimExpr::Symbol("seq");
+    EXPECT_EQ(*a.Holds({{"seq", seq}}), *a.Canonical().Holds({{"seq", seq}})) << seq;
+    a.lhs = DimExpr::Max(2, DimExpr::Symbol("seq"));
+    EXPECT_EQ(*a.Holds({{"seq", seq}}), *a.Canonical().Holds({{"seq", seq}})) << seq;
+  }
 }
 
 TEST(ParserTest, TypesAfterColonAreOptionalForCalls) {

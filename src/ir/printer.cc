@@ -8,6 +8,8 @@
 // - Two spaces of indentation per nesting level; region bodies close with `} else {` (if) and
 //   `} : types` after the last region.
 // - ` : types` only when every result is typed (constants always print their type);
+// - A function's assumptions (assumption.h) follow its result types, one per line, indented
+//   four spaces: `assume(dyn1 == batch, "reason")`.
 //   ` @device` only when a device is set; ` loc("...")` only when the location has a name, or,
 //   with PrintOptions::source_locations, ` loc("file":line:col[, "name"])` for a node whose
 //   line and file are known.
@@ -247,6 +249,10 @@ class FunctionPrinter {
         if (i > 0) out_->append(", ");
         out_->append(f.result_types()[i].ToString());
       }
+    }
+    for (const Assumption& a : f.assumptions()) {
+      absl::StrAppend(out_, "\n    assume(", a.Condition(), ", ", AttrValueToString(AttrValue(a.reason)),
+                      ")");
     }
     if (!f.attrs().empty()) absl::StrAppend(out_, " attributes ", f.attrs().ToString());
     out_->append(" {\n");

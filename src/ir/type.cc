@@ -168,6 +168,12 @@ std::optional<Type> RefineType(const Type& declared, const Type& inferred) {
                  });
 }
 
+std::optional<Type> MergeTypes(
+    const Type& a, const Type& b,
+    const std::function<std::optional<DimExpr>(const DimExpr&, const DimExpr&)>& merge) {
+  return Combine(a, b, merge);
+}
+
 std::optional<Type> JoinTypes(const Type& a, const Type& b) {
   return Combine(a, b, [](const DimExpr& x, const DimExpr& y) -> std::optional<DimExpr> {
     return x == y ? x : DimExpr::Unknown();

@@ -70,9 +70,21 @@ absl::StatusOr<DimExpr> ArangeLength(ShapeContext& ctx) {
     if (!(n < 9.0e18)) return ctx.Error("length overflows int64");
     return static_cast<int64_t>(std::max(n, 0.0));
   }
+  // Symbolic: each operand an integer, known as a constant (a float constant only when it is
+  // a whole number) or as symbolic values (a float one seen through a cast of integers:
+  // Range(0.0, Cast(h), 1.0) from `torch.arange(h, dtype=float32)`, under IntValues'
+  // assumption that the float holds h exactly).
+  // Float constants first (a fractional one ends it before IntValues records an assumption);
+  // integer operands, constant or symbolic, exactly through IntValues.
   std::optional<std::vector<DimExpr>> v[3];
   for (int i = 0; i < 3; ++i) {
-    if (!IsInteger(ctx.dtype(i))) return DimExpr::Unknown();
+    if (!f[i] || IsInteger(ctx.dtype(i))) continue;
+    const double x = (*f[i])[0];
+    if (x != std::floor(x) || !(std::fabs(x) < 9.0e15)) return DimExpr::Unknown();
+    v[i] = std::vector<DimExpr>{DimExpr(static_cast<int64_t>(x))};
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (v[i]) continue;
     ASSIGN_OR_RETURN(v[i], ctx.IntValues(i));
     if (!v[i]) return DimExpr::Unknown();
   }

@@ -1,11 +1,30 @@
 #include "shape_funcs/rule_helpers.h"
 
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass::shape_rules {
+
+namespace {
+
+bool SharesASymbol(const DimExpr& a, const DimExpr& b) {
+  std::set<std::string> sa, sb;
+  a.CollectSymbols(&sa);
+  b.CollectSymbols(&sb);
+  for (const std::string& s : sa) {
+    if (sb.contains(s)) return true;
+  }
+  return false;
+}
+
+// A bare symbol is the simplest dim; otherwise the shorter text.
+size_t Complexity(const DimExpr& d) { return d.is_symbol() ? 0 : d.ToString().size(); }
+
+}  // namespace
 
 absl::StatusOr<std::vector<DimExpr>> BroadcastShapes(absl::Span<const DimExpr> a,
                                                      absl::Span<const DimExpr> b,
@@ -33,8 +52,21 @@ absl::StatusOr<std::vector<DimExpr>> BroadcastShapes(absl::Span<const DimExpr> a
       // other side may be 1 at run time (then the unknown side wins), so the result is unknown.
       const DimExpr& known = da.is_unknown() ? db : da;
       r = known.is_constant() ? known : DimExpr::Unknown();
+    } else if (ctx.can_assume() && SharesASymbol(da, db)) {
+      // Two related dims (`seq` and `min(128, seq)`): the broadcast is valid when they are
+      // equal or the other is 1. Keep the simpler one (the input's symbol) under that
+      // assumption, which the VM checks, instead of a fresh symbol that forgets the relation.
+      const bool keep_a = Complexity(da) <= Complexity(db);
+      const DimExpr& keep = keep_a ? da : db;
+      const DimExpr& other = keep_a ? db : da;
+      ctx.Assume(Assumption::Kind::kBroadcast, other, keep,
+                 absl::StrFormat("broadcast of %s with %s (dimension %d)",
+                                 ShapeToString({a.begin(), a.end()}),
+                                 ShapeToString({b.begin(), b.end()}),
+                                 static_cast<int>(rank - 1 - i)));
+      r = keep;
     } else {
-      // Two different symbolic dims: equal at run time or one is 1; cannot say which.
+      // Two unrelated symbolic dims: equal at run time or one is 1; cannot say which.
       r = DimExpr::Unknown();
     }
     out[rank - 1 - i] = r;

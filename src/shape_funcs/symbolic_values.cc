@@ -12,11 +12,31 @@ const std::vector<DimExpr>* SymbolicValues::Find(const Value* v) const {
   return it == map_.end() ? nullptr : &it->second;
 }
 
-std::vector<ShapeInput> SymbolicValues::InputsOf(const Node& node) const {
+// A float tensor cast from integers with symbolic values holds those integers (exactly, up to
+// the float's integer range: ShapeContext::IntValues records that assumption). Exporters write
+// `torch.arange(h, dtype=float32)` as Range(0.0, Cast(h), 1.0); seeing through the cast gives the
+// range its length `h` instead of `?`. Only shape rules see it (InputsOf with through_casts, as
+// infer-types asks): float tensors carry no symbolic values themselves, and symbolic-value
+// rules, whose integer arithmetic would misread a float operand, never get it.
+const std::vector<DimExpr>* SymbolicValues::FindThroughIntToFloatCast(const Value* v) const {
+  if (!v->type().is_tensor() || !IsFloat(v->type().dtype())) return nullptr;
+  const Node* p = v->producer();
+  if (p == nullptr || p->kind() != NodeKind::kCall || p->op() == nullptr ||
+      p->op()->name() != "cast" || p->num_operands() != 1) {
+    return nullptr;
+  }
+  const Value* src = p->operand(0);
+  if (!src->type().is_tensor() || !IsInteger(src->type().dtype())) return nullptr;
+  return Find(src);
+}
+
+std::vector<ShapeInput> SymbolicValues::InputsOf(const Node& node, bool through_casts) const {
   std::vector<ShapeInput> inputs;
   inputs.reserve(node.num_operands());
   for (const Value* v : node.operands()) {
-    inputs.push_back(ShapeInput{v->type(), ConstantData(v), Find(v)});
+    const std::vector<DimExpr>* sym = Find(v);
+    if (sym == nullptr && through_casts) sym = FindThroughIntToFloatCast(v);
+    inputs.push_back(ShapeInput{v->type(), ConstantData(v), sym});
   }
   return inputs;
 }

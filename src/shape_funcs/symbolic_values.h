@@ -27,7 +27,10 @@ class SymbolicValues {
  public:
   const std::vector<DimExpr>* Find(const Value* v) const;
   // What a shape rule sees of each operand of `node`: type, constant data, symbolic contents.
-  std::vector<ShapeInput> InputsOf(const Node& node) const;
+  // The inputs of `node` for a rule; with `through_casts`, a float operand cast from integers
+  // with symbolic values carries them (FindThroughIntToFloatCast): for shape rules only.
+  std::vector<ShapeInput> InputsOf(const Node& node, bool through_casts = false) const;
+  const std::vector<DimExpr>* FindThroughIntToFloatCast(const Value* v) const;
   // Runs the op's symbolic-value rule on `node` (typed results required) and records the
   // contents of its small integer results.
   void Propagate(const Node& node);

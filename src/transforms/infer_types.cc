@@ -189,6 +189,11 @@ class InferTypesPass : public Pass {
       }
     }
     current_function_ = &f;
+    pending_assumptions_.clear();
+    known_symbols_.clear();
+    for (const auto& p : f.body().params()) CollectTypeSymbols(p->type(), &known_symbols_);
+    // Conditions an earlier run recorded stay facts: their symbols are known too.
+    for (const Assumption& a : f.assumptions()) a.CollectSymbols(&known_symbols_);
     RETURN_IF_ERROR(InferBlock(f.body()));
     const std::vector<Value*>& results = f.body().results();
     std::vector<Type> declared = f.result_types();
@@ -201,7 +206,18 @@ class InferTypesPass : public Pass {
     for (size_t i = 0; i < results.size(); ++i) {
       Type t = results[i]->type();
       if (!declared.empty()) {
-        std::optional<Type> r = RefineType(declared[i], t);
+        // As for a binding's declared type (MergeDim): an exporter's declared output dim over
+        // bound symbols wins under an assumption the VM checks before the function returns.
+        const std::string context = absl::StrCat(FormatLocation(module_, f.loc()), ": ");
+        const std::string what = absl::StrFormat("result %d of @%s is declared %s", i, f.name(),
+                                                 declared[i].ToString());
+        std::optional<Type> r =
+            declared[i].is_tensor() && t.is_tensor()
+                ? MergeTypes(declared[i], t,
+                             [&](const DimExpr& d, const DimExpr& x) {
+                               return MergeDim(context, what, d, x);
+                             })
+                : RefineType(declared[i], t);
         if (!r) {
           return absl::InvalidArgumentError(absl::StrFormat(
               "%s: result %d of @%s is declared %s but the returned value has type %s",
@@ -216,6 +232,10 @@ class InferTypesPass : public Pass {
       changed_ = true;
       f.set_result_types(std::move(out));
     }
+    for (Assumption& a : pending_assumptions_) {
+      if (f.AddAssumption(std::move(a))) changed_ = true;
+    }
+    pending_assumptions_.clear();
     return absl::OkStatus();
   }
 
@@ -228,17 +248,83 @@ class InferTypesPass : public Pass {
     return absl::InvalidArgumentError(absl::StrCat(NodeContext(module_, n), msg));
   }
 
+  static void CollectTypeSymbols(const Type& t, std::set<std::string>* out) {
+    if (t.is_tensor()) {
+      for (const DimExpr& d : t.shape()) d.CollectSymbols(out);
+    } else if (t.is_tuple()) {
+      for (const Type& f : t.fields()) CollectTypeSymbols(f, out);
+    } else if ((t.is_sequence() || t.is_optional()) && !t.element().is_unset()) {
+      CollectTypeSymbols(t.element(), out);
+    }
+  }
+
+  // Records a condition the node's types rely on (assumption.h), prefixed with the node. It
+  // joins the function when the function is done (a loop's fixpoint rounds drop those of
+  // rounds that did not last: see InferLoop).
+  void Assume(const Node& n, Assumption a) { Assume(NodeContext(module_, n), std::move(a)); }
+  void Assume(absl::string_view context, Assumption a) {
+    a = a.Canonical();
+    a.reason = absl::StrCat(context, a.reason);
+    if (a.Trivial()) return;
+    for (const Assumption& have : pending_assumptions_) {
+      if (have.SameCondition(a)) return;
+    }
+    pending_assumptions_.push_back(std::move(a));
+  }
+
+  // Phase 2 for one dim: the declared dim `d` against the inferred `i`. Equal, or one of them
+  // `?`: the other. Two different constants: a contradiction (nullopt). An inferred constant
+  // against a declared expression: the constant (a fact; the declared name adds nothing). An
+  // inferred expression against a declared one whose symbols are already bound here (the
+  // function's parameters', or those of values before this one): the declared dim, under the
+  // assumption that the two are equal (the VM checks it); exporters declare what the model
+  // means (`((height + 1)//2 + 1)//2`), inference may only find a weaker form (`dyn1`).
+  // Otherwise the inferred dim (a declared symbol nothing binds is only a name).
+  // `context` prefixes the reason ("<loc>: op %v: "), `declared_what` names the declaration
+  // ("%v is declared f32[m, 4]").
+  std::optional<DimExpr> MergeDim(absl::string_view context, absl::string_view declared_what,
+                                  const DimExpr& d, const DimExpr& i) {
+    if (d.is_unknown()) return i;
+    if (i.is_unknown() || d == i) return d;
+    if (d.is_constant() && i.is_constant()) return std::nullopt;
+    if (i.is_constant()) return i;
+    std::set<std::string> syms;
+    d.CollectSymbols(&syms);
+    for (const std::string& s : syms) {
+      if (!known_symbols_.contains(s)) return i;
+    }
+    Assumption a;
+    a.kind = Assumption::Kind::kEq;
+    a.lhs = i;
+    a.rhs = d;
+    a.reason = std::string(declared_what);
+    Assume(context, std::move(a));
+    return d;
+  }
+
   // Phase 2 for one value: merge the inferred type into the declared one.
   absl::Status SetType(const Node& n, Value* v, const Type& inferred) {
     Type merged = inferred;
     if (!v->type().is_unset()) {
-      std::optional<Type> r = RefineType(v->type(), inferred);
+      const Type declared = v->type();
+      std::optional<Type> r;
+      if (declared.is_tensor() && inferred.is_tensor()) {
+        const std::string context = NodeContext(module_, n);
+        const std::string what =
+            absl::StrFormat("%%%s is declared %s", v->name(), declared.ToString());
+        r = MergeTypes(declared, inferred, [&](const DimExpr& d, const DimExpr& i) {
+          return MergeDim(context, what, d, i);
+        });
+      } else {
+        r = RefineType(declared, inferred);
+      }
       if (!r) {
         return NodeError(n, absl::StrFormat("%%%s is declared %s but infers to %s", v->name(),
-                                            v->type().ToString(), inferred.ToString()));
+                                            declared.ToString(), inferred.ToString()));
       }
       merged = *std::move(r);
     }
+    CollectTypeSymbols(merged, &known_symbols_);
     if (merged != v->type()) {
       changed_ = true;
       v->set_type(std::move(merged));
@@ -399,8 +485,10 @@ class InferTypesPass : public Pass {
                                             n.operand(i)->type().ToString()));
       }
     }
-    absl::StatusOr<std::vector<Type>> types = op.InferTypes(n.attrs(), sym_.InputsOf(n));
+    std::vector<Assumption> assumed;
+    absl::StatusOr<std::vector<Type>> types = op.InferTypes(n.attrs(), sym_.InputsOf(n, /*through_casts=*/true), &assumed);
     if (!types.ok()) return NodeError(n, types.status().message());
+    for (Assumption& a : assumed) Assume(n, std::move(a));
     for (int i = 0; i < n.num_results(); ++i) {
       RETURN_IF_ERROR(SetType(n, n.result(i), (*types)[i]));
       const Type named = NameUnknownDims(n.result(i), n.result(i)->type());
@@ -571,7 +659,11 @@ class InferTypesPass : public Pass {
     const size_t num_params = body.params().size();
     body.param(0)->set_type(Type::Tensor(DType::kI64, {}));
     body.param(1)->set_type(Type::Tensor(DType::kBool, {}));
+    // Assumptions found by a round that does not last (its types were joined away) would
+    // check a condition the final types do not rely on: each round starts from this mark.
+    const size_t assumptions_at_entry = pending_assumptions_.size();
     for (int round = 0;; ++round) {
+      pending_assumptions_.resize(assumptions_at_entry);
       if (round >= options_.max_loop_rounds + 64) {
         return absl::InternalError(absl::StrCat(NodeContext(module_, n),
                                                 "loop type fixpoint did not converge"));
@@ -579,7 +671,10 @@ class InferTypesPass : public Pass {
       for (size_t i = num_params; i < snapshot.size(); ++i) {
         snapshot[i].first->set_type(snapshot[i].second);
       }
-      for (int k = 0; k < carried; ++k) body.param(2 + k)->set_type(state[k]);
+      for (int k = 0; k < carried; ++k) {
+        body.param(2 + k)->set_type(state[k]);
+        CollectTypeSymbols(state[k], &known_symbols_);
+      }
       RETURN_IF_ERROR(InferBlock(body));
       RETURN_IF_ERROR(CheckYieldedCondition(n, body));
       bool stable = true;
@@ -631,6 +726,10 @@ class InferTypesPass : public Pass {
   absl::flat_hash_map<std::pair<const Value*, int>, DimExpr> dim_names_;
   int next_symbol_ = 1;
   const Function* current_function_ = nullptr;
+  // Assumptions found in the function being inferred (added to it at its end), and the symbols
+  // bound before the binding being inferred (its parameters' and earlier values').
+  std::vector<Assumption> pending_assumptions_;
+  std::set<std::string> known_symbols_;
 };
 
 }  // namespace

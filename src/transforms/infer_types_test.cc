@@ -12,6 +12,7 @@ using ::hetpass::testing::Parse;
 using ::hetpass::testing::RunPipeline;
 using ::hetpass::testing::RunAndPrint;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Tests that the dynamic-batch MLP keeps the batch symbol through dense and bias_add.
 TEST(InferTypes, DynamicMlpKeepsSymbol) {
@@ -60,6 +61,124 @@ TEST(InferTypes, DeclaredMismatchIsLocatedError) {
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("<input>:2:3"));
   EXPECT_THAT(r.status().message(), HasSubstr("%y is declared f32[n, 5] but infers to f32[n, 4]"));
+}
+
+// Assumptions (issue 33). HF-style position embeddings: a 128-row table sliced to
+// min(128, seq) rows broadcast against the sequence. The broadcast holds only when the two are
+// equal (or the slice has 1 row), so the result keeps `seq` under that assumption instead of a
+// fresh symbol that forgets the relation.
+TEST(InferTypes, RelatedBroadcastDimsKeepTheInputSymbolUnderAnAssumption) {
+  const std::string out = RunAndPrint(R"(
+def @main(%x: f32[batch, seq, 64], %pos: f32[1, min(128, seq), 64]) {
+  %y = add(%x, %pos)
+  return %y
+}
+)",
+                                      "infer-types");
+  EXPECT_THAT(out, HasSubstr("add(%x, %pos) : f32[batch, seq, 64]"));
+  EXPECT_THAT(out, HasSubstr("-> f32[batch, seq, 64]"));
+  EXPECT_THAT(out, HasSubstr("assume(seq <= 128, \"<input>:3:3: add %y: op 'add': "
+                             "broadcast of [batch, seq, 64] with [1, min(128, seq), 64] "
+                             "(dimension 1)\")"));
+  EXPECT_THAT(out, Not(HasSubstr("dyn")));
+}
+
+// Two unrelated symbols may broadcast either way (either may be 1): no assumption, a fresh
+// symbol for the data-dependent result as before.
+TEST(InferTypes, UnrelatedBroadcastDimsAssumeNothing) {
+  const std::string out = RunAndPrint(R"(
+def @main(%a: f32[n], %b: f32[m]) {
+  %y = add(%a, %b)
+  return %y
+}
+)",
+                                      "infer-types");
+  EXPECT_THAT(out, HasSubstr("add(%a, %b) : f32[dyn1]"));
+  EXPECT_THAT(out, Not(HasSubstr("assume")));
+}
+
+// A declared dim over symbols already bound wins over a weaker inferred one, under the
+// assumption that the two are equal; a declared constant against an inferred symbol alike.
+TEST(InferTypes, DeclaredDimWinsUnderAnAssumption) {
+  const std::string out = RunAndPrint(R"(def @main(%x: f32[n, 4], %z: f32[m]) {
+  %y = nn.relu(%x) : f32[m, 4]
+  %w = nn.relu(%x) : f32[8, 4]
+  return %y, %w
+}
+)",
+                                      "infer-types");
+  EXPECT_THAT(out, HasSubstr("nn.relu(%x) : f32[m, 4]"));
+  EXPECT_THAT(out, HasSubstr("nn.relu(%x) : f32[8, 4]"));
+  EXPECT_THAT(out, HasSubstr("assume(n == m, \"<input>:2:3: nn.relu %y: %y is declared f32[m, 4]\")"));
+  EXPECT_THAT(out, HasSubstr("assume(n == 8, \"<input>:3:3: nn.relu %w: %w is declared f32[8, 4]\")"));
+}
+
+// A function's declared result type is merged the same way: an exporter's declared output
+// over bound symbols wins under an assumption (it stopped the model before).
+TEST(InferTypes, DeclaredResultTypeWinsUnderAnAssumption) {
+  const std::string out = RunAndPrint(R"(def @main(%x: f32[n, 4], %z: f32[m]) -> f32[m, 4] {
+  %y = nn.relu(%x)
+  return %y
+}
+)",
+                                      "infer-types");
+  EXPECT_THAT(out, HasSubstr("-> f32[m, 4]"));
+  EXPECT_THAT(out, HasSubstr("assume(n == m, \"<input>:1:1: result 0 of @main is declared f32[m, 4]\")"));
+}
+
+// A declared symbol nothing binds is only a name: inference keeps its own dim, no assumption.
+// An inferred constant is a fact the declared name cannot override.
+TEST(InferTypes, DeclaredUnboundSymbolOrInferredConstantKeepsTheInference) {
+  const std::string out = RunAndPrint(R"(def @main(%x: f32[n, 4], %k: f32[3]) {
+  %y = nn.relu(%x) : f32[batch, 4]
+  %v = nn.relu(%k) : f32[n]
+  return %y, %v
+}
+)",
+                                      "infer-types");
+  EXPECT_THAT(out, HasSubstr("nn.relu(%x) : f32[n, 4]"));
+  EXPECT_THAT(out, HasSubstr("nn.relu(%k) : f32[3]"));
+  EXPECT_THAT(out, Not(HasSubstr("assume")));
+}
+
+// Re-running infer-types keeps one copy of each assumption and changes nothing.
+TEST(InferTypes, AssumptionsAreIdempotent) {
+  const std::string text = R"(def @main(%x: f32[batch, seq, 64], %pos: f32[1, min(128, seq), 64]) {
+  %y = add(%x, %pos)
+  %z = nn.relu(%y) : f32[batch, seq, 64]
+  return %z
+}
+)";
+  ExpectIdempotent(text, "infer-types");
+  auto m = Parse(text);
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(RunPipeline(*m, "infer-types,infer-types").ok());
+  EXPECT_EQ(m->FindFunction("main")->assumptions().size(), 1u);
+}
+
+// torch.arange(h, dtype=float32) over a feature map's size: Range(0.0, Cast(h), 1.0). Seen
+// through the cast, the range has length h (not a fresh symbol), under the assumption that the
+// float32 holds h exactly.
+TEST(InferTypes, RangeOverACastSymbolKeepsItsLength) {
+  const std::string out = RunAndPrint(R"(def @main(%x: f32[n, h]) {
+  %s = shape_of(%x)
+  %i = constant<1> : i64[]
+  %hh = take(%s, %i) {axis = 0}
+  %hf = cast(%hh) {dtype = f32}
+  %z = constant<0.0> : f32[]
+  %one = constant<1.0> : f32[]
+  %r = arange(%z, %hf, %one) {dtype = f32}
+  %half = constant<0.5> : f32[]
+  %q = arange(%z, %hf, %half) {dtype = f32}
+  return %r, %q
+}
+)",
+                                      "infer-types");
+  EXPECT_THAT(out, HasSubstr("arange(%z, %hf, %one) : f32[h]"));
+  EXPECT_THAT(out, HasSubstr("assume(h <= 16777216, \"<input>:8:3: arange %r: op 'arange': input 1 "
+                             "'stop' holds h as f32, exact up to 2^24\")"));
+  // A fractional step is not integer arithmetic: its length stays data-dependent.
+  EXPECT_THAT(out, HasSubstr("arange(%z, %hf, %half) : f32[dyn1]"));
 }
 
 // Tests that a declared `?` is refined by inference.

@@ -42,7 +42,41 @@ class ModuleCompiler {
     absl::flat_hash_map<const Value*, int32_t> constant_index;
     std::set<std::string> bound;  // symbols bound at this point of the code
     absl::flat_hash_map<const Value*, int32_t> storage_pc;  // alloc_storage instruction per value
+    std::set<size_t> checked;  // the entry function's assumptions checked on this path
   };
+
+  // Emits a kAssume for each assumption of the function being compiled whose symbols are all
+  // bound at this point and that this path has not checked yet: called after the arguments
+  // bind the input symbols and after each allocation that binds a data-dependent one, so every
+  // assumption is checked once per call (per iteration in a loop body), before anything sized
+  // by it runs.
+  absl::Status EmitAssumptions(Scope& s) {
+    const std::vector<Assumption>& all = entry_->assumptions();
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (s.checked.contains(i)) continue;
+      std::set<std::string> syms;
+      all[i].CollectSymbols(&syms);
+      bool ready = true;
+      for (const std::string& sym : syms) ready = ready && s.bound.contains(sym);
+      if (!ready) continue;
+      auto [it, inserted] =
+          assumption_index_.try_emplace(i, static_cast<int32_t>(exe_.assumptions.size()));
+      if (inserted) {
+        AssumptionCheck c;
+        c.kind = all[i].kind;
+        ASSIGN_OR_RETURN(c.lhs, Dim(all[i].lhs));
+        ASSIGN_OR_RETURN(c.rhs, Dim(all[i].rhs));
+        c.condition = all[i].Condition();
+        c.reason = all[i].reason;
+        for (const std::string& sym : syms) c.symbols.push_back(Symbol(sym));
+        exe_.assumptions.push_back(std::move(c));
+      }
+      Push(s, Instruction{.op = Opcode::kAssume, .a = it->second}, all[i].Condition());
+      s.checked.insert(i);
+      ever_checked_.insert(i);
+    }
+    return absl::OkStatus();
+  }
 
   // The first symbol of `e` not bound in `s`, or "".
   static std::string UnboundSymbol(const Scope& s, const DimExpr& e) {
@@ -202,6 +236,9 @@ class ModuleCompiler {
   }
 
   absl::Status CompileEntry(const Function& f) {
+    entry_ = &f;
+    assumption_index_.clear();
+    ever_checked_.clear();
     names_ = std::make_unique<ValueNames>(f);
     region_names_ = RegionNames(f);
     building_.emplace_back();
@@ -267,7 +304,17 @@ class ModuleCompiler {
       Push(s, Instruction{.op = Opcode::kArg, .device = s.fn->params.back().device, .dst = i, .a = i},
            absl::StrCat(names_->Name(p), ": ", s.fn->params.back().type_text));
     }
+    RETURN_IF_ERROR(EmitAssumptions(s));
     RETURN_IF_ERROR(CompileBlock(s, body));
+    for (size_t i = 0; i < f.assumptions().size(); ++i) {
+      if (ever_checked_.contains(i)) continue;
+      std::set<std::string> syms;
+      f.assumptions()[i].CollectSymbols(&syms);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "@", f.name(), ": assumption `", f.assumptions()[i].Condition(), "` (",
+          f.assumptions()[i].reason, ") can never be checked: no path binds all of its symbols (",
+          absl::StrJoin(syms, ", "), ")"));
+    }
     return EmitRet(s, body);
   }
 
@@ -322,6 +369,7 @@ class ModuleCompiler {
     const int32_t index = static_cast<int32_t>(building_.size() - 1);
     building_[index].name = name;
     Scope s{&building_[index], index, {}, {}, parent.bound};
+    s.checked = parent.checked;
     for (int i = 0; i < region.num_params(); ++i) NewReg(s, region.param(i));
     for (const Value* v : *captures) NewReg(s, v);
     s.fn->num_params = s.fn->num_registers;
@@ -446,7 +494,7 @@ class ModuleCompiler {
         const int32_t r = NewReg(s, n.result());
         Push(s, Instruction{.op = Opcode::kAllocTensorDyn, .device = dev, .dst = r, .a = dims, .b = *t},
              Comment(n));
-        return absl::OkStatus();
+        return EmitAssumptions(s);
       }
       case OpRole::kAllocStorage: {
         const Type& t = n.result()->type();
@@ -603,6 +651,11 @@ class ModuleCompiler {
   std::deque<VmFunction> building_;
   std::unique_ptr<ValueNames> names_;  // of the entry function being compiled
   std::vector<PendingCall> pending_calls_;
+  // The function CompileEntry compiles (its assumptions), which of them have an entry in
+  // exe_.assumptions, and which some path checks.
+  const Function* entry_ = nullptr;
+  absl::flat_hash_map<size_t, int32_t> assumption_index_;
+  std::set<size_t> ever_checked_;
   // Names of the regions of the entry function being compiled (RegionNames: the copy ledger
   // uses the same names to bind its loop terms to the VM's execution counts).
   absl::flat_hash_map<const Block*, std::string> region_names_;

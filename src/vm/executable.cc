@@ -22,7 +22,8 @@ namespace {
 
 constexpr char kMagic[8] = {'H', 'P', 'V', 'M', 'E', 'X', 'E', '1'};
 // 2: alloc_tensor_dyn dims may bind symbols; 3: loop lists its scan outputs' types
-constexpr uint32_t kFormatVersion = 5;  // 4: ArgSpec::container; 5: loop scan size flags
+// 4: ArgSpec::container; 5: loop scan size flags; 6: assumptions and kAssume
+constexpr uint32_t kFormatVersion = 6;
 
 uint64_t Fnv1a(absl::string_view bytes) {
   uint64_t h = 1469598103934665603ull;
@@ -299,6 +300,7 @@ std::string Executable::ToListing() const {
           break;
         case Opcode::kRet: ops = regs(in.list, in.count); break;
         case Opcode::kKill: ops = regs(in.list, in.count); break;
+        case Opcode::kAssume: ops = absl::StrCat("a", in.a, " ", assumptions[in.a].condition); break;
       }
       absl::StrAppend(&out, absl::StrFormat("  %3d  %-16s %-56s ; %s\n", pc, OpcodeName(in.op), ops,
                                             pc < f.comments.size() ? f.comments[pc] : ""));
@@ -308,6 +310,10 @@ std::string Executable::ToListing() const {
   for (size_t i = 0; i < constants.size(); ++i) {
     absl::StrAppend(&out, "  c", i, " ", constants[i].value.type().ToString(), " @",
                     DeviceName(constants[i].device), "\n");
+  }
+  if (!assumptions.empty()) absl::StrAppend(&out, "assumptions: ", assumptions.size(), "\n");
+  for (size_t i = 0; i < assumptions.size(); ++i) {
+    absl::StrAppend(&out, "  a", i, " ", assumptions[i].condition, " (", assumptions[i].reason, ")\n");
   }
   absl::StrAppend(&out, "kernel sites: ", kernels.size(), ", shape functions: ", shape_funcs.size(),
                   ", symbols: [", absl::StrJoin(symbols, ", "), "]\n");
@@ -342,6 +348,14 @@ absl::Status Executable::Verify() const {
         return Corrupt(absl::StrCat("kernel site ", i, ": constant ", c));
       }
     }
+  }
+  for (size_t i = 0; i < assumptions.size(); ++i) {
+    const AssumptionCheck& a = assumptions[i];
+    bool ok = a.kind <= Assumption::Kind::kBroadcast && a.lhs >= 0 &&
+              a.lhs < static_cast<int32_t>(dims.size()) && a.rhs >= 0 &&
+              a.rhs < static_cast<int32_t>(dims.size());
+    for (int32_t s : a.symbols) ok = ok && s >= 0 && s < static_cast<int32_t>(symbols.size());
+    if (!ok) return Corrupt(absl::StrCat("assumption ", i));
   }
   const int32_t nf = static_cast<int32_t>(functions.size());
   for (const VmFunction& f : functions) {
@@ -420,6 +434,7 @@ absl::Status Executable::Verify() const {
         }
         case Opcode::kRet: break;
         case Opcode::kKill: break;
+        case Opcode::kAssume: ok = in.a >= 0 && in.a < static_cast<int32_t>(assumptions.size()); break;
       }
       if (!ok) return Corrupt(at + ": operand out of range");
     }
@@ -462,6 +477,16 @@ std::string Executable::Serialize() const {
     w.Str(s.primitive);
     w.U64(s.mask.size());
     for (InputDep m : s.mask) w.U8(static_cast<uint8_t>(m));
+  }
+  w.U64(assumptions.size());
+  for (const AssumptionCheck& a : assumptions) {
+    w.U8(static_cast<uint8_t>(a.kind));
+    w.I32(a.lhs);
+    w.I32(a.rhs);
+    w.Str(a.condition);
+    w.Str(a.reason);
+    w.U64(a.symbols.size());
+    for (int32_t s : a.symbols) w.I32(s);
   }
   w.U64(functions.size());
   for (const VmFunction& f : functions) {
@@ -588,6 +613,23 @@ absl::StatusOr<Executable> Executable::Deserialize(absl::string_view bytes) {
       s.mask.push_back(*dep);
     }
     exe.shape_funcs.push_back(std::move(s));
+  }
+  ASSIGN_OR_RETURN(size_t na, r.Count("assumptions", 25));
+  for (size_t i = 0; i < na; ++i) {
+    AssumptionCheck a;
+    ASSIGN_OR_RETURN(uint8_t kind, r.Get<uint8_t>("assumption kind"));
+    if (kind > static_cast<uint8_t>(Assumption::Kind::kBroadcast)) return Corrupt("assumption kind");
+    a.kind = static_cast<Assumption::Kind>(kind);
+    ASSIGN_OR_RETURN(a.lhs, r.Get<int32_t>("assumption lhs"));
+    ASSIGN_OR_RETURN(a.rhs, r.Get<int32_t>("assumption rhs"));
+    ASSIGN_OR_RETURN(a.condition, r.Str("assumption condition"));
+    ASSIGN_OR_RETURN(a.reason, r.Str("assumption reason"));
+    ASSIGN_OR_RETURN(size_t ns, r.Count("assumption symbols", 4));
+    for (size_t j = 0; j < ns; ++j) {
+      ASSIGN_OR_RETURN(int32_t s, r.Get<int32_t>("assumption symbol"));
+      a.symbols.push_back(s);
+    }
+    exe.assumptions.push_back(std::move(a));
   }
   ASSIGN_OR_RETURN(size_t nf, r.Count("functions", 40));
   for (size_t i = 0; i < nf; ++i) {

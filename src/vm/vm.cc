@@ -184,6 +184,8 @@ struct VirtualMachine::Impl {
   // since the last reset: the ledger promises their count but not their bytes, so the ledger
   // check takes their bytes out of the device's totals and compares the rest exactly.
   std::array<RunRecord::RuntimeSized, 4> runtime_sized{};
+  // kAssume instructions executed since the last reset (RunRecord::assumption_checks).
+  int64_t assumption_checks = 0;
   struct Acc {
     int64_t calls = 0;
     double us = 0;
@@ -835,6 +837,27 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
     case Opcode::kKill:
       for (int32_t i = 0; i < in.count; ++i) regs[list[i]] = Object();
       return absl::OkStatus();
+    case Opcode::kAssume: {
+      const AssumptionCheck& a = exe.assumptions[in.a];
+      ASSIGN_OR_RETURN(const int64_t l, EvalDim(exe.dims[a.lhs], {syms, exe.symbols.size()}));
+      ASSIGN_OR_RETURN(const int64_t r, EvalDim(exe.dims[a.rhs], {syms, exe.symbols.size()}));
+      ++assumption_checks;
+      const bool holds = a.kind == Assumption::Kind::kEq   ? l == r
+                         : a.kind == Assumption::Kind::kLe ? l <= r
+                                                           : l == 1 || l == r;
+      if (holds) return absl::OkStatus();
+      std::string values;
+      for (int32_t s : a.symbols) {
+        absl::StrAppend(&values, values.empty() ? "" : ", ", exe.symbols[s], " = ", syms[s]);
+      }
+      const std::string sides =
+          a.kind == Assumption::Kind::kBroadcast
+              ? absl::StrCat(l, " is neither 1 nor ", r)
+              : absl::StrCat(l, a.kind == Assumption::Kind::kEq ? " != " : " > ", r);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "assumption `", a.condition, "` does not hold (", values, ": ", sides,
+          "); the program was compiled assuming it for ", a.reason));
+    }
     case Opcode::kRet:
       results->clear();
       for (int32_t i = 0; i < in.count; ++i) results->push_back(regs[list[i]]);
@@ -977,6 +1000,7 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::RunRecorded(int fi, std::vec
   Impl& m = *impl_;
   std::fill(m.executions.begin(), m.executions.end(), 0);
   m.runtime_sized = {};
+  m.assumption_checks = 0;
   std::vector<int64_t> syms(m.exe.symbols.size(), 0);
   m.BeginPlannedRun();
   auto out = m.Call(fi, std::move(args), syms.data());
@@ -1001,6 +1025,7 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::RunRecorded(int fi, std::vec
     if (m.executions[i] > 0) last_record_.executions[m.exe.functions[i].name] = m.executions[i];
   }
   last_record_.runtime_sized = m.runtime_sized;
+  last_record_.assumption_checks = m.assumption_checks;
   return out;
 }
 

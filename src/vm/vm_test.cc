@@ -142,6 +142,75 @@ def @main(%a: f32[n, 4], %b: f32[n, 4]) {
   EXPECT_THAT(bad.status().message(), HasSubstr("dim 0 is 5"));
 }
 
+// Assumptions (issue 33): the position-embedding broadcast keeps `seq` under `min(128, seq) in
+// {1, seq}`, that is `seq <= 128`. The VM checks it once per call, right after the arguments bind `seq`, and a call
+// that breaks it fails before any kernel runs, naming the condition, the values and the op.
+TEST(Vm, AssumptionsAreCheckedOncePerCallAndFailClearly) {
+  VmProgram p = MustCompile(R"(
+def @main(%x: f32[seq, 4], %pos: f32[min(128, seq), 4]) {
+  %y = add(%x, %pos)
+  return %y
+}
+)",
+                            DeviceKind::kSim);
+  const std::string listing = p.executable.ToListing();
+  EXPECT_THAT(listing, HasSubstr("assume           a0 seq <= 128")) << listing;
+  auto vm = MustLoad(p.executable);
+  ASSERT_NE(vm, nullptr);
+  auto ok = vm->RunWithHostTensors("main", {RandomTensor(DType::kF32, {100, 4}, 1),
+                                            RandomTensor(DType::kF32, {100, 4}, 2)});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(vm->LastRunRecord().assumption_checks, 1);
+  EXPECT_EQ(vm->LastRunCounters().launches, 1);
+  // 200 rows against the table's 128: the broadcast the program was compiled for is invalid.
+  auto bad = vm->RunWithHostTensors("main", {RandomTensor(DType::kF32, {200, 4}, 1),
+                                             RandomTensor(DType::kF32, {128, 4}, 2)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("assumption `seq <= 128` does not hold (seq = 200: 200 > 128); the "
+                        "program was compiled assuming it for "));
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr(":2:3: add %y: op 'add': broadcast of [seq, 4] with "
+                        "[min(128, seq), 4] (dimension 0)"));
+  EXPECT_EQ(vm->LastRunRecord().assumption_checks, 1);
+  EXPECT_EQ(vm->LastRunCounters().launches, 0);  // failed before the kernel
+}
+
+// An assumption over a data-dependent symbol is checked where the allocation binds it, once
+// per loop iteration inside a body; the executable keeps its assumptions through a save/load.
+TEST(Vm, AssumptionOverADataDependentSymbolIsCheckedWhereItIsBound) {
+  VmProgram p = MustCompile(R"(
+def @main(%x: f32[n], %k: f32[m]) {
+  %zero = constant<0.0> : f32[]
+  %pos = greater(%x, %zero)
+  %nz = argwhere(%pos)
+  %rows = squeeze(%nz) {axis = [1]}
+  %g = take(%x, %rows) {mode = "wrap"}
+  %y = nn.relu(%g) : f32[m]
+  %z = add(%y, %k)
+  return %z
+}
+)",
+                            DeviceKind::kSim);
+  const std::string listing = p.executable.ToListing();
+  EXPECT_THAT(listing, HasSubstr("dyn1 == m")) << listing;
+  auto loaded = Executable::Deserialize(p.executable.Serialize());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->assumptions.size(), 1u);
+  EXPECT_EQ(loaded->assumptions[0].condition, "dyn1 == m");
+  auto vm = MustLoad(*loaded);
+  ASSERT_NE(vm, nullptr);
+  Tensor x = Tensor::Zeros(DType::kF32, {4});
+  for (int64_t i = 0; i < 4; ++i) x.SetDouble(i, i < 3 ? 1.0 + i : -1.0);  // 3 positives
+  auto ok = vm->RunWithHostTensors("main", {x, RandomTensor(DType::kF32, {3}, 2)});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(vm->LastRunRecord().assumption_checks, 1);
+  auto bad = vm->RunWithHostTensors("main", {x, RandomTensor(DType::kF32, {2}, 2)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("assumption `dyn1 == m` does not hold (dyn1 = 3, m = 2: 3 != 2)"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("%y is declared f32[m]"));
+}
+
 // Tests data-dependent symbols at run time: argwhere's count is bound where its output is
 // allocated (the listing shows `=dyn1`), the gather and dense after it are allocated from that
 // symbol with no shape function, the ledger's bytes over dyn1 are checked exactly, and a loop

@@ -25,6 +25,7 @@
 #include "common/command_line.h"
 #include "passes/analysis/baseline_masks.h"
 #include "passes/analysis/copy_ledger.h"
+#include "passes/analysis/symbol_origins.h"
 #include "passes/compile_engine/compile_engine.h"
 #include "passes/frontend/onnx_importer.h"
 #include "passes/ir/parser.h"
@@ -51,6 +52,10 @@ ABSL_FLAG(std::string, copy_ledger, "",
           "print the copy ledger (text or json; bare --copy-ledger: text) of --ledger-function "
           "instead of the IR");
 ABSL_FLAG(std::string, ledger_function, "main", "function whose copy ledger is printed");
+ABSL_FLAG(bool, explain_symbols, false,
+          "after the pipeline, list every fresh symbol (dynN) of the ledger function with the "
+          "binding that introduces it and why (data-dependent, or a rule that gave up), instead "
+          "of the IR");
 ABSL_FLAG(bool, allow_elided_constants, false,
           "accept `constant<elided>` (zero-filled) for examples whose weights do not matter");
 ABSL_FLAG(std::string, baseline_masks, "",
@@ -201,6 +206,11 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
       absl::StrAppend(&out, "// kernel @", f->name(), ": ", (*kernel)->Describe(), "\n", (*kernel)->Listing());
     }
     return out;
+  }
+  if (absl::GetFlag(FLAGS_explain_symbols)) {
+    auto origins = hetpass::ExplainSymbols(**module, absl::GetFlag(FLAGS_ledger_function));
+    if (!origins.ok()) return origins.status();
+    return hetpass::SymbolOriginsText(*origins);
   }
   const std::string ledger_format = absl::GetFlag(FLAGS_copy_ledger);
   if (!ledger_format.empty()) {

@@ -144,6 +144,10 @@ std::string Summary(const StageSummary& s) {
   absl::StrAppend(&out, "<tr><th>ops per device</th><td>", OpsPerDevice(s), "</td></tr>");
   absl::StrAppend(&out, "<tr><th>shape-function ops</th><td>", s.shape_function_ops.size(),
                   s.shape_function_ops.empty() ? "" : List(s.shape_function_ops), "</td></tr>");
+  if (!s.assumptions.empty()) {
+    absl::StrAppend(&out, "<tr><th>assumptions (checked at run time)</th><td>", s.assumptions.size(),
+                    List(s.assumptions), "</td></tr>");
+  }
   absl::StrAppend(&out, "<tr><th>allocations</th><td>", Allocations(s),
                   s.allocations ? "" : " (no allocation ops before manifest-alloc)", "</td></tr>");
   for (const DirectionTotal& t : s.copy_totals) {

@@ -82,6 +82,9 @@ StageSummary SummarizeModule(const Module& module, const ModuleCopies& copies) {
   for (const auto& f : module.functions()) {
     const ValueNames names(*f);
     const bool primitive = IsPrimitiveFunction(*f);
+    for (const Assumption& a : f->assumptions()) {
+      s.assumptions.push_back(absl::StrCat("@", f->name(), ": ", a.Condition(), " (", a.reason, ")"));
+    }
     for (const auto& p : f->body().params()) {
       s.placements.push_back(
           {absl::StrCat("@", f->name(), " ", names.Name(p.get())), DeviceText(p->device())});

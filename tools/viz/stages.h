@@ -69,6 +69,8 @@ struct StageSummary {
   std::vector<std::pair<std::string, int>> ops_per_device;
   // Ops that need a runtime shape function: value inputs or data-dependent output shapes.
   std::vector<std::string> shape_function_ops;  // "dyn.strided_slice %sl"
+  // Every function's assumptions (passes/ir/assumption.h): "@main: seq <= 128 (reason)".
+  std::vector<std::string> assumptions;
   // Allocation ops; nullopt ("n/a") while the registry has no allocation role.
   std::optional<int> allocations;
   std::vector<CopyRow> copies;

@@ -88,6 +88,9 @@ struct CopyLedger {
   // False when no value of the function has a device yet (before plan-devices): the ledger
   // then lists nothing because nothing is placed, which ToText says instead of "0 copies".
   bool placed = true;
+  // The function's assumptions (passes/ir/assumption.h): the sizes above hold under them, and
+  // the VM fails a call that breaks one before any copy they size.
+  std::vector<Assumption> assumptions;
 
   // How many times `entry` runs per inference: 1, or its region's symbol.
   DimExpr Executions(const LedgerEntry& entry) const;

@@ -43,6 +43,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "passes/ir/assumption.h"
 #include "passes/ir/attributes.h"
 #include "passes/ir/tensor.h"
 #include "passes/ir/type.h"
@@ -94,6 +95,12 @@ struct Location {
   std::string name;
   std::string file;  // empty: the module's source name
 };
+// A location that is only a source node name (an ONNX node's).
+inline Location NamedLocation(std::string name) {
+  Location l;
+  l.name = std::move(name);
+  return l;
+}
 
 class Value {
  public:
@@ -250,6 +257,14 @@ class Function {
   const Attrs& attrs() const { return attrs_; }
   Attrs& mutable_attrs() { return attrs_; }
 
+  // Conditions on symbols the function's types rely on (`assume(...)` in the text form, see
+  // passes/ir/assumption.h), in the order they were recorded. AddAssumption records a
+  // condition once (a second one with the same condition keeps the first reason) and ignores
+  // a trivial one; it returns whether it added it.
+  const std::vector<Assumption>& assumptions() const { return assumptions_; }
+  bool AddAssumption(Assumption a);
+  void clear_assumptions() { assumptions_.clear(); }
+
   // Values supplied for parameters (model weights) that bind-params turns into constants.
   // Not part of the text form.
   std::map<std::string, Tensor>& param_values() { return param_values_; }
@@ -263,6 +278,7 @@ class Function {
   std::vector<Type> result_types_;
   Location loc_;
   Attrs attrs_;
+  std::vector<Assumption> assumptions_;
   std::map<std::string, Tensor> param_values_;
 };
 

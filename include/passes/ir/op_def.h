@@ -45,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "passes/ir/assumption.h"
 #include "passes/ir/attributes.h"
 #include "passes/ir/input_dep.h"
 #include "passes/ir/tensor.h"
@@ -126,6 +127,16 @@ class ShapeContext {
 
   // An InvalidArgument error prefixed with the op name.
   absl::Status Error(absl::string_view message) const;
+
+  // Assumptions (passes/ir/assumption.h). infer-types gives the context a sink: a rule that
+  // succeeds only under a condition on symbols (two dims equal, one at most a constant) then
+  // records it with Assume and keeps the input-derived dim. Without a sink (shape functions at
+  // run time, where every dim is a number; other symbolic callers) can_assume() is false and
+  // the rule answers as it always did (`?`).
+  void set_assumption_sink(std::vector<Assumption>* sink) { assumptions_ = sink; }
+  bool can_assume() const { return assumptions_ != nullptr; }
+  // Records `lhs kind rhs` with the reason "op '<name>': <why>" (the caller adds the node).
+  void Assume(Assumption::Kind kind, DimExpr lhs, DimExpr rhs, absl::string_view why) const;
   // Accesses the mask forbade (each also returned an error).
   const std::vector<std::string>& violations() const { return violations_; }
   // What the rule has asked of input i so far (the shape and/or value bit), allowed or not:
@@ -140,6 +151,7 @@ class ShapeContext {
   bool enforce_mask_;
   std::vector<std::string> violations_;
   std::vector<InputDep> accessed_;  // one per input, see accessed()
+  std::vector<Assumption>* assumptions_ = nullptr;
 };
 
 // Output types from input types (see the two modes above).
@@ -198,9 +210,10 @@ class OpDef {
   // accepted for float attributes, and an empty int list for a float list.
   absl::StatusOr<Attrs> CheckAttrs(const Attrs& attrs) const;
 
-  // Runs the shape rule. Errors are prefixed with the op name.
-  absl::StatusOr<std::vector<Type>> InferTypes(const Attrs& attrs,
-                                               std::vector<ShapeInput> inputs) const;
+  // Runs the shape rule. Errors are prefixed with the op name. With `assumptions`, the rule
+  // may keep an input-derived dim under a recorded condition (ShapeContext::Assume).
+  absl::StatusOr<std::vector<Type>> InferTypes(const Attrs& attrs, std::vector<ShapeInput> inputs,
+                                               std::vector<Assumption>* assumptions = nullptr) const;
 
  private:
   friend class OpDefBuilder;

@@ -6,6 +6,7 @@
 #ifndef HETPASS_IR_TYPE_H_
 #define HETPASS_IR_TYPE_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,6 +79,13 @@ std::optional<Type> RefineType(const Type& declared, const Type& inferred);
 // Joins two types seen on different paths (if branches, loop iterations): dims that differ
 // become unknown. nullopt when dtype, rank or kind differ.
 std::optional<Type> JoinTypes(const Type& a, const Type& b);
+
+// The structure both share (kind, dtype, rank, fields) with each pair of dims merged by
+// `merge` (nullopt from it, or a structural difference: nullopt). RefineType and JoinTypes
+// are two such merges; infer-types' declared-type merge is a third.
+std::optional<Type> MergeTypes(
+    const Type& a, const Type& b,
+    const std::function<std::optional<DimExpr>(const DimExpr&, const DimExpr&)>& merge);
 
 }  // namespace hetpass
 

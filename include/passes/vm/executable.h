@@ -64,14 +64,15 @@ namespace hetpass::vm {
   X(kLoop, "loop")              \
   X(kRet, "ret")                \
   X(kKill, "kill")              \
-  X(kBuiltin, "builtin")
+  X(kBuiltin, "builtin")        \
+  X(kAssume, "assume")
 
 enum class Opcode : uint8_t {
 #define HETPASS_VM_OPCODE_ENUM(e, name) e,
   HETPASS_VM_OPCODES(HETPASS_VM_OPCODE_ENUM)
 #undef HETPASS_VM_OPCODE_ENUM
 };
-inline constexpr int kNumOpcodes = 18;
+inline constexpr int kNumOpcodes = 19;
 absl::string_view OpcodeName(Opcode op);
 
 // Fixed-size instruction; variable operand lists live in the function's operand pool.
@@ -144,6 +145,17 @@ struct KernelSite {
   std::vector<int32_t> constants;    // per kernel parameter: constant index, or -1
 };
 
+// A function's assumption (passes/ir/assumption.h), checked by kAssume where its symbols are
+// bound: `lhs kind rhs` over two dim programs.
+struct AssumptionCheck {
+  Assumption::Kind kind = Assumption::Kind::kEq;
+  int32_t lhs = 0;  // dim program
+  int32_t rhs = 0;  // dim program
+  std::string condition;              // "dyn1 == batch"
+  std::string reason;                 // the op or declaration that needed it
+  std::vector<int32_t> symbols;       // its symbols' slots, to show their values on failure
+};
+
 struct ShapeFuncSite {
   std::string primitive;
   std::vector<InputDep> mask;
@@ -166,6 +178,7 @@ struct Executable {
   std::vector<ConstantEntry> constants;
   std::vector<KernelSite> kernels;
   std::vector<ShapeFuncSite> shape_funcs;
+  std::vector<AssumptionCheck> assumptions;
   std::vector<VmFunction> functions;  // entry points are found by name
   std::string primitives;             // text IR of every primitive function the sites name
 

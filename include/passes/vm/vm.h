@@ -94,6 +94,9 @@ struct RunRecord {
     int64_t bytes = 0;
   };
   std::array<RuntimeSized, 4> runtime_sized{};
+  // How many assumption checks (kAssume) the call ran: each of the function's assumptions once
+  // per call where its symbols are bound, once per iteration inside a loop body.
+  int64_t assumption_checks = 0;
   // The ledger's symbols bound: the input symbols, and each region symbol to the executions of
   // its VM function (0 when it never ran).
   DimExpr::Bindings LedgerBindings(const CopyLedger& ledger) const;
