@@ -89,12 +89,32 @@ Assumption Assumption::Canonical() const {
 bool Assumption::Trivial() const {
   if (lhs == rhs && !lhs.is_unknown()) return true;
   if (kind == Kind::kBroadcast && lhs.is_constant() && lhs.constant() == 1) return true;
+  // `n - 2 <= n`, `max(0, n - 2) <= n`: holds for every dimension, nothing to check.
+  if (kind == Kind::kLe && DimExpr::ProveLessEqual(lhs, rhs)) return true;
   if (lhs.is_constant() && rhs.is_constant()) {
     const DimExpr::Bindings none;
     const absl::StatusOr<bool> holds = Holds(none);
     return holds.ok() && *holds;
   }
   return false;
+}
+
+DimFacts FactsFromAssumptions(absl::Span<const Assumption> assumptions) {
+  DimFacts facts;
+  for (const Assumption& a : assumptions) {
+    switch (a.kind) {
+      case Assumption::Kind::kLe:
+        facts.AddLessEqual(a.lhs, a.rhs);
+        break;
+      case Assumption::Kind::kEq:
+        facts.AddLessEqual(a.lhs, a.rhs);
+        facts.AddLessEqual(a.rhs, a.lhs);
+        break;
+      case Assumption::Kind::kBroadcast:
+        break;  // a disjunction: no bound on either side
+    }
+  }
+  return facts;
 }
 
 bool Assumption::Satisfiable() const {

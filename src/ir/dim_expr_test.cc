@@ -56,6 +56,88 @@ TEST(DimExprTest, MinMaxSimplify) {
   EXPECT_EQ(DimExpr::Max(n, m).kind(), DimExpr::Kind::kMax);
 }
 
+// Tests the simplifications that need the symbols' signs (every symbol is a dimension, >= 0).
+TEST(DimExprTest, SimplifyBySign) {
+  EXPECT_EQ(DimExpr::Max(0, n + 2), n + 2);
+  EXPECT_EQ(DimExpr::Max(0, n - 2).kind(), DimExpr::Kind::kMax);  // n may be below 2
+  EXPECT_EQ(DimExpr::Min(n, DimExpr::Max(0, n - 2)), DimExpr::Max(0, n - 2));
+  EXPECT_EQ(DimExpr::Max(0, n - DimExpr::Max(0, n - 2)), n - DimExpr::Max(0, n - 2));
+  EXPECT_EQ(DimExpr::Min(DimExpr(INT64_MAX), n), n);  // a slice's "to the end"
+  EXPECT_EQ(DimExpr::Max(DimExpr(INT64_MIN), n - 5), n - 5);
+  EXPECT_EQ(DimExpr::Min(n * m, n * m + m), n * m);
+  EXPECT_EQ(DimExpr::Min(3, DimExpr::Min(5, n)), DimExpr::Min(3, n));
+  EXPECT_EQ(DimExpr::Max(3, DimExpr::Max(5, n - 9)), DimExpr::Max(5, n - 9));
+  // Nested divisions by constants merge; a remainder below the divisor vanishes.
+  EXPECT_EQ(DimExpr::FloorDiv(DimExpr::FloorDiv(h + 1, 2) + 1, 2), DimExpr::FloorDiv(h + 3, 4));
+  EXPECT_EQ(DimExpr::FloorDiv(DimExpr::FloorDiv(h, 2), 3), DimExpr::FloorDiv(h, 6));
+  EXPECT_EQ(DimExpr::FloorDiv(DimExpr::Mod(n, 4), 4), DimExpr(0));
+  EXPECT_EQ(DimExpr::FloorDiv(DimExpr::Mod(n, 4) + 4, 4), DimExpr(1));
+  EXPECT_EQ(DimExpr::Mod(DimExpr::Mod(n, 8), 4), DimExpr::Mod(n, 4));
+  EXPECT_EQ(DimExpr::Mod(DimExpr::Min(3, n), 4), DimExpr::Min(3, n));
+  EXPECT_EQ(DimExpr::Mod(DimExpr::Mod(n, 4), 4), DimExpr::Mod(n, 4));
+  // A divisor provably above a non-negative dividend.
+  EXPECT_EQ(DimExpr::FloorDiv(DimExpr::Min(n, m), m + 1), DimExpr(0));
+  EXPECT_EQ(DimExpr::Mod(DimExpr::Min(n, m), m + 1), DimExpr::Min(n, m));
+  // A dividend whose terms are all negative is written with positive terms: a ceiling division
+  // reads `(n + 3)//4`, not `-((-n)//4)`.
+  EXPECT_EQ(DimExpr::CeilDiv(n, 4).ToString(), "(n + 3)//4");
+  EXPECT_EQ(DimExpr::FloorDiv(DimExpr(0) - n, 4), DimExpr(0) - DimExpr::FloorDiv(n + 3, 4));
+  EXPECT_EQ(DimExpr::Mod(DimExpr(1) - n * 2, 4), 3 - DimExpr::Mod(n * 2 + 2, 4));
+  EXPECT_EQ(DimExpr::CeilDiv(DimExpr::FloorDiv(h, 4), 4), DimExpr::FloorDiv(h + 12, 16));
+  // A divisor that divides every term exactly (`batch*windows // windows`).
+  EXPECT_EQ(DimExpr::FloorDiv(n * m * 4 + m * 8, m * 4), n + 2);
+  EXPECT_EQ(DimExpr::Mod(n * m * h, m * h), DimExpr(0));
+  EXPECT_EQ(DimExpr::FloorDiv(n * m + 1, m).kind(), DimExpr::Kind::kFloorDiv);
+  // What cannot be shown stays.
+  EXPECT_EQ(DimExpr::Min(n, m).kind(), DimExpr::Kind::kMin);
+  EXPECT_EQ(DimExpr::FloorDiv(n, m).kind(), DimExpr::Kind::kFloorDiv);
+}
+
+TEST(DimExprTest, BoundsAndProofs) {
+  EXPECT_EQ(n.Bounds().lo, 0);
+  EXPECT_EQ(n.Bounds().hi, DimBounds::kPosInf);
+  EXPECT_EQ((n - 3).Bounds().lo, -3);
+  EXPECT_EQ(DimExpr::Mod(n, 8).Bounds().hi, 7);
+  EXPECT_EQ(DimExpr::Min(n, 100).Bounds().hi, 100);
+  EXPECT_EQ((DimExpr(0) - n).Bounds().hi, 0);
+  EXPECT_EQ(DimExpr(INT64_MIN).Bounds().hi, INT64_MIN + 1);  // never read as -inf
+  EXPECT_TRUE(DimExpr::ProveLessEqual(DimExpr::Max(0, n - 2), n));
+  EXPECT_FALSE(DimExpr::ProveLessEqual(n, DimExpr::Max(0, n - 2)));
+  EXPECT_TRUE(DimExpr::ProveLessEqual(DimExpr::Min(n, m), DimExpr::Max(n, m)));
+  EXPECT_FALSE(DimExpr::ProveNonNegative(n - m));
+  EXPECT_FALSE(DimExpr::ProveNonNegative(DimExpr::Unknown()));
+}
+
+// Tests the examples: facts from assumptions finish what signs alone cannot.
+TEST(DimExprTest, SimplifyWithFacts) {
+  DimFacts facts;
+  facts.AddLessEqual(2, n);  // n >= 2
+  const DimExpr e = DimExpr::Max(0, n - 2) + DimExpr::Min(2, n);
+  EXPECT_NE(e, n);
+  EXPECT_EQ(e.Simplify(facts), n);
+  EXPECT_EQ(e.Simplify(DimFacts()), e);
+
+  // A window-partition slice: `x[:, 2:]` then `[:-2]`-style clamps, over a dim below 2^31.
+  const DimExpr d = DimExpr::Symbol("dyn2");
+  const DimExpr clamped = DimExpr::Max(0, d - 2);
+  const DimExpr w = DimExpr::Min(d, clamped) +
+                    DimExpr::Max(0, d - DimExpr::Min(DimExpr(2147483647), clamped));
+  DimFacts below;
+  below.AddLessEqual(d, 2147483647);
+  EXPECT_EQ(w.Simplify(below), d);
+  EXPECT_NE(w, d);
+
+  // Equalities and general inequalities go through the non-negative differences.
+  DimFacts rel;
+  rel.AddLessEqual(m, n);  // m <= n
+  EXPECT_EQ(DimExpr::Min(m, n).Simplify(rel), m);
+  EXPECT_EQ(DimExpr::Max(m, n, &rel), n);
+  EXPECT_EQ(DimExpr::FloorDiv(h, 4, &rel), DimExpr::FloorDiv(h, 4));
+  DimFacts fixed;
+  fixed.Bound("h", 7, 7);
+  EXPECT_EQ((h * 2 + n).Simplify(fixed), n + 14);
+}
+
 TEST(DimExprTest, UnknownAbsorbsEverything) {
   const DimExpr u = DimExpr::Unknown();
   EXPECT_TRUE((n + u).is_unknown());

@@ -327,13 +327,23 @@ std::function<std::optional<DimExpr>(DimExpr, DimExpr)> SymbolicSemantics(OpId i
     case OpId::kMultiply: return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> { return x * y; };
     case OpId::kDivide:
       return [](DimExpr x, DimExpr y) -> std::optional<DimExpr> {
-        // Symbolic only where truncation equals floor division: both constant (exact), or a
-        // positive constant divisor that divides evenly (shape arithmetic is non-negative).
+        // Integer division truncates toward zero. By a positive constant that is floor
+        // division where x >= 0 is provable, and max(x, 0)//y - max(-x, 0)//y otherwise: a
+        // difference of shapes (U-Net's `skip.size(2) - x.size(2)`) may be negative.
         if (x.is_constant() && y.is_constant()) {
           if (y.constant() == 0) return std::nullopt;
           return DimExpr(TruncDivWrapping(x.constant(), y.constant()));
         }
-        if (y.is_constant() && y.constant() > 0) return DimExpr::FloorDiv(x, y);
+        if (y.is_constant() && y.constant() > 0) {
+          if (DimExpr::ProveNonNegative(x)) return DimExpr::FloorDiv(x, y);
+          return DimExpr::FloorDiv(DimExpr::Max(x, 0), y) -
+                 DimExpr::FloorDiv(DimExpr::Max(DimExpr(0) - x, 0), y);
+        }
+        // Both >= 0: truncation is floor division wherever it is defined (`x.size(0) //
+        // num_windows` is `batch` when x.size(0) is `batch * windows`).
+        if (!y.is_constant() && DimExpr::ProveNonNegative(x) && DimExpr::ProveNonNegative(y)) {
+          return DimExpr::FloorDiv(x, y);
+        }
         return std::nullopt;
       };
     case OpId::kMod:

@@ -108,32 +108,7 @@ int64_t Offset(absl::Span<const int64_t> index, absl::Span<const int64_t> stride
   return off;
 }
 
-bool ProvablyNonNegative(const DimExpr& e) {
-  if (e.is_constant()) return e.constant() >= 0;
-  const DimNode& n = *e.node();
-  switch (n.kind) {
-    case DimExpr::Kind::kSymbol:
-      return true;
-    case DimExpr::Kind::kSum:
-      if (n.constant < 0) return false;
-      for (const DimTerm& t : n.terms) {
-        if (t.coeff < 0) return false;
-        for (const DimExpr& f : t.factors) {
-          if (!ProvablyNonNegative(f)) return false;
-        }
-      }
-      return true;
-    case DimExpr::Kind::kFloorDiv:
-    case DimExpr::Kind::kMin:
-      return ProvablyNonNegative(n.args[0]) && ProvablyNonNegative(n.args[1]);
-    case DimExpr::Kind::kMod:
-      return n.args[1].is_constant() && n.args[1].constant() > 0;
-    case DimExpr::Kind::kMax:
-      return ProvablyNonNegative(n.args[0]) || ProvablyNonNegative(n.args[1]);
-    default:
-      return false;
-  }
-}
+bool ProvablyNonNegative(const DimExpr& e) { return DimExpr::ProveNonNegative(e); }
 
 bool ProvablyLessOrEqual(const DimExpr& a, const DimExpr& b) {
   if (ProvablyNonNegative(b - a)) return true;

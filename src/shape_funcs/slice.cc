@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
 #include "shape_funcs/rule_helpers.h"
+#include "shape_funcs/symbolic_values.h"
 
 namespace hetpass {
 namespace {
@@ -175,22 +176,44 @@ Result DynStridedSliceRule(ShapeContext& ctx) {
   return One(SlicedType(ctx, axes));
 }
 
-// Symbolic values of a slice of a 1-D shape value (`Shape(x)[1:]`): the length is static, so
-// the bounds are resolved with the rule's own arithmetic and the picked elements forwarded.
+// Symbolic values of a slice of a small integer tensor with a static shape (`Shape(x)[1:]`, a
+// flip of torch's [n, 2] pads table): the sliced shape is static, so the bounds are resolved
+// with the rule's own arithmetic and the picked elements forwarded.
 std::optional<std::vector<std::vector<DimExpr>>> SliceSymbolic(ShapeContext& ctx,
-                                                                const SliceSpec& spec) {
-  if (!IsInteger(ctx.dtype(0)) || ctx.rank(0) != 1) return std::nullopt;
+                                                               const SliceSpec& spec) {
+  if (!IsInteger(ctx.dtype(0))) return std::nullopt;
+  auto in_shape = ctx.Shape(0);
+  if (!in_shape.ok()) return std::nullopt;
+  const std::optional<std::vector<int64_t>> shape = shape_rules::AllConstant(*in_shape);
+  if (!shape || !shape_rules::Product(*in_shape).is_constant() ||
+      shape_rules::Product(*in_shape).constant() > kMaxSymbolicElements) {
+    return std::nullopt;
+  }
   auto v = ctx.IntValues(0);
   if (!v.ok() || !v->has_value()) return std::nullopt;
   const std::vector<DimExpr>& in = **v;
-  const std::vector<DimExpr> shape = {DimExpr(static_cast<int64_t>(in.size()))};
-  auto axes = SliceAll(ctx, shape, spec);
-  if (!axes.ok() || !(*axes)[0].start.is_constant() || !(*axes)[0].len.is_constant()) {
-    return std::nullopt;
+  auto axes = SliceAll(ctx, *in_shape, spec);
+  if (!axes.ok()) return std::nullopt;
+  std::vector<int64_t> out_shape;
+  for (const AxisSlice& a : *axes) {
+    if (!a.start.is_constant() || !a.len.is_constant()) return std::nullopt;
+    out_shape.push_back(a.len.constant());
   }
-  const AxisSlice& a = (*axes)[0];
+  const std::vector<int64_t> strides = shape_rules::Strides(*shape);
   std::vector<DimExpr> out;
-  for (int64_t k = 0; k < a.len.constant(); ++k) out.push_back(in[a.start.constant() + k * a.stride]);
+  std::vector<int64_t> idx(out_shape.size(), 0);
+  int64_t count = 1, in_count = 1;
+  for (int64_t d : out_shape) count *= d;
+  for (int64_t d : *shape) in_count *= d;
+  if (in_count != static_cast<int64_t>(in.size())) return std::nullopt;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t src = 0;
+    for (size_t a = 0; a < idx.size(); ++a) {
+      src += ((*axes)[a].start.constant() + idx[a] * (*axes)[a].stride) * strides[a];
+    }
+    out.push_back(in[src]);
+    shape_rules::NextIndex(idx, out_shape);
+  }
   return std::vector<std::vector<DimExpr>>{std::move(out)};
 }
 

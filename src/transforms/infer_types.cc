@@ -41,6 +41,7 @@
 
 #include <functional>
 #include <set>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -190,8 +191,10 @@ class InferTypesPass : public Pass {
     }
     current_function_ = &f;
     pending_assumptions_.clear();
+    ++pending_generation_;
     known_symbols_.clear();
     for (const auto& p : f.body().params()) CollectTypeSymbols(p->type(), &known_symbols_);
+    param_symbols_ = known_symbols_;
     // Conditions an earlier run recorded stay facts: their symbols are known too.
     for (const Assumption& a : f.assumptions()) a.CollectSymbols(&known_symbols_);
     RETURN_IF_ERROR(InferBlock(f.body()));
@@ -236,6 +239,7 @@ class InferTypesPass : public Pass {
       if (f.AddAssumption(std::move(a))) changed_ = true;
     }
     pending_assumptions_.clear();
+    ++pending_generation_;
     return absl::OkStatus();
   }
 
@@ -266,10 +270,18 @@ class InferTypesPass : public Pass {
     a = a.Canonical();
     a.reason = absl::StrCat(context, a.reason);
     if (a.Trivial()) return;
+    // A condition on `?` could never be checked: such a rule answered `?` instead.
+    if (a.lhs.is_unknown() || a.rhs.is_unknown()) return;
+    // Implied by what is already assumed (`h <= 16777215` after `h <= 128`).
+    if (a.kind == Assumption::Kind::kLe && CurrentFacts() != nullptr &&
+        DimExpr::ProveLessEqual(a.lhs, a.rhs, CurrentFacts())) {
+      return;
+    }
     for (const Assumption& have : pending_assumptions_) {
       if (have.SameCondition(a)) return;
     }
     pending_assumptions_.push_back(std::move(a));
+    ++pending_generation_;
   }
 
   // Phase 2 for one dim: the declared dim `d` against the inferred `i`. Equal, or one of them
@@ -302,8 +314,42 @@ class InferTypesPass : public Pass {
     return d;
   }
 
+  // `t` with every dim rebuilt under `facts` (DimExpr::Simplify).
+  static Type SimplifyType(const Type& t, const DimFacts& facts) {
+    if (t.is_tensor()) {
+      std::vector<DimExpr> dims;
+      dims.reserve(t.shape().size());
+      for (const DimExpr& d : t.shape()) dims.push_back(d.is_constant() ? d : d.Simplify(facts));
+      return Type::Tensor(t.dtype(), std::move(dims));
+    }
+    if (t.is_tuple()) {
+      std::vector<Type> fields;
+      for (const Type& f : t.fields()) fields.push_back(SimplifyType(f, facts));
+      return Type::Tuple(std::move(fields));
+    }
+    return t;
+  }
+
+  // The function's assumptions as facts for the simplifier: what has been assumed makes the
+  // types after it simpler (`min(128, seq)` is `seq` once `seq <= 128` is assumed).
+  const DimFacts* CurrentFacts() {
+    if (current_function_ == nullptr) return nullptr;
+    const std::vector<Assumption>& recorded = current_function_->assumptions();
+    if (recorded.empty() && pending_assumptions_.empty()) return nullptr;
+    const std::tuple<const Function*, size_t, size_t, uint64_t> key{
+        current_function_, recorded.size(), pending_assumptions_.size(), pending_generation_};
+    if (key == facts_key_) return &facts_;
+    facts_key_ = key;
+    std::vector<Assumption> all = recorded;
+    all.insert(all.end(), pending_assumptions_.begin(), pending_assumptions_.end());
+    facts_ = FactsFromAssumptions(all);
+    return &facts_;
+  }
+
   // Phase 2 for one value: merge the inferred type into the declared one.
-  absl::Status SetType(const Node& n, Value* v, const Type& inferred) {
+  absl::Status SetType(const Node& n, Value* v, const Type& inferred_in) {
+    const DimFacts* facts = CurrentFacts();
+    const Type inferred = facts != nullptr ? SimplifyType(inferred_in, *facts) : inferred_in;
     Type merged = inferred;
     if (!v->type().is_unset()) {
       const Type declared = v->type();
@@ -497,7 +543,9 @@ class InferTypesPass : public Pass {
         n.result(i)->set_type(named);
       }
     }
-    sym_.Propagate(n);
+    std::vector<Assumption> exactness;
+    sym_.Propagate(n, &exactness, &param_symbols_);
+    for (Assumption& a : exactness) Assume(n, std::move(a));
     return absl::OkStatus();
   }
 
@@ -664,6 +712,7 @@ class InferTypesPass : public Pass {
     const size_t assumptions_at_entry = pending_assumptions_.size();
     for (int round = 0;; ++round) {
       pending_assumptions_.resize(assumptions_at_entry);
+      ++pending_generation_;
       if (round >= options_.max_loop_rounds + 64) {
         return absl::InternalError(absl::StrCat(NodeContext(module_, n),
                                                 "loop type fixpoint did not converge"));
@@ -697,15 +746,42 @@ class InferTypesPass : public Pass {
     for (auto& [v, t] : snapshot) body_changed |= (v->type() != t);
     changed_ = changed_at_entry || body_changed;
     for (int k = 0; k < carried; ++k) RETURN_IF_ERROR(SetType(n, n.result(k), state[k]));
+    const DimExpr iterations = StaticIterationCount(n, body);
     for (int s = 0; s < scans; ++s) {
       const Type& y = body.results()[1 + carried + s]->type();
       if (!y.is_tensor()) return NodeError(n, "scan outputs must be tensors");
-      std::vector<DimExpr> dims = {DimExpr::Unknown()};
+      std::vector<DimExpr> dims = {iterations};
       const Type per_iteration = ScrubBodySymbols(body, y);
       dims.insert(dims.end(), per_iteration.shape().begin(), per_iteration.shape().end());
       RETURN_IF_ERROR(SetType(n, n.result(carried + s), Type::Tensor(y.dtype(), std::move(dims))));
     }
     return absl::OkStatus();
+  }
+
+  // How many times a loop runs when its condition never stops it: it enters true and the body
+  // yields the constant true (an unrolled RNN: `loop(time, true)`); then the trip count, whose
+  // value is a symbol the shape subgraph gives (`time`), or `?` when it is not known.
+  DimExpr StaticIterationCount(const Node& n, const Block& body) const {
+    auto scalar_value = [&](const Value* v) -> std::optional<DimExpr> {
+      if (const Tensor* t = ConstantData(v); t != nullptr && t->num_elements() == 1) {
+        return DimExpr(t->GetInt64(0));
+      }
+      const std::vector<DimExpr>* sym = sym_.Find(v);
+      if (sym != nullptr && sym->size() == 1) return (*sym)[0];
+      return std::nullopt;
+    };
+    if (n.num_operands() < 2 || body.results().empty()) return DimExpr::Unknown();
+    const std::optional<DimExpr> trips = scalar_value(n.operand(0));
+    const std::optional<DimExpr> enters = scalar_value(n.operand(1));
+    const std::optional<DimExpr> stays = scalar_value(body.results()[0]);
+    const bool always = enters && *enters == DimExpr(1) &&
+                        ((stays && *stays == DimExpr(1)) || body.results()[0] == body.param(1));
+    if (!trips || !always) return DimExpr::Unknown();
+    // A huge constant is the importer's "no trip count" (ONNX's empty M): not a size.
+    if (trips->is_constant() && trips->constant() > (int64_t{1} << 31) - 1) {
+      return DimExpr::Unknown();
+    }
+    return DimExpr::Max(0, *trips);  // a negative trip count runs no iteration
   }
 
   absl::Status CheckYieldedCondition(const Node& n, const Block& body) {
@@ -729,6 +805,10 @@ class InferTypesPass : public Pass {
   // Assumptions found in the function being inferred (added to it at its end), and the symbols
   // bound before the binding being inferred (its parameters' and earlier values').
   std::vector<Assumption> pending_assumptions_;
+  std::set<std::string> param_symbols_;  // bound by the current function's parameters
+  DimFacts facts_;  // CurrentFacts' last answer, for facts_key_
+  std::tuple<const Function*, size_t, size_t, uint64_t> facts_key_{nullptr, 0, 0, 0};
+  uint64_t pending_generation_ = 0;  // bumped whenever pending_assumptions_ changes
   std::set<std::string> known_symbols_;
 };
 

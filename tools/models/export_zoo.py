@@ -26,6 +26,7 @@ import argparse
 import copy
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -41,7 +42,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
 from torchvision.models import convnext, efficientnet, mobilenetv3, regnet, shufflenetv2
-from torchvision.models import vision_transformer
+from torchvision.models import swin_transformer, vision_transformer
 from torchvision.models.detection import ssd, ssdlite
 from torchvision.models.detection import _utils as det_utils
 from torchvision.models.detection.anchor_utils import DefaultBoxGenerator
@@ -254,6 +255,214 @@ class FlowWarp(nn.Module):
         return flow, warped
 
 
+# ---- dynamic-shape idioms ------------------------------------------------------------------
+# Models chosen for the shape arithmetic PyTorch code does on sizes read from tensors: pads
+# computed from H % window, slices of position tables to the sequence length, positional
+# encodings from arange over a feature map, pads to a skip connection's size, expands and tiles
+# to the batch size.
+
+class SwinWindow(nn.Module):
+    """torchvision's Swin Transformer, shrunk: patch-embed conv, then shifted-window attention
+    blocks, whose window partition pads H and W up to a multiple of the window with
+    pad = (ws - H % ws) % ws from the tensor's shape, rolls by half a window in every second
+    block (with the shifted-window attention mask built from the padded size), and crops back to
+    H, W; patch merging pads odd sizes to even. Returns the last stage's features [B, H', W', C]
+    next to the logits, so a misplaced window shows up position by position."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = swin_transformer.SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                                                    window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10)
+
+    def forward(self, x):
+        f = self.net.norm(self.net.features(x))
+        n = self.net
+        return f, n.head(n.flatten(n.avgpool(n.permute(f))))
+
+
+class BertPosEmb(nn.Module):
+    """BERT encoder (2 layers, post-norm), Hugging Face style: position ids are a registered
+    buffer arange(128) sliced to the sequence length (position_ids[:, :seq]), token-type
+    embeddings, and the attention mask [B, S] (1 = token, 0 = padding) expanded to
+    [B, 1, S, S] and made additive ((1 - mask) * -10000). Returns the sequence output and the
+    pooled [CLS] output."""
+
+    def __init__(self, vocab=100, d=32, layers=2, heads=2, ffn=64, max_pos=128, types=2):
+        super().__init__()
+        self.heads = heads
+        self.word = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(max_pos, d)
+        self.type_emb = nn.Embedding(types, d)
+        self.ln = nn.LayerNorm(d, eps=1e-12)
+        self.register_buffer("position_ids", torch.arange(max_pos).expand((1, -1)))
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(nn.ModuleDict({
+                "q": nn.Linear(d, d), "k": nn.Linear(d, d), "v": nn.Linear(d, d), "o": nn.Linear(d, d),
+                "ln1": nn.LayerNorm(d, eps=1e-12), "up": nn.Linear(d, ffn), "down": nn.Linear(ffn, d),
+                "ln2": nn.LayerNorm(d, eps=1e-12)}))
+        self.pool = nn.Linear(d, d)
+
+    def split(self, x):
+        b, s, d = x.shape
+        return x.view(b, s, self.heads, d // self.heads).transpose(1, 2)
+
+    def forward(self, ids, token_types, mask):
+        b, s = ids.size(0), ids.size(1)
+        position_ids = self.position_ids[:, :s]
+        x = self.ln(self.word(ids) + self.pos(position_ids) + self.type_emb(token_types))
+        ext = mask[:, None, None, :].expand(b, 1, s, s).to(x.dtype)
+        ext = (1.0 - ext) * -10000.0
+        for L in self.layers:
+            q, k, v = self.split(L["q"](x)), self.split(L["k"](x)), self.split(L["v"](x))
+            att = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1)) + ext
+            ctx = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, s, -1)
+            x = L["ln1"](x + L["o"](ctx))
+            x = L["ln2"](x + L["down"](F.gelu(L["up"](x))))
+        return x, torch.tanh(self.pool(x[:, 0]))
+
+
+class DetrSine(nn.Module):
+    """Small CNN backbone (3 stride-2 conv-BN-ReLU), a 1x1 input projection, DETR's sine
+    position encoding built from the feature map's size: y positions as the cumsum of an
+    all-ones mask over H (DETR's), x positions as torch.arange(w, dtype=float32) + 1, both
+    normalised to 2*pi, divided by temperature ** (2 * (i // 2) / F), sin/cos interleaved,
+    concatenated and added to the features; flattened to a sequence [B, H*W, D] and run through
+    one transformer encoder layer."""
+
+    def __init__(self, d=32, temperature=10000.0):
+        super().__init__()
+
+        def cbr(i, o):
+            return [nn.Conv2d(i, o, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+
+        self.backbone = nn.Sequential(*cbr(3, 16), *cbr(16, 32), *cbr(32, 48))
+        self.proj = nn.Conv2d(48, d, 1)
+        self.feats = d // 2
+        self.temperature = temperature
+        self.encoder = nn.TransformerEncoderLayer(d, 2, 64, dropout=0.0, batch_first=True)
+
+    def position(self, f):
+        b, h, w = f.shape[0], f.shape[2], f.shape[3]
+        not_mask = torch.ones((b, h, w), dtype=torch.bool)
+        y = not_mask.cumsum(1, dtype=torch.float32)
+        x = (torch.arange(w, dtype=torch.float32) + 1.0)[None, None, :].expand(b, h, w)
+        eps, scale = 1e-6, 2 * math.pi
+        y = y / (y[:, -1:, :] + eps) * scale
+        x = x / (x[:, :, -1:] + eps) * scale
+        dim_t = torch.arange(self.feats, dtype=torch.float32)
+        dim_t = self.temperature ** (2 * torch.div(dim_t, 2, rounding_mode="floor") / self.feats)
+        px, py = x[:, :, :, None] / dim_t, y[:, :, :, None] / dim_t
+        px = torch.stack((px[:, :, :, 0::2].sin(), px[:, :, :, 1::2].cos()), dim=4).flatten(3)
+        py = torch.stack((py[:, :, :, 0::2].sin(), py[:, :, :, 1::2].cos()), dim=4).flatten(3)
+        return torch.cat((py, px), dim=3).permute(0, 3, 1, 2)
+
+    def forward(self, image):
+        f = self.proj(self.backbone(image))
+        src = (f + self.position(f)).flatten(2).transpose(1, 2)
+        return self.encoder(src)
+
+
+class UNetPad(nn.Module):
+    """U-Net (milesial's Pytorch-UNet layout, 2 down, 2 up, narrow): each decoder stage
+    upsamples with ConvTranspose2d(2, stride 2), pads to the skip connection's size with
+    diffY = skip.size(2) - x.size(2), diffX = skip.size(3) - x.size(3) and
+    F.pad(x, [diffX // 2, diffX - diffX // 2, diffY // 2, diffY - diffY // 2]), then concatenates
+    with the skip. Odd input sizes make the pads non-zero."""
+
+    @staticmethod
+    def block(i, o):
+        return nn.Sequential(nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU(),
+                             nn.Conv2d(o, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU())
+
+    def __init__(self, c=8, classes=3):
+        super().__init__()
+        self.inc = self.block(3, c)
+        self.down1 = nn.Sequential(nn.MaxPool2d(2), self.block(c, 2 * c))
+        self.down2 = nn.Sequential(nn.MaxPool2d(2), self.block(2 * c, 4 * c))
+        self.up1 = nn.ConvTranspose2d(4 * c, 2 * c, 2, stride=2)
+        self.conv1 = self.block(4 * c, 2 * c)
+        self.up2 = nn.ConvTranspose2d(2 * c, c, 2, stride=2)
+        self.conv2 = self.block(2 * c, c)
+        self.outc = nn.Conv2d(c, classes, 1)
+
+    @staticmethod
+    def pad_to(x, skip):
+        diffY = skip.size(2) - x.size(2)
+        diffX = skip.size(3) - x.size(3)
+        x = F.pad(x, [diffX // 2, diffX - diffX // 2, diffY // 2, diffY - diffY // 2])
+        return torch.cat([skip, x], dim=1)
+
+    def forward(self, x):
+        x1 = self.inc(x)
+        x2 = self.down1(x1)
+        x3 = self.down2(x2)
+        y = self.conv1(self.pad_to(self.up1(x3), x2))
+        y = self.conv2(self.pad_to(self.up2(y), x1))
+        return self.outc(y)
+
+
+class PerceiverLatent(nn.Module):
+    """Perceiver-style encoder over a variable-length input [B, N, F]: a token-type embedding of
+    x.new_zeros(B, N) ids, a padding mask torch.ones(B, N) made additive, one self-attention
+    layer over the input with a clamped relative-position bias
+    (arange(N)[:, None] - arange(N)[None, :]).clamp(-K, K) + K, then a learned latent array
+    latents.unsqueeze(0).expand(B, -1, -1) with a [CLS] latent cls.repeat(B, 1, 1) (Tile)
+    cross-attending to the input, and one latent self-attention layer. Returns the latents
+    [B, 1 + L, D] and logits from the [CLS] latent."""
+
+    def __init__(self, feat=12, d=32, latents=8, heads=2, max_rel=4, classes=5):
+        super().__init__()
+        self.heads, self.max_rel = heads, max_rel
+        self.inp = nn.Linear(feat, d)
+        self.type_emb = nn.Embedding(2, d)
+        self.rel = nn.Embedding(2 * max_rel + 1, heads)
+        self.latents = nn.Parameter(torch.randn(latents, d))
+        self.cls = nn.Parameter(torch.randn(1, 1, d))
+        self.attn = nn.ModuleList([nn.ModuleDict({"q": nn.Linear(d, d), "k": nn.Linear(d, d), "v": nn.Linear(d, d),
+                                                  "o": nn.Linear(d, d), "ln": nn.LayerNorm(d)}) for _ in range(3)])
+        self.head = nn.Linear(d, classes)
+
+    def attend(self, A, x, ctx, bias):
+        b, n, d = x.shape
+        m = ctx.size(1)
+        h = self.heads
+        q = A["q"](x).view(b, n, h, d // h).transpose(1, 2)
+        k = A["k"](ctx).view(b, m, h, d // h).transpose(1, 2)
+        v = A["v"](ctx).view(b, m, h, d // h).transpose(1, 2)
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(d // h) + bias
+        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d)
+        return A["ln"](x + A["o"](y))
+
+    def forward(self, x):
+        b, n = x.shape[0], x.shape[1]
+        types = x.new_zeros(b, n, dtype=torch.long)
+        mask = torch.ones(b, n)
+        key_bias = ((1.0 - mask) * -10000.0)[:, None, None, :]
+        pos = torch.arange(n)
+        rel = (pos[:, None] - pos[None, :]).clamp(-self.max_rel, self.max_rel) + self.max_rel
+        rel_bias = self.rel(rel).permute(2, 0, 1).unsqueeze(0)
+        h = self.inp(x) + self.type_emb(types)
+        h = self.attend(self.attn[0], h, h, rel_bias + key_bias)
+        lat = torch.cat([self.cls.repeat(b, 1, 1), self.latents.unsqueeze(0).expand(x.shape[0], -1, -1)], 1)
+        lat = self.attend(self.attn[1], lat, h, key_bias)
+        lat = self.attend(self.attn[2], lat, lat, 0.0)
+        return lat, self.head(lat[:, 0])
+
+
+def bert_inputs(b, s, seed):
+    """ids, token types (0 then 1 from a per-row split) and a padding mask whose rows end in
+    0..s/2 padding positions (row 0 unpadded)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, 100, (b, s), generator=g)
+    split = torch.randint(1, s, (b, 1), generator=g)
+    types = (torch.arange(s)[None, :] >= split).long()
+    valid = s - torch.randint(0, s // 2 + 1, (b, 1), generator=g)
+    valid[0] = s
+    mask = (torch.arange(s)[None, :] < valid).long()
+    return [ids, types, mask]
+
+
 # name -> (builder, opset, inputs per set (seeded), input names, output names, dynamic axes)
 IMG = {0: "batch", 2: "height", 3: "width"}
 
@@ -294,6 +503,20 @@ MODELS = {
                   ["frame0", "frame1"], ["flow", "warped"],
                   {"frame0": IMG, "frame1": IMG, "flow": {0: "batch", 2: "height", 3: "width"},
                    "warped": IMG}),
+    "swin_window": (SwinWindow, 17, image_sets([(1, 3, 56, 72), (2, 3, 44, 60)]), ["image"], ["features", "logits"],
+                    {"image": IMG, "features": {0: "batch", 1: "fheight", 2: "fwidth"}, "logits": {0: "batch"}}),
+    "bert_posemb": (BertPosEmb, 17, [bert_inputs(2, 11, 13), bert_inputs(3, 37, 14)],
+                    ["input_ids", "token_type_ids", "attention_mask"], ["sequence", "pooled"],
+                    {"input_ids": {0: "batch", 1: "seq"}, "token_type_ids": {0: "batch", 1: "seq"},
+                     "attention_mask": {0: "batch", 1: "seq"}, "sequence": {0: "batch", 1: "seq"},
+                     "pooled": {0: "batch"}}),
+    "detr_sine": (DetrSine, 17, image_sets([(1, 3, 64, 96), (2, 3, 80, 56)]), ["image"], ["memory"],
+                  {"image": IMG, "memory": {0: "batch", 1: "tokens"}}),
+    "unet_pad": (UNetPad, 17, image_sets([(1, 3, 37, 45), (2, 3, 42, 54)]), ["image"], ["masks"],
+                 {"image": IMG, "masks": IMG}),
+    "perceiver_latent": (PerceiverLatent, 17, [[images((2, 13, 12), 15)], [images((3, 29, 12), 16)]], ["inputs"],
+                         ["latents", "logits"],
+                         {"inputs": {0: "batch", 1: "seq"}, "latents": {0: "batch"}, "logits": {0: "batch"}}),
 }
 
 

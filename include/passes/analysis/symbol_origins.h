@@ -30,6 +30,11 @@ struct SymbolOrigin {
   // that inference could not follow back to the inputs' symbols. kRule: the op's shape rule
   // could not say it over the inputs' symbols.
   enum class Kind { kData, kValue, kRule } kind = Kind::kRule;
+  // kValue: the tensor whose contents the values depend on ("%k of reduce_max (m:4:3)",
+  // "%target (a parameter's contents)"), found by walking back from the value inputs past
+  // shape arithmetic; empty when shapes and constants alone make them (a gap in inference).
+  // kRule: the operand whose `?` dim the rule was fed ("%r of if (m:9:3)"), if any.
+  std::string data_source;
   std::string reason;
 };
 

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "passes/ir/dim_expr.h"
 
 namespace hetpass {
@@ -61,6 +62,10 @@ struct Assumption {
     return kind == o.kind && lhs == o.lhs && rhs == o.rhs;
   }
 };
+
+// What the assumptions make known to the simplifier (DimExpr::Simplify): bounds from `x <= c`,
+// `c <= x`, `x == c`; other `a <= b` and `a == b` as non-negative differences.
+DimFacts FactsFromAssumptions(absl::Span<const Assumption> assumptions);
 
 // "==", "<=" or "in".
 const char* AssumptionKindText(Assumption::Kind kind);

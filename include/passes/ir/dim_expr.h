@@ -10,6 +10,11 @@
 //     operands are themselves canonical; they simplify when the divisor divides a term
 //     (`(n*4 + 3)//4 == n`), when operands are constant, or when min/max operands differ by a
 //     constant;
+//   - min, max, floordiv and mod also simplify by what is provable about their operands: every
+//     symbol is a dimension, so it is >= 0, and a DimFacts adds more (`seq <= 128` from an
+//     assumption). `max(0, n - 2)` stays, `max(0, n + 2)` is `n + 2`, `min(n, max(0, n - 2))` is
+//     `max(0, n - 2)`, `(x//2 + 1)//2` is `(x + 2)//4`. The constructors use the symbols' signs
+//     only; Simplify(facts) rebuilds an expression with the facts of a function;
 //   - anything combined with an unknown dimension is unknown.
 #ifndef HETPASS_IR_DIM_EXPR_H_
 #define HETPASS_IR_DIM_EXPR_H_
@@ -28,6 +33,15 @@
 namespace hetpass {
 
 struct DimNode;
+class DimFacts;
+
+// An interval of values; kNegInf / kPosInf (INT64_MIN / INT64_MAX) stand for "unbounded".
+struct DimBounds {
+  static constexpr int64_t kNegInf = INT64_MIN;
+  static constexpr int64_t kPosInf = INT64_MAX;
+  int64_t lo = kNegInf;
+  int64_t hi = kPosInf;
+};
 
 class DimExpr {
  public:
@@ -53,12 +67,24 @@ class DimExpr {
   friend DimExpr operator-(const DimExpr& a, const DimExpr& b);
   friend DimExpr operator*(const DimExpr& a, const DimExpr& b);
   friend DimExpr operator-(const DimExpr& a) { return DimExpr(0) - a; }
-  static DimExpr FloorDiv(const DimExpr& a, const DimExpr& b);
-  static DimExpr Mod(const DimExpr& a, const DimExpr& b);
-  static DimExpr Min(const DimExpr& a, const DimExpr& b);
-  static DimExpr Max(const DimExpr& a, const DimExpr& b);
+  // With `facts`, what they prove simplifies too (see DimFacts); without, symbols are >= 0.
+  static DimExpr FloorDiv(const DimExpr& a, const DimExpr& b, const DimFacts* facts = nullptr);
+  static DimExpr Mod(const DimExpr& a, const DimExpr& b, const DimFacts* facts = nullptr);
+  static DimExpr Min(const DimExpr& a, const DimExpr& b, const DimFacts* facts = nullptr);
+  static DimExpr Max(const DimExpr& a, const DimExpr& b, const DimFacts* facts = nullptr);
   // Ceiling division, expressed as -((-a) // b).
-  static DimExpr CeilDiv(const DimExpr& a, const DimExpr& b);
+  static DimExpr CeilDiv(const DimExpr& a, const DimExpr& b, const DimFacts* facts = nullptr);
+
+  // Interval arithmetic over the symbols' bounds ([0, +inf) unless facts say more). Sound:
+  // every value the expression takes lies in the interval (overflow widens to unbounded).
+  DimBounds Bounds(const DimFacts* facts = nullptr) const;
+  // Whether `e >= 0` (`a <= b`) holds for every value of the symbols allowed by the facts. A
+  // bounded proof: interval arithmetic, the facts' non-negative expressions, and case splits on
+  // min/max terms (`n - max(0, n - 2) >= 0` as `n >= 0` and `2 >= 0`). False means "not proved".
+  static bool ProveNonNegative(const DimExpr& e, const DimFacts* facts = nullptr);
+  static bool ProveLessEqual(const DimExpr& a, const DimExpr& b, const DimFacts* facts = nullptr);
+  // The same expression rebuilt under `facts`: `max(0, n - 2) + min(2, n)` is `n` given n >= 2.
+  DimExpr Simplify(const DimFacts& facts) const;
 
   // Structural equality of canonical forms. Note: `?` == `?` structurally (two unknown dims
   // print alike); use is_unknown() where "provably equal" is meant.
@@ -100,11 +126,33 @@ struct DimTerm {
 
 struct DimNode {
   DimExpr::Kind kind;
+  DimBounds bounds;            // with symbols >= 0 and no other facts (computed once)
   std::string name;            // kSymbol
   std::vector<DimExpr> args;   // kFloorDiv, kMod (2), kMin, kMax (2, sorted)
   int64_t constant = 0;        // kSum: the constant part
   std::vector<DimTerm> terms;  // kSum: at least one term; never a lone atom with coeff 1
   size_t hash = 0;
+};
+
+// Facts about symbols that hold wherever an expression is used: bounds (`seq` in [0, 128]) and
+// expressions known to be >= 0 (`n - k` from `k <= n`). Built from a function's assumptions
+// (FactsFromAssumptions in assumption.h); every symbol is >= 0 without being told.
+class DimFacts {
+ public:
+  // Narrows the symbol's interval to [lo, hi] (intersected with what is known).
+  void Bound(absl::string_view symbol, int64_t lo, int64_t hi);
+  // Records `a <= b`: a bound when one side is a symbol and the other a constant, otherwise the
+  // non-negative expression `b - a` for the prover.
+  void AddLessEqual(const DimExpr& a, const DimExpr& b);
+  bool empty() const { return symbols_.empty() && non_negative_.empty(); }
+  // The symbol's interval: [0, +inf) unless bounded.
+  DimBounds SymbolBounds(const std::string& symbol) const;
+  bool has_symbol_bounds() const { return !symbols_.empty(); }
+  const std::vector<DimExpr>& non_negative() const { return non_negative_; }
+
+ private:
+  absl::flat_hash_map<std::string, DimBounds> symbols_;
+  std::vector<DimExpr> non_negative_;
 };
 
 // For tests and logs (gtest prints a DimExpr through this).
