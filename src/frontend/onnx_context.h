@@ -98,6 +98,8 @@ absl::StatusOr<Type> TypeFromOnnx(const onnx::TypeProto& t);
 
 // TensorProto -> Tensor (also used for initializers and Constant attributes).
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t);
+// The same for a proto the caller gives up: its raw_data buffer becomes the tensor's, uncopied.
+absl::StatusOr<Tensor> TensorFromProto(onnx::TensorProto&& t);
 absl::StatusOr<DType> DTypeFromOnnx(int32_t elem_type);
 
 }  // namespace hetpass::onnx_frontend

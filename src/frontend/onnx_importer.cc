@@ -278,7 +278,10 @@ absl::StatusOr<Type> TypeFromOnnx(const onnx::TypeProto& t) {
   return Type::Tensor(dtype, std::move(dims));
 }
 
-absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t) {
+namespace {
+
+// TensorFromProto; with `take` (t's own raw_data, given up by the caller) the bytes are moved.
+absl::StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& t, std::string* take) {
   ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(t.data_type()));
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     return absl::UnimplementedError(
@@ -294,7 +297,8 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t) {
         absl::StrFormat("tensor '%s': %s", t.name(), count.status().message()));
   }
   if (t.has_raw_data()) {
-    auto r = Tensor::FromBytes(dtype, shape, t.raw_data());
+    auto r = take != nullptr ? Tensor::FromOwnedBytes(dtype, shape, std::move(*take))
+                             : Tensor::FromBytes(dtype, shape, t.raw_data());
     if (!r.ok()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("tensor '%s': %s", t.name(), r.status().message()));
@@ -349,6 +353,16 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t) {
   return absl::InternalError("unhandled dtype");
 }
 
+}  // namespace
+
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& t) {
+  return TensorFromProtoImpl(t, nullptr);
+}
+
+absl::StatusOr<Tensor> TensorFromProto(onnx::TensorProto&& t) {
+  return TensorFromProtoImpl(t, t.has_raw_data() ? t.mutable_raw_data() : nullptr);
+}
+
 }  // namespace onnx_frontend
 
 namespace {
@@ -385,7 +399,9 @@ constexpr int kMaxOpset = 17;
 
 class GraphImporter {
  public:
-  GraphImporter(const onnx::ModelProto& model, const OnnxImportOptions& options,
+  // `model` is consumed: each initializer's parsed bytes become its constant's, uncopied, so a
+  // model's weights live in memory once after parsing (the file's bytes are freed then).
+  GraphImporter(onnx::ModelProto& model, const OnnxImportOptions& options,
                 absl::string_view source_name)
       : model_(model), options_(options), source_name_(source_name) {}
 
@@ -410,8 +426,8 @@ class GraphImporter {
       ASSIGN_OR_RETURN(Type t, InputType(in));
       Define(in.name(), f->body().AddParam(std::move(t), in.name()));
     }
-    for (const auto& init : g.initializer()) {
-      auto t = onnx_frontend::TensorFromProto(init);
+    for (auto& init : *model_.mutable_graph()->mutable_initializer()) {
+      auto t = onnx_frontend::TensorFromProto(std::move(init));  // its bytes move over
       if (!t.ok()) return WithSource(t.status(), "initializer");
       Define(init.name(), ctx.Const(*std::move(t), init.name()));
     }
@@ -957,7 +973,7 @@ class GraphImporter {
     return Type::Tensor(*dtype, std::move(dims));
   }
 
-  const onnx::ModelProto& model_;
+  onnx::ModelProto& model_;
   const OnnxImportOptions& options_;
   absl::string_view source_name_;
   // Name scopes: the main graph's, then one per body being imported.
@@ -969,9 +985,13 @@ class GraphImporter {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Module>> ImportOnnx(absl::string_view model_bytes,
-                                                   const OnnxImportOptions& options,
-                                                   absl::string_view source_name) {
+namespace {
+
+// ImportOnnx with the bytes owned here: they are freed as soon as they are parsed.
+absl::StatusOr<std::unique_ptr<Module>> ImportOwnedBytes(std::string* owned,
+                                                         absl::string_view model_bytes,
+                                                         const OnnxImportOptions& options,
+                                                         absl::string_view source_name) {
   if (options.function_name.empty() ||
       SanitizeSymbol(options.function_name) != options.function_name) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -984,6 +1004,7 @@ absl::StatusOr<std::unique_ptr<Module>> ImportOnnx(absl::string_view model_bytes
       return absl::InvalidArgumentError(
           absl::StrCat(source_name, ": not a valid ONNX model (the ModelProto does not parse)"));
     }
+    if (owned != nullptr) std::string().swap(*owned);  // the parsed copy is all that is needed
     if (!model.has_graph()) {
       return absl::InvalidArgumentError(absl::StrCat(source_name, ": the model has no graph"));
     }
@@ -995,10 +1016,19 @@ absl::StatusOr<std::unique_ptr<Module>> ImportOnnx(absl::string_view model_bytes
   }
 }
 
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Module>> ImportOnnx(absl::string_view model_bytes,
+                                                   const OnnxImportOptions& options,
+                                                   absl::string_view source_name) {
+  return ImportOwnedBytes(nullptr, model_bytes, options, source_name);
+}
+
 absl::StatusOr<std::unique_ptr<Module>> ImportOnnxFile(const std::string& path,
                                                        const OnnxImportOptions& options) {
   ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, "an ONNX model (.onnx)"));
-  return ImportOnnx(bytes, options, path);
+  const absl::string_view view = bytes;
+  return ImportOwnedBytes(&bytes, view, options, path);
 }
 
 absl::StatusOr<Tensor> ParseOnnxTensor(absl::string_view bytes) {

@@ -32,8 +32,8 @@ absl::StatusOr<int64_t> CheckedNumElements(absl::Span<const int64_t> shape) {
 
 // Default tensors (one per IR node) share one zero buffer: no allocation per node.
 Tensor::Tensor() {
-  static const auto* zero = new std::shared_ptr<std::vector<uint8_t>>(
-      std::make_shared<std::vector<uint8_t>>(8, 0));
+  static const auto* zero =
+      new std::shared_ptr<std::string>(std::make_shared<std::string>(8, '\0'));
   data_ = *zero;
 }
 
@@ -42,12 +42,14 @@ Tensor Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
   t.dtype_ = dtype;
   t.num_elements_ = Product(shape);
   t.shape_ = std::move(shape);
-  t.data_ = std::make_shared<std::vector<uint8_t>>(t.nbytes(), 0);
+  t.data_ = std::make_shared<std::string>(t.nbytes(), '\0');
   return t;
 }
 
-absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, std::vector<int64_t> shape,
-                                         absl::string_view bytes) {
+namespace {
+
+// The element count of dtype[shape] and its byte size, checked against `have` bytes.
+absl::StatusOr<int64_t> CheckedBytes(DType dtype, absl::Span<const int64_t> shape, size_t have) {
   ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape));
   // The byte size must not wrap either: 2^61 f64 elements would otherwise "need" 0 bytes.
   int64_t want_bytes = 0;
@@ -56,15 +58,29 @@ absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, std::vector<int64_t> shape
         absl::StrFormat("tensor %s%s has %d elements, whose byte size overflows int64",
                         DTypeName(dtype), absl::StrCat("[", absl::StrJoin(shape, ", "), "]"), n));
   }
-  const size_t want = static_cast<size_t>(want_bytes);
-  if (bytes.size() != want) {
+  if (have != static_cast<size_t>(want_bytes)) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("tensor data has %d bytes but %s%s needs %d", bytes.size(),
-                        DTypeName(dtype), absl::StrCat("[", absl::StrJoin(shape, ", "), "]"),
-                        want));
+        absl::StrFormat("tensor data has %d bytes but %s%s needs %d", have, DTypeName(dtype),
+                        absl::StrCat("[", absl::StrJoin(shape, ", "), "]"), want_bytes));
   }
-  Tensor t = Zeros(dtype, std::move(shape));
-  if (want) std::memcpy(t.data_->data(), bytes.data(), want);
+  return n;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, std::vector<int64_t> shape,
+                                         absl::string_view bytes) {
+  return FromOwnedBytes(dtype, std::move(shape), std::string(bytes));
+}
+
+absl::StatusOr<Tensor> Tensor::FromOwnedBytes(DType dtype, std::vector<int64_t> shape,
+                                              std::string&& bytes) {
+  ASSIGN_OR_RETURN(const int64_t n, CheckedBytes(dtype, shape, bytes.size()));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.num_elements_ = n;
+  t.shape_ = std::move(shape);
+  t.data_ = std::make_shared<std::string>(std::move(bytes));
   return t;
 }
 
@@ -96,8 +112,8 @@ Type Tensor::type() const {
 }
 
 uint8_t* Tensor::mutable_data() {
-  if (data_.use_count() > 1) data_ = std::make_shared<std::vector<uint8_t>>(*data_);
-  return data_->data();
+  if (data_.use_count() > 1) data_ = std::make_shared<std::string>(*data_);
+  return reinterpret_cast<uint8_t*>(data_->data());
 }
 
 double Tensor::GetDouble(int64_t i) const {

@@ -24,6 +24,10 @@ class Tensor {
   // Bytes in little-endian element order; fails if the size does not match.
   static absl::StatusOr<Tensor> FromBytes(DType dtype, std::vector<int64_t> shape,
                                           absl::string_view bytes);
+  // The same, taking the buffer over without a copy (an ONNX initializer's raw_data: a model's
+  // weights are then held once, where they were parsed).
+  static absl::StatusOr<Tensor> FromOwnedBytes(DType dtype, std::vector<int64_t> shape,
+                                               std::string&& bytes);
   static Tensor FromInt64s(DType dtype, std::vector<int64_t> shape,
                            absl::Span<const int64_t> values);
   static Tensor FromDoubles(DType dtype, std::vector<int64_t> shape,
@@ -37,7 +41,7 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(num_elements_) * DTypeSize(dtype_); }
   Type type() const;
 
-  const uint8_t* data() const { return data_->data(); }
+  const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(data_->data()); }
   // Writable data; unshares the storage first (copy on write).
   uint8_t* mutable_data();
   template <typename T>
@@ -68,7 +72,9 @@ class Tensor {
   DType dtype_ = DType::kF32;
   std::vector<int64_t> shape_;
   int64_t num_elements_ = 1;
-  std::shared_ptr<std::vector<uint8_t>> data_;
+  // The bytes, shared between copies (copy on write). A string so that a parsed buffer can be
+  // adopted whole (FromOwnedBytes); its heap block is malloc-aligned like a vector's.
+  std::shared_ptr<std::string> data_;
 };
 
 // Number of elements of a shape, or an error naming the problem (negative dim, overflow).
