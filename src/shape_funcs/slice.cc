@@ -181,37 +181,26 @@ Result DynStridedSliceRule(ShapeContext& ctx) {
 // with the rule's own arithmetic and the picked elements forwarded.
 std::optional<std::vector<std::vector<DimExpr>>> SliceSymbolic(ShapeContext& ctx,
                                                                const SliceSpec& spec) {
-  if (!IsInteger(ctx.dtype(0))) return std::nullopt;
-  auto in_shape = ctx.Shape(0);
-  if (!in_shape.ok()) return std::nullopt;
-  const std::optional<std::vector<int64_t>> shape = shape_rules::AllConstant(*in_shape);
-  if (!shape || !shape_rules::Product(*in_shape).is_constant() ||
-      shape_rules::Product(*in_shape).constant() > kMaxSymbolicElements) {
-    return std::nullopt;
-  }
-  auto v = ctx.IntValues(0);
-  if (!v.ok() || !v->has_value()) return std::nullopt;
-  const std::vector<DimExpr>& in = **v;
-  auto axes = SliceAll(ctx, *in_shape, spec);
+  const std::optional<IntTable> in = StaticIntTable(ctx, 0);
+  if (!in) return std::nullopt;
+  auto axes = SliceAll(ctx, shape_rules::ToDims(in->shape), spec);
   if (!axes.ok()) return std::nullopt;
   std::vector<int64_t> out_shape;
+  int64_t count = 1;
   for (const AxisSlice& a : *axes) {
     if (!a.start.is_constant() || !a.len.is_constant()) return std::nullopt;
     out_shape.push_back(a.len.constant());
+    count *= a.len.constant();
   }
-  const std::vector<int64_t> strides = shape_rules::Strides(*shape);
+  const std::vector<int64_t> strides = shape_rules::Strides(in->shape);
   std::vector<DimExpr> out;
   std::vector<int64_t> idx(out_shape.size(), 0);
-  int64_t count = 1, in_count = 1;
-  for (int64_t d : out_shape) count *= d;
-  for (int64_t d : *shape) in_count *= d;
-  if (in_count != static_cast<int64_t>(in.size())) return std::nullopt;
   for (int64_t i = 0; i < count; ++i) {
     int64_t src = 0;
     for (size_t a = 0; a < idx.size(); ++a) {
       src += ((*axes)[a].start.constant() + idx[a] * (*axes)[a].stride) * strides[a];
     }
-    out.push_back(in[src]);
+    out.push_back(in->values[src]);
     shape_rules::NextIndex(idx, out_shape);
   }
   return std::vector<std::vector<DimExpr>>{std::move(out)};

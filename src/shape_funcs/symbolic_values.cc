@@ -13,6 +13,26 @@ const Tensor* ConstantData(const Value* v) {
   return (p != nullptr && p->kind() == NodeKind::kConstant) ? &p->constant_value() : nullptr;
 }
 
+std::optional<IntTable> StaticIntTable(ShapeContext& ctx, int i) {
+  if (!IsInteger(ctx.dtype(i))) return std::nullopt;
+  auto dims = ctx.Shape(i);
+  if (!dims.ok()) return std::nullopt;
+  IntTable t;
+  int64_t count = 1;
+  for (const DimExpr& d : *dims) {
+    if (!d.is_constant() || d.constant() < 0) return std::nullopt;
+    t.shape.push_back(d.constant());
+    count *= d.constant();
+    if (count > kMaxSymbolicElements) return std::nullopt;  // data, not a shape table
+  }
+  auto v = ctx.IntValues(i);
+  if (!v.ok() || !v->has_value() || static_cast<int64_t>((*v)->size()) != count) {
+    return std::nullopt;
+  }
+  t.values = **std::move(v);
+  return t;
+}
+
 const std::vector<DimExpr>* SymbolicValues::Find(const Value* v) const {
   auto it = map_.find(v);
   return it == map_.end() ? nullptr : &it->second;

@@ -3,6 +3,7 @@
 #ifndef HETPASS_SRC_SHAPE_FUNCS_SYMBOLIC_VALUES_H_
 #define HETPASS_SRC_SHAPE_FUNCS_SYMBOLIC_VALUES_H_
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +26,15 @@ inline bool CarriesSymbolicValues(const Type& t) {
   return t.is_tensor() && (IsInteger(t.dtype()) || t.dtype() == DType::kBool) &&
          (t.rank() <= 1 || t.is_static());
 }
+
+// The contents of input `i` of a symbolic-value rule when it is a small integer table with a
+// static shape (at most kMaxSymbolicElements elements): its shape and row-major values. For
+// rules that move elements around (transpose, slices of rank > 1).
+struct IntTable {
+  std::vector<int64_t> shape;
+  std::vector<DimExpr> values;
+};
+std::optional<IntTable> StaticIntTable(ShapeContext& ctx, int i);
 
 // The data of a value defined by a constant binding, else nullptr.
 const Tensor* ConstantData(const Value* v);

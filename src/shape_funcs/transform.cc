@@ -216,30 +216,20 @@ Result TransposeRule(ShapeContext& ctx) {
 // built as reshape [-1, 2] -> flip -> transpose -> reshape [-1], and following it lets Pad see
 // the computed pads instead of giving every output dim a fresh symbol.
 std::optional<std::vector<std::vector<DimExpr>>> TransposeSymbolic(ShapeContext& ctx) {
-  if (!IsInteger(ctx.dtype(0))) return std::nullopt;
-  auto in = ctx.Shape(0);
-  if (!in.ok()) return std::nullopt;
-  const std::optional<std::vector<int64_t>> shape = shape_rules::AllConstant(*in);
-  if (!shape || !shape_rules::Product(*in).is_constant() ||
-      shape_rules::Product(*in).constant() > kMaxSymbolicElements) return std::nullopt;
-  auto v = ctx.IntValues(0);
-  if (!v.ok() || !v->has_value()) return std::nullopt;
-  auto perm = Permutation(ctx, shape->size());
+  const std::optional<IntTable> in = StaticIntTable(ctx, 0);
+  if (!in) return std::nullopt;
+  auto perm = Permutation(ctx, in->shape.size());
   if (!perm.ok()) return std::nullopt;
   std::vector<int64_t> out_shape;
-  for (int64_t p : *perm) out_shape.push_back((*shape)[p]);
-  const std::vector<int64_t> strides = shape_rules::Strides(*shape);
-  const std::vector<DimExpr>& values = **v;
-  int64_t count = 1;
-  for (int64_t d : *shape) count *= d;
-  if (count != static_cast<int64_t>(values.size())) return std::nullopt;
+  for (int64_t p : *perm) out_shape.push_back(in->shape[p]);
+  const std::vector<int64_t> strides = shape_rules::Strides(in->shape);
   std::vector<DimExpr> out;
-  out.reserve(values.size());
+  out.reserve(in->values.size());
   std::vector<int64_t> idx(out_shape.size(), 0);
-  for (size_t i = 0; i < values.size(); ++i) {
+  for (size_t i = 0; i < in->values.size(); ++i) {
     int64_t src = 0;
     for (size_t a = 0; a < idx.size(); ++a) src += idx[a] * strides[(*perm)[a]];
-    out.push_back(values[src]);
+    out.push_back(in->values[src]);
     shape_rules::NextIndex(idx, out_shape);
   }
   return std::vector<std::vector<DimExpr>>{std::move(out)};
