@@ -423,6 +423,24 @@ class FunctionVerifier {
     return ExpectResults(node, yields - 1);
   }
 
+  // A declared result dim that infer-types kept over the returned value's own (a parameter's
+  // `min(j, k)` returned as a declared `min(k, n)`) holds under the function's assumption that
+  // the two are equal, which the VM checks: the result matches under that assumption.
+  bool EqualUnderAssumptions(const Type& declared, const Type& actual) const {
+    return MergeTypes(declared, actual,
+                      [&](const DimExpr& d, const DimExpr& a) -> std::optional<DimExpr> {
+                        if (d == a || d.is_unknown() || a.is_unknown()) return d;
+                        for (const Assumption& x : function_.assumptions()) {
+                          if (x.kind == Assumption::Kind::kEq &&
+                              ((x.lhs == a && x.rhs == d) || (x.lhs == d && x.rhs == a))) {
+                            return d;
+                          }
+                        }
+                        return std::nullopt;
+                      })
+        .has_value();
+  }
+
   absl::Status CheckFunctionResults() {
     const std::vector<Type>& declared = function_.result_types();
     const std::vector<Value*>& returned = function_.body().results();
@@ -436,7 +454,7 @@ class FunctionVerifier {
     if (!options_.require_types) return absl::OkStatus();
     for (size_t i = 0; i < declared.size(); ++i) {
       const Type& actual = returned[i]->type();
-      if (!RefineType(declared[i], actual).has_value()) {
+      if (!RefineType(declared[i], actual).has_value() && !EqualUnderAssumptions(declared[i], actual)) {
         return FunctionError(
             absl::StrFormat("result %d %s has type %s, but the function declares "
                             "%s",

@@ -236,6 +236,15 @@ TEST(VerifierTest, FunctionResultsMatchDeclaredTypes) {
   VerifyOptions strict;
   strict.require_types = true;
   EXPECT_TRUE(Verify(*refine, strict).ok());
+  // A declared dim that differs from the returned one matches under the function's assumption
+  // that they are equal (ir_parse_fuzzer finding: infer-types keeps a declared result dim over a
+  // parameter's), and only under it.
+  auto assumed = MustParse(
+      "def @f(%x: f32[min(j, k)]) -> f32[min(k, n)]\n"
+      "    assume(min(j, k) == min(k, n), \"declared\") {\n  return %x\n}\n");
+  EXPECT_TRUE(Verify(*assumed, strict).ok());
+  auto unassumed = MustParse("def @f(%x: f32[min(j, k)]) -> f32[min(k, n)] {\n  return %x\n}\n");
+  EXPECT_THAT(VerifyError(*unassumed, true), HasSubstr("but the function declares f32[min(k, n)]"));
 }
 
 TEST(VerifierTest, NamesUnnamedValuesByPosition) {
