@@ -15,6 +15,7 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/builtin_providers.h"
@@ -275,11 +276,11 @@ const KernelCapabilities& BuiltinKernelCapabilities() {
 
 namespace {
 
-// The group of `members` copied into a scratch primitive function, asked `takes`.
-bool CandidateTaken(absl::Span<const Node* const> members, absl::Span<Value* const> outputs,
-                    const std::function<bool(const Function&)>& takes) {
-  Module scratch;
-  Function* fn = scratch.AddFunction("candidate");
+// The group of `members` copied into a scratch primitive function (the module's only one);
+// null where an output is not a value of the members.
+std::unique_ptr<Module> Candidate(absl::Span<const Node* const> members, absl::Span<Value* const> outputs) {
+  auto scratch = std::make_unique<Module>();
+  Function* fn = scratch->AddFunction("candidate");
   fn->mutable_attrs().Set(kPrimitiveAttr, AttrValue(true));
   Block& body = fn->body();
   absl::flat_hash_map<const Value*, Value*> copy;
@@ -304,27 +305,62 @@ bool CandidateTaken(absl::Span<const Node* const> members, absl::Span<Value* con
   std::vector<Type> types;
   for (Value* v : outputs) {
     auto it = copy.find(v);
-    if (it == copy.end()) return false;  // not a value of the members
+    if (it == copy.end()) return nullptr;  // not a value of the members
     results.push_back(it->second);
     types.push_back(v->type());
   }
   body.set_results(results);
   fn->set_result_types(std::move(types));
-  return takes(*fn);
+  return scratch;
+}
+
+// The questions a cache tells apart.
+constexpr int kTakesGroup = 0;
+constexpr int kTakesGroupNatively = 1;
+
+bool CandidateTaken(absl::Span<const Node* const> members, absl::Span<Value* const> outputs,
+                    int question, DeviceKind device, GroupAnswerCache* cache,
+                    const std::function<bool(const Function&)>& takes) {
+  std::unique_ptr<Module> scratch = Candidate(members, outputs);
+  if (scratch == nullptr) return false;
+  if (cache != nullptr) return cache->Answer(std::move(scratch), question, device, takes);
+  return takes(*scratch->functions().front());
 }
 
 }  // namespace
 
+GroupAnswerCache::GroupAnswerCache() = default;
+GroupAnswerCache::~GroupAnswerCache() = default;
+
+bool GroupAnswerCache::Answer(std::unique_ptr<Module> scratch, int question, DeviceKind device,
+                              const std::function<bool(const Function&)>& ask) {
+  const Function& candidate = *scratch->functions().front();
+  const size_t hash = absl::HashOf(StructuralHash(candidate), question, static_cast<int>(device));
+  std::vector<Entry>& bucket = entries_[hash];
+  for (const Entry& e : bucket) {
+    if (e.question == question && e.device == device &&
+        StructurallyEqual(*e.module->functions().front(), candidate)) {
+      ++hits_;
+      return e.answer;
+    }
+  }
+  ++misses_;
+  const bool answer = ask(candidate);
+  bucket.push_back(Entry{std::move(scratch), question, device, answer});
+  return answer;
+}
+
 bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* const> members,
-                     absl::Span<Value* const> outputs, DeviceKind device) {
+                     absl::Span<Value* const> outputs, DeviceKind device, GroupAnswerCache* cache) {
   // plan-devices asks for every call: build the candidate only where the answer depends on it.
   if (caps.TakesEveryGroup(device)) return true;
-  return CandidateTaken(members, outputs, [&](const Function& f) { return caps.TakesGroup(f, device); });
+  return CandidateTaken(members, outputs, kTakesGroup, device, cache,
+                        [&](const Function& f) { return caps.TakesGroup(f, device); });
 }
 
 bool DeviceRunsGroupNatively(const KernelCapabilities& caps, absl::Span<const Node* const> members,
-                             absl::Span<Value* const> outputs, DeviceKind device) {
-  return CandidateTaken(members, outputs,
+                             absl::Span<Value* const> outputs, DeviceKind device, GroupAnswerCache* cache) {
+  return CandidateTaken(members, outputs, kTakesGroupNatively, device, cache,
                         [&](const Function& f) { return caps.TakesGroupNatively(f, device); });
 }
 

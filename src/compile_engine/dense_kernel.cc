@@ -175,16 +175,8 @@ std::shared_ptr<const memory> DenseInstance::PackedWeights(const memory::desc& l
   const int64_t n = weight_->shape()[0], k = weight_->shape()[1];
   const memory::desc plain = PlainWeights(k, n);
   memory user(plain, engine_, const_cast<uint8_t*>(weight_->data()));
-  std::shared_ptr<const memory> packed;
-  if (layout == plain) {
-    packed = std::make_shared<const memory>(user);  // the constant as stored (kept in weight_)
-  } else {
-    auto reordered = std::make_shared<memory>(layout, engine_);
-    dnnl::stream& stream = ThreadStream(engine_);
-    dnnl::reorder(user, *reordered).execute(stream, user, *reordered);
-    stream.wait();
-    packed = std::move(reordered);
-  }
+  // The constant as stored (kept in weight_) where the layouts agree.
+  std::shared_ptr<const memory> packed = PackedConstant(user, layout, engine_);
   packed_.emplace_back(layout, packed);
   return packed;
 }

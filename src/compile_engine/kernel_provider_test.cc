@@ -353,5 +353,65 @@ def @main(%x: f32[2, 4], %w: f32[4, 4]) -> f32[2, 4] {
   EXPECT_TRUE(seen.workspace_on_device);
 }
 
+// Capabilities that count the candidates they are asked about and take groups without exp.
+class CountingCapabilities final : public KernelCapabilities {
+ public:
+  bool CanRun(const OpDef&, DeviceKind) const override { return true; }
+  bool CanFuse(const OpDef&, DeviceKind) const override { return true; }
+  bool TakesEveryGroup(DeviceKind) const override { return false; }
+  bool TakesGroup(const Function& f, DeviceKind d) const override { return Ask(f); }
+  bool TakesGroupNatively(const Function& f, DeviceKind d) const override { return Ask(f); }
+  mutable int asked = 0;
+
+ private:
+  bool Ask(const Function& f) const {
+    ++asked;
+    for (const auto& n : f.body().nodes()) {
+      if (n->OpName() == "exp") return false;
+    }
+    return true;
+  }
+};
+
+// The cache answers a candidate structurally equal to one asked before (names aside) without
+// asking; a different dtype, shape, op or question is asked.
+TEST(GroupAnswerCache, AnswersStructurallyEqualCandidates) {
+  auto m = Typed(R"(
+def @main(%x: f32[n, 8], %y: f32[n, 8], %h: f16[n, 8], %k: f32[n, 4]) {
+  %a = tanh(%x)
+  %b = add(%a, %x)
+  %c = tanh(%y)
+  %d = add(%c, %y)
+  %e = tanh(%h)
+  %f = add(%e, %h)
+  %g = tanh(%k)
+  %i = add(%g, %k)
+  %j = exp(%x)
+  %l = add(%j, %x)
+  return %b, %d, %f, %i, %l
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const auto& nodes = (*m)->FindFunction("main")->body().nodes();
+  auto pair = [&](int k) { return std::vector<const Node*>{nodes[2 * k].get(), nodes[2 * k + 1].get()}; };
+  auto out = [&](int k) { return std::vector<Value*>{nodes[2 * k + 1]->result()}; };
+  CountingCapabilities caps;
+  GroupAnswerCache cache;
+  std::vector<bool> cached, direct;
+  for (int k = 0; k < 5; ++k) {
+    cached.push_back(DeviceRunsGroupNatively(caps, pair(k), out(k), DeviceKind::kSim, &cache));
+  }
+  EXPECT_EQ(caps.asked, 4);  // %c, %d is %a, %b renamed
+  EXPECT_EQ(cache.hits(), 1);
+  EXPECT_EQ(cache.misses(), 4);
+  // The other question and another device are not answered from these.
+  EXPECT_TRUE(DeviceRunsGroup(caps, pair(0), out(0), DeviceKind::kSim, &cache));
+  EXPECT_TRUE(DeviceRunsGroupNatively(caps, pair(0), out(0), DeviceKind::kCuda, &cache));
+  EXPECT_EQ(caps.asked, 6);
+  for (int k = 0; k < 5; ++k) direct.push_back(DeviceRunsGroupNatively(caps, pair(k), out(k), DeviceKind::kSim));
+  EXPECT_EQ(cached, direct);
+  EXPECT_EQ(cached, (std::vector<bool>{true, true, true, true, false}));
+}
+
 }  // namespace
 }  // namespace hetpass

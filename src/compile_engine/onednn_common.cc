@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "compile_engine/dense_kernel.h"
+#include "passes/support/pages.h"
 #include "passes/shape_funcs/op_registry.h"
 
 namespace hetpass::onednn {
@@ -38,6 +39,17 @@ dnnl::stream& ThreadStream(const dnnl::engine& engine) {
   thread_local std::optional<dnnl::stream> stream;
   if (!stream) stream.emplace(engine);
   return *stream;
+}
+
+std::shared_ptr<const dnnl::memory> PackedConstant(const dnnl::memory& user, const dnnl::memory::desc& layout,
+                                                   const dnnl::engine& engine) {
+  if (layout == user.get_desc()) return std::make_shared<const dnnl::memory>(user);
+  auto reordered = std::make_shared<dnnl::memory>(layout, engine);
+  PrefaultForWrite(reordered->get_data_handle(), layout.get_size());
+  dnnl::stream& stream = ThreadStream(engine);
+  dnnl::reorder(user, *reordered).execute(stream, const_cast<dnnl::memory&>(user), *reordered);
+  stream.wait();
+  return reordered;
 }
 
 void* ThreadScratch(size_t bytes) {

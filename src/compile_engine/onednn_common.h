@@ -48,6 +48,12 @@ dnnl::stream& ThreadStream(const dnnl::engine& engine);
 // thread reads a null or too small buffer (seen crashing in gemm-based convolutions): run
 // primitives on a user scratchpad from here.
 void* ThreadScratch(size_t bytes);
+// A constant weight `user` (plain layout, the constant's own bytes) in `layout`: `user` itself
+// where the layouts agree, else a reordered copy whose pages are made resident before the
+// reorder writes them (PrefaultForWrite: a model's packed weights are as large as its file).
+// Shared by the dense, conv2d and conv2d_transpose instances' prepacking at load.
+std::shared_ptr<const dnnl::memory> PackedConstant(const dnnl::memory& user, const dnnl::memory::desc& layout,
+                                                   const dnnl::engine& engine);
 
 // A primitive running on the src/dst layouts oneDNN picked (blocked where it has a blocked
 // kernel), bridged to the caller's plain layouts by reorders where those differ, all on one

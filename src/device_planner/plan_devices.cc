@@ -91,7 +91,7 @@ struct UseSite {
 class Planner {
  public:
   Planner(const PlanDevicesOptions& options, Module& module, Function& f)
-      : options_(options), module_(module), f_(f), names_(f) {}
+      : options_(options), module_(module), f_(f), names_(f, /*lazy=*/true) {}
 
   absl::StatusOr<bool> Run() {
     RETURN_IF_ERROR(Collect());
@@ -234,7 +234,7 @@ class Planner {
     std::vector<Value*> results;
     for (const auto& r : n.results()) results.push_back(r.get());
     const Node* self = &n;
-    return DeviceRunsGroup(caps, absl::MakeConstSpan(&self, 1), results, options_.target);
+    return DeviceRunsGroup(caps, absl::MakeConstSpan(&self, 1), results, options_.target, &answers_);
   }
 
   absl::Status FixNodes() {
@@ -547,6 +547,8 @@ class Planner {
   }
 
   const PlanDevicesOptions& options_;
+  // The capabilities' answers about single-call groups (a model repeats a few op signatures).
+  mutable GroupAnswerCache answers_;
   Module& module_;
   Function& f_;
   ValueNames names_;
@@ -591,7 +593,7 @@ class PlanDevicesPass : public Pass {
 class PlacementChecker {
  public:
   PlacementChecker(const Module& m, const Function& f, bool outputs_on_host)
-      : m_(m), f_(f), names_(f), outputs_on_host_(outputs_on_host) {}
+      : m_(m), f_(f), names_(f, /*lazy=*/true), outputs_on_host_(outputs_on_host) {}
 
   absl::Status Check() {
     for (const auto& p : f_.body().params()) {

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <queue>
 
 #include "absl/strings/str_format.h"
 
@@ -15,21 +14,29 @@ namespace {
 
 constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
 
+// The graph is built once (AddEdge), then frozen into compressed adjacency arrays (Finish):
+// one allocation per array instead of one vector per vertex, which at 100k bindings was most
+// of the solver's time.
 class MaxFlow {
  public:
-  explicit MaxFlow(int n) : adj_(n), level_(n), next_(n) {}
+  // `edges`: how many AddEdge calls follow (the arrays are sized once).
+  MaxFlow(int n, size_t edges) : n_(n), level_(n), next_(n) {
+    from_.reserve(2 * edges);
+    edges_.reserve(2 * edges);
+  }
 
   void AddEdge(int from, int to, int64_t cap) {
-    adj_[from].push_back(static_cast<int>(edges_.size()));
+    from_.push_back(from);
     edges_.push_back(Edge{to, cap});
-    adj_[to].push_back(static_cast<int>(edges_.size()));
+    from_.push_back(to);
     edges_.push_back(Edge{from, 0});
   }
 
   int64_t Run(int s, int t) {
+    Finish();
     int64_t flow = 0;
     while (Bfs(s, t)) {
-      std::fill(next_.begin(), next_.end(), 0);
+      for (int v = 0; v < n_; ++v) next_[v] = start_[v];
       while (int64_t f = Dfs(s, t, kInf)) flow += f;
     }
     return flow;
@@ -37,16 +44,17 @@ class MaxFlow {
 
   // Vertices reachable from s in the residual graph (after Run).
   std::vector<bool> SourceSide(int s) const {
-    std::vector<bool> seen(adj_.size(), false);
+    std::vector<bool> seen(n_, false);
     std::vector<int> stack = {s};
     seen[s] = true;
     while (!stack.empty()) {
       const int v = stack.back();
       stack.pop_back();
-      for (int e : adj_[v]) {
-        if (edges_[e].cap > 0 && !seen[edges_[e].to]) {
-          seen[edges_[e].to] = true;
-          stack.push_back(edges_[e].to);
+      for (int i = start_[v]; i < start_[v + 1]; ++i) {
+        const Edge& e = edges_[order_[i]];
+        if (e.cap > 0 && !seen[e.to]) {
+          seen[e.to] = true;
+          stack.push_back(e.to);
         }
       }
     }
@@ -59,18 +67,31 @@ class MaxFlow {
     int64_t cap;
   };
 
+  // Counting sort of the edge ids by their tail vertex (ids keep insertion order per vertex,
+  // so the search order, and with it the cut chosen among equal ones, is that of the edges).
+  void Finish() {
+    start_.assign(n_ + 1, 0);
+    for (int f : from_) ++start_[f + 1];
+    for (int v = 0; v < n_; ++v) start_[v + 1] += start_[v];
+    order_.resize(edges_.size());
+    std::vector<int> fill(start_.begin(), start_.end() - 1);
+    for (size_t e = 0; e < from_.size(); ++e) order_[fill[from_[e]]++] = static_cast<int>(e);
+    from_.clear();
+    from_.shrink_to_fit();
+  }
+
   bool Bfs(int s, int t) {
     std::fill(level_.begin(), level_.end(), -1);
-    std::queue<int> q;
+    queue_.clear();
     level_[s] = 0;
-    q.push(s);
-    while (!q.empty()) {
-      const int v = q.front();
-      q.pop();
-      for (int e : adj_[v]) {
-        if (edges_[e].cap > 0 && level_[edges_[e].to] < 0) {
-          level_[edges_[e].to] = level_[v] + 1;
-          q.push(edges_[e].to);
+    queue_.push_back(s);
+    for (size_t head = 0; head < queue_.size(); ++head) {
+      const int v = queue_[head];
+      for (int i = start_[v]; i < start_[v + 1]; ++i) {
+        const Edge& e = edges_[order_[i]];
+        if (e.cap > 0 && level_[e.to] < 0) {
+          level_[e.to] = level_[v] + 1;
+          queue_.push_back(e.to);
         }
       }
     }
@@ -81,23 +102,28 @@ class MaxFlow {
   // number of BFS levels, at most 4 hops per value chain), so recursion depth stays small.
   int64_t Dfs(int v, int t, int64_t pushed) {
     if (v == t) return pushed;
-    for (int& i = next_[v]; i < static_cast<int>(adj_[v].size()); ++i) {
-      Edge& e = edges_[adj_[v][i]];
+    for (int& i = next_[v]; i < start_[v + 1]; ++i) {
+      const int id = order_[i];
+      Edge& e = edges_[id];
       if (e.cap <= 0 || level_[e.to] != level_[v] + 1) continue;
       const int64_t got = Dfs(e.to, t, std::min(pushed, e.cap));
       if (got > 0) {
         e.cap -= got;
-        edges_[adj_[v][i] ^ 1].cap += got;
+        edges_[id ^ 1].cap += got;
         return got;
       }
     }
     return 0;
   }
 
-  std::vector<std::vector<int>> adj_;
-  std::vector<Edge> edges_;
+  int n_;
+  std::vector<int> from_;   // tail vertex of each edge, until Finish
+  std::vector<Edge> edges_;  // edge 2k and 2k+1 are each other's reverse
+  std::vector<int> start_;   // edges of vertex v: order_[start_[v] .. start_[v+1])
+  std::vector<int> order_;
   std::vector<int> level_;
   std::vector<int> next_;
+  std::vector<int> queue_;
 };
 
 }  // namespace
@@ -141,7 +167,10 @@ absl::StatusOr<CutSolution> SolveTwoDeviceCut(const CutProblem& problem) {
   }
   const int source = n, sink = n + 1;
   int next_vertex = n + 2;
-  MaxFlow flow(n + 2 + 2 * static_cast<int>(problem.values.size()));
+  // Two edges per cut value and two per other consumer, one per fixed or penalised node.
+  size_t edges = static_cast<size_t>(n);
+  for (const CutProblem::Value& v : problem.values) edges += 2 + 2 * v.consumers.size();
+  MaxFlow flow(n + 2 + 2 * static_cast<int>(problem.values.size()), edges);
   for (int i = 0; i < n; ++i) {
     if (problem.fixed[i] == CutProblem::kHost) flow.AddEdge(source, i, kInf);
     if (problem.fixed[i] == CutProblem::kAccel) flow.AddEdge(i, sink, kInf);

@@ -4,11 +4,13 @@
 // onnx_converters.h.
 #include "frontend/onnx_converters.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "frontend/onnx_converter_helpers.h"
 #include "passes/support/status_macros.h"
@@ -21,13 +23,29 @@ absl::StatusOr<Value*> Transpose2D(ImportContext& ctx, Value* v) {
   if (auto t = ctx.ConstValue(v); t && t->rank() == 2) {
     const int64_t r = t->shape()[0], c = t->shape()[1];
     Tensor out = Tensor::Zeros(t->dtype(), {c, r});
-    const size_t es = DTypeSize(t->dtype());
     const uint8_t* src = t->data();
     uint8_t* dst = out.mutable_data();
-    for (int64_t i = 0; i < r; ++i) {
-      for (int64_t j = 0; j < c; ++j) {
-        std::memcpy(dst + (j * r + i) * es, src + (i * c + j) * es, es);
+    // In 32 x 32 tiles, elements copied by size: a BERT-base encoder's weights transposed
+    // element by element through a variable-length memcpy took a fifth of its import.
+    auto transpose = [&](auto element) {
+      using E = decltype(element);
+      constexpr int64_t kTile = 32;
+      for (int64_t ib = 0; ib < r; ib += kTile) {
+        for (int64_t jb = 0; jb < c; jb += kTile) {
+          for (int64_t i = ib; i < std::min(r, ib + kTile); ++i) {
+            for (int64_t j = jb; j < std::min(c, jb + kTile); ++j) {
+              std::memcpy(dst + (j * r + i) * sizeof(E), src + (i * c + j) * sizeof(E), sizeof(E));
+            }
+          }
+        }
       }
+    };
+    switch (DTypeSize(t->dtype())) {
+      case 1: transpose(uint8_t{}); break;
+      case 2: transpose(uint16_t{}); break;
+      case 4: transpose(uint32_t{}); break;
+      case 8: transpose(uint64_t{}); break;
+      default: return absl::UnimplementedError(absl::StrCat("transpose of ", DTypeName(t->dtype()), " constants"));
     }
     return ctx.Const(std::move(out));
   }

@@ -43,10 +43,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "frontend/onnx_context.h"
+#include "frontend/onnx_mapped_model.h"
 #include "onnx/defs/schema.h"
 #include "onnx/onnx-data.pb.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/file.h"
+#include "passes/support/pages.h"
 #include "passes/support/status_macros.h"
 #include "passes/transforms/infer_types.h"
 
@@ -297,6 +299,20 @@ absl::StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& t, std::stri
         absl::StrFormat("tensor '%s': %s", t.name(), count.status().message()));
   }
   if (t.has_raw_data()) {
+    // A marker of a mapped file's skeleton (onnx_mapped_model.h): the weight is copied out of
+    // the mapping into the tensor's own buffer, the one copy of it the process holds.
+    std::string copied;
+    if (const MappedModel* mapped = PayloadScope::Current()) {
+      int64_t expected = -1;
+      if (__builtin_mul_overflow(*count, static_cast<int64_t>(DTypeSize(dtype)), &expected)) expected = -1;
+      if (std::optional<absl::string_view> payload = mapped->Resolve(t.raw_data(), expected)) {
+        copied.reserve(payload->size());
+        PrefaultForWrite(copied.data(), payload->size());
+        copied.assign(payload->data(), payload->size());
+        mapped->Release(*payload);
+        take = &copied;
+      }
+    }
     auto r = take != nullptr ? Tensor::FromOwnedBytes(dtype, shape, std::move(*take))
                              : Tensor::FromBytes(dtype, shape, t.raw_data());
     if (!r.ok()) {
@@ -1026,6 +1042,15 @@ absl::StatusOr<std::unique_ptr<Module>> ImportOnnx(absl::string_view model_bytes
 
 absl::StatusOr<std::unique_ptr<Module>> ImportOnnxFile(const std::string& path,
                                                        const OnnxImportOptions& options) {
+  // Mapped, its weights copied once each (onnx_mapped_model.h). A file that cannot be mapped
+  // or is not well-formed wire format is read and parsed whole, which names the problem.
+  if (auto mapped = onnx_frontend::MappedModel::Open(path); mapped.ok()) {
+    if (absl::StatusOr<std::string> skeleton = (*mapped)->Skeleton(); skeleton.ok()) {
+      const onnx_frontend::PayloadScope scope(mapped->get());
+      const absl::string_view view = *skeleton;
+      return ImportOwnedBytes(&*skeleton, view, options, path);
+    }
+  }
   ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, "an ONNX model (.onnx)"));
   const absl::string_view view = bytes;
   return ImportOwnedBytes(&bytes, view, options, path);

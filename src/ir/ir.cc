@@ -179,9 +179,9 @@ bool IsKernelInvoke(const Node& n) {
 }
 
 bool IsShapeFunctionInvoke(const Node& n) {
+  if (n.kind() != NodeKind::kInvoke) return false;  // before the attribute lookup: most nodes
   const AttrValue* v = n.attrs().Find(kShapeFuncAttr);
-  return n.kind() == NodeKind::kInvoke && v != nullptr && TypeOf(*v) == AttrType::kBool &&
-         std::get<bool>(*v);
+  return v != nullptr && TypeOf(*v) == AttrType::kBool && std::get<bool>(*v);
 }
 
 const std::vector<InputDep>* ShapeFunctionMask(const Node& n) {

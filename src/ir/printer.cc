@@ -176,7 +176,9 @@ std::string Sanitize(absl::string_view name) {
 // results, then each region's parameters and bindings. Kept names are stored once; numbered
 // values only carry their number (a million-binding function needs a 16-byte entry per value,
 // not a string).
-ValueNames::ValueNames(const Function& f) {
+void ValueNames::Assign() const {
+  assigned_ = true;
+  const Function& f = *function_;
   size_t count = f.body().params().size();
   WalkNodes(f.body(), [&](const Node& n) {
     count += n.results().size();
@@ -187,7 +189,7 @@ ValueNames::ValueNames(const Function& f) {
   DefineBlock(f.body());
 }
 
-void ValueNames::DefineBlock(const Block& b) {
+void ValueNames::DefineBlock(const Block& b) const {
   for (const auto& n : b.nodes()) {
     for (const auto& r : n->results()) Define(r.get());
     for (int i = 0; i < n->num_regions(); ++i) {
@@ -197,7 +199,7 @@ void ValueNames::DefineBlock(const Block& b) {
   }
 }
 
-void ValueNames::Define(const Value* v) {
+void ValueNames::Define(const Value* v) const {
   Slot slot;
   if (!v->name().empty() && !IsAllDigits(v->name())) {
     // Sanitize() never yields an all-digit name, so kept names cannot collide with numbers.
@@ -214,6 +216,7 @@ void ValueNames::Define(const Value* v) {
 }
 
 void ValueNames::AppendTo(std::string* out, const Value* v) const {
+  if (!assigned_) Assign();
   out->push_back('%');
   auto it = slots_.find(v);
   if (it == slots_.end()) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "passes/support/pages.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass {
@@ -42,7 +43,13 @@ Tensor Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
   t.dtype_ = dtype;
   t.num_elements_ = Product(shape);
   t.shape_ = std::move(shape);
-  t.data_ = std::make_shared<std::string>(t.nbytes(), '\0');
+  t.data_ = std::make_shared<std::string>();
+  // A large buffer's pages made resident at once before the zeros are written (support/pages.h).
+  if (t.nbytes() >= (size_t{1} << 20)) {
+    t.data_->reserve(t.nbytes());
+    PrefaultForWrite(t.data_->data(), t.nbytes());
+  }
+  t.data_->resize(t.nbytes());
   return t;
 }
 

@@ -160,6 +160,7 @@ class FuseOpsPass : public Pass {
   absl::StatusOr<bool> Run(Module& module) override {
     module_ = &module;
     counter_ = 0;
+    answers_ = std::make_unique<GroupAnswerCache>();
     taken_names_.clear();
     std::vector<Function*> todo;
     for (const auto& f : module.functions()) {
@@ -328,7 +329,7 @@ class FuseOpsPass : public Pass {
     const absl::flat_hash_set<const Node*> members(g.members.begin(), g.members.end());
     const std::vector<const Node*> nodes(g.members.begin(), g.members.end());
     const std::vector<Value*> outputs = GroupOutputs(g, members);
-    return DeviceRunsGroup(caps, nodes, outputs, g.device);
+    return DeviceRunsGroup(caps, nodes, outputs, g.device, answers_.get());
   }
 
   // Whether a provider other than the device's fallback takes the members [begin, end) of
@@ -340,7 +341,7 @@ class FuseOpsPass : public Pass {
     part.members.assign(members.begin() + begin, members.begin() + end);
     const absl::flat_hash_set<const Node*> set(part.members.begin(), part.members.end());
     const std::vector<const Node*> nodes(part.members.begin(), part.members.end());
-    return DeviceRunsGroupNatively(caps, nodes, GroupOutputs(part, set), device);
+    return DeviceRunsGroupNatively(caps, nodes, GroupOutputs(part, set), device, answers_.get());
   }
 
   // Rule i: the consecutive pieces a group no native provider takes whole is cut into. Greedy
@@ -389,7 +390,8 @@ class FuseOpsPass : public Pass {
       if (has_fallback) {
         const absl::flat_hash_set<const Node*> set(groups[i].members.begin(), groups[i].members.end());
         const std::vector<const Node*> nodes(groups[i].members.begin(), groups[i].members.end());
-        if (DeviceRunsGroupNatively(caps, nodes, GroupOutputs(groups[i], set), groups[i].device)) continue;
+        const std::vector<Value*> outputs = GroupOutputs(groups[i], set);
+        if (DeviceRunsGroupNatively(caps, nodes, outputs, groups[i].device, answers_.get())) continue;
       }
       std::vector<std::pair<size_t, size_t>> pieces = NativePieces(groups[i].members, groups[i].device);
       if (pieces.empty()) {
@@ -488,6 +490,9 @@ class FuseOpsPass : public Pass {
   absl::flat_hash_set<std::string> taken_names_;
   // Users of each value of the function being fused (nullptr: a block result).
   absl::flat_hash_map<const Value*, std::vector<const Node*>> users_;
+  // The capabilities' answers about candidate groups, per Run (rule i asks about every group;
+  // a model repeats a few group shapes many times).
+  std::unique_ptr<GroupAnswerCache> answers_;
   // Group results -> invoke results, applied to the whole function at the end.
   absl::flat_hash_map<const Value*, Value*> replace_;
 };

@@ -19,8 +19,11 @@
 #define HETPASS_COMPILE_ENGINE_KERNEL_PROVIDER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -127,12 +130,49 @@ const KernelCapabilities& BuiltinKernelCapabilities();
 // the members use but do not define, in first-use order; results: `outputs`, values of the
 // members), then caps.TakesGroup. fuse-ops asks it of each multi-op group, plan-devices of each
 // op it would place on an accelerator.
+//
+// `cache` (optional): answers for candidates structurally equal (StructuralHash, then
+// StructurallyEqual: names and locations aside) to ones asked before with the same
+// capabilities. A generated or exported model repeats a few block shapes thousands of times,
+// and a provider's Takes may print and re-parse the candidate (the split providers); one
+// cache per pass run makes those questions cost a hash each.
+class GroupAnswerCache;
 bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* const> members,
-                     absl::Span<Value* const> outputs, DeviceKind device);
+                     absl::Span<Value* const> outputs, DeviceKind device,
+                     GroupAnswerCache* cache = nullptr);
 // The same candidate, asked caps.TakesGroupNatively: some provider other than the fallback
 // takes it whole.
 bool DeviceRunsGroupNatively(const KernelCapabilities& caps, absl::Span<const Node* const> members,
-                             absl::Span<Value* const> outputs, DeviceKind device);
+                             absl::Span<Value* const> outputs, DeviceKind device,
+                             GroupAnswerCache* cache = nullptr);
+
+// Remembers DeviceRunsGroup / DeviceRunsGroupNatively answers of one KernelCapabilities (the
+// caller keeps one cache per capabilities object). Not thread-safe.
+class GroupAnswerCache {
+ public:
+  GroupAnswerCache();
+  ~GroupAnswerCache();
+  GroupAnswerCache(const GroupAnswerCache&) = delete;
+  GroupAnswerCache& operator=(const GroupAnswerCache&) = delete;
+
+  // The answer for the candidate (the only function of `scratch`) asked `question` (an
+  // index the caller picks per question) about `device`: remembered, or `ask`ed and kept.
+  bool Answer(std::unique_ptr<Module> scratch, int question, DeviceKind device,
+              const std::function<bool(const Function&)>& ask);
+  int64_t hits() const { return hits_; }
+  int64_t misses() const { return misses_; }
+
+ private:
+  struct Entry {
+    std::unique_ptr<Module> module;  // holds the candidate function
+    int question;
+    DeviceKind device;
+    bool answer;
+  };
+  absl::flat_hash_map<size_t, std::vector<Entry>> entries_;
+  mutable int64_t hits_ = 0;
+  mutable int64_t misses_ = 0;
+};
 
 }  // namespace hetpass
 

@@ -1,0 +1,154 @@
+// The mapped import (onnx_mapped_model.h): a model file imports to the same module as its bytes
+// parsed whole, with its large weights copied out of the mapping once; files that are not
+// well-formed wire format fall back and fail as they always did.
+#include "frontend/onnx_mapped_model.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "passes/frontend/onnx_importer.h"
+#include "passes/ir/structural.h"
+#include "support/onnx_one_node_model.h"  // the ONNX protos, with the frontend's definitions
+
+namespace hetpass {
+namespace {
+
+using ::testing::HasSubstr;
+using onnx_frontend::MappedModel;
+
+void FillFloats(onnx::TensorProto& t, const std::string& name, std::vector<int64_t> dims, float seed) {
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t.add_dims(d);
+    n *= d;
+  }
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = seed + static_cast<float>(i % 1000) * 0.5f;
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+}
+
+void AddInput(onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims) {
+  auto* in = g.add_input();
+  in->set_name(name);
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+// y = (x + w) * c: w a large initializer, c a large Constant node's tensor attribute, and b a
+// small initializer added last (stays in the skeleton).
+onnx::ModelProto Model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("mapped");
+  AddInput(g, "x", {64, 512});
+  FillFloats(*g.add_initializer(), "w", {64, 512}, 1.0f);
+  FillFloats(*g.add_initializer(), "b", {512}, 3.0f);
+  auto* c = g.add_node();
+  c->set_op_type("Constant");
+  c->add_output("c");
+  auto* attr = c->add_attribute();
+  attr->set_name("value");
+  attr->set_type(onnx::AttributeProto::TENSOR);
+  FillFloats(*attr->mutable_t(), "c", {64, 512}, 2.0f);
+  auto add = [&](const char* op, const char* a, const char* b, const char* out) {
+    auto* n = g.add_node();
+    n->set_op_type(op);
+    n->add_input(a);
+    n->add_input(b);
+    n->add_output(out);
+  };
+  add("Add", "x", "w", "s");
+  add("Mul", "s", "c", "p");
+  add("Add", "p", "b", "y");
+  auto* out = g.add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  return m;
+}
+
+// A file of this test's own (tests of one binary may run in parallel processes).
+std::string WriteTemp(const std::string& bytes) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       (std::string("hetpass_mapped_") + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+        std::to_string(::getpid()) + ".onnx"))
+          .string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(MappedModel, SkeletonMarksLargeRawDataOnly) {
+  const std::string bytes = Model().SerializeAsString();
+  const std::string path = WriteTemp(bytes);
+  auto mapped = MappedModel::Open(path);
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  auto skeleton = (*mapped)->Skeleton();
+  ASSERT_TRUE(skeleton.ok()) << skeleton.status();
+  // w and the Constant's c (128 KiB each) are markers; b (2 KiB) stays.
+  EXPECT_EQ((*mapped)->payloads(), 2);
+  EXPECT_LT(skeleton->size(), size_t{4096});
+  onnx::ModelProto parsed;
+  ASSERT_TRUE(parsed.ParseFromString(*skeleton));
+  EXPECT_EQ(parsed.graph().initializer(0).raw_data().size(), MappedModel::kMarkerSize);
+  EXPECT_EQ(parsed.graph().initializer(1).raw_data().size(), 512 * sizeof(float));
+  EXPECT_EQ(parsed.graph().node(0).attribute(0).t().raw_data().size(), MappedModel::kMarkerSize);
+  // A marker resolves to the payload's bytes in the file, except for a tensor of 16 bytes.
+  const std::string& marker = parsed.graph().initializer(0).raw_data();
+  auto payload = (*mapped)->Resolve(marker, 64 * 512 * 4);
+  ASSERT_TRUE(payload.has_value());
+  EXPECT_EQ(*payload, Model().graph().initializer(0).raw_data());
+  EXPECT_FALSE((*mapped)->Resolve(marker, 16).has_value());
+  EXPECT_FALSE((*mapped)->Resolve(std::string(16, 'x'), 64 * 512 * 4).has_value());
+  std::remove(path.c_str());
+}
+
+TEST(MappedModel, FileImportsAsTheBytesDo) {
+  const std::string bytes = Model().SerializeAsString();
+  const std::string path = WriteTemp(bytes);
+  auto from_file = ImportOnnxFile(path, OnnxImportOptions());
+  auto from_bytes = ImportOnnx(bytes, OnnxImportOptions(), path);
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  ASSERT_TRUE(from_bytes.ok()) << from_bytes.status();
+  std::string why;
+  EXPECT_TRUE(StructurallyEqual(**from_file, **from_bytes, &why)) << why;  // constant data included
+  std::remove(path.c_str());
+}
+
+TEST(MappedModel, MalformedFilesFailAsBefore) {
+  std::string bytes = Model().SerializeAsString();
+  // Cut inside w's raw_data: a length past the end is not wire format, the whole-file parse
+  // reports it.
+  bytes.resize(bytes.size() / 2);
+  const std::string path = WriteTemp(bytes);
+  auto m = ImportOnnxFile(path, OnnxImportOptions());
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("not a valid ONNX model"));
+  std::remove(path.c_str());
+}
+
+TEST(MappedModel, WrongSizedPayloadIsNamed) {
+  onnx::ModelProto model = Model();
+  // w declares [64, 511] but holds 64 x 512 floats.
+  model.mutable_graph()->mutable_initializer(0)->set_dims(1, 511);
+  const std::string path = WriteTemp(model.SerializeAsString());
+  auto m = ImportOnnxFile(path, OnnxImportOptions());
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("tensor 'w'"));
+  EXPECT_THAT(m.status().message(), HasSubstr("131072"));  // the payload's real size
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace hetpass
