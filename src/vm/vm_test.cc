@@ -176,6 +176,38 @@ def @main(%x: f32[seq, 4], %pos: f32[min(128, seq), 4]) {
   EXPECT_EQ(vm->LastRunCounters().launches, 0);  // failed before the kernel
 }
 
+// The exactness assumption of a shape value seen through a float (issue 33): arange over
+// cast(h) to f16 has length h only while f16 holds h exactly (2^11 = 2048). A call with h = 2049
+// fails before any kernel runs, naming the cast; h = 2048 runs.
+TEST(Vm, ViolatedExactnessAssumptionFailsTheCall) {
+  VmProgram p = MustCompile(R"(
+def @main(%x: f32[1, h]) {
+  %s = shape_of(%x)
+  %i = constant<1> : i64[]
+  %hh = take(%s, %i) {axis = 0}
+  %hf = cast(%hh) {dtype = f16}
+  %z = constant<0.0> : f16[]
+  %one = constant<1.0> : f16[]
+  %r = arange(%z, %hf, %one) {dtype = f16}
+  return %r
+}
+)",
+                            DeviceKind::kSim);
+  const std::string listing = p.executable.ToListing();
+  EXPECT_THAT(listing, HasSubstr("h <= 2048")) << listing;
+  auto vm = MustLoad(p.executable);
+  ASSERT_NE(vm, nullptr);
+  auto ok = vm->RunWithHostTensors("main", {RandomTensor(DType::kF32, {1, 2048}, 1)});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(vm->LastRunRecord().assumption_checks, 1);
+  auto bad = vm->RunWithHostTensors("main", {RandomTensor(DType::kF32, {1, 2049}, 1)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("assumption `h <= 2048` does not hold (h = 2049: 2049 > 2048)"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("holds h as f16, exact up to 2^11"));
+  EXPECT_EQ(vm->LastRunCounters().launches, 0);
+}
+
 // An assumption over a data-dependent symbol is checked where the allocation binds it, once
 // per loop iteration inside a body; the executable keeps its assumptions through a save/load.
 TEST(Vm, AssumptionOverADataDependentSymbolIsCheckedWhereItIsBound) {
