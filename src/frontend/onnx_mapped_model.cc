@@ -68,12 +68,11 @@ void WriteVarint(std::string& out, uint64_t value) {
 
 constexpr int kMaxDepth = 64;  // graphs nest in attributes; deeper is not a model
 
-}  // namespace
-
-// `message` is bytes [begin, end) of the file; its rewrite is appended to `out`.
-static absl::Status Rewrite(absl::string_view file, size_t begin, size_t end, Kind kind, int depth,
-                            size_t min_payload, std::vector<std::pair<size_t, size_t>>& payloads,
-                            std::string& out) {
+// The message in bytes [begin, end) of the file, rewritten and appended to `out`; `payloads`
+// collects (offset, size) of each raw_data made a marker, in marker order.
+absl::Status Rewrite(absl::string_view file, size_t begin, size_t end, Kind kind, int depth,
+                     size_t min_payload, std::vector<std::pair<size_t, size_t>>& payloads,
+                     std::string& out) {
   if (depth > kMaxDepth) return absl::InvalidArgumentError("messages nest too deeply");
   const absl::string_view in = file.substr(0, end);
   size_t pos = begin;
@@ -130,6 +129,8 @@ static absl::Status Rewrite(absl::string_view file, size_t begin, size_t end, Ki
   }
   return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<MappedModel>> MappedModel::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,39 @@ TEST(MappedModel, WrongSizedPayloadIsNamed) {
   EXPECT_THAT(m.status().message(), HasSubstr("tensor 'w'"));
   EXPECT_THAT(m.status().message(), HasSubstr("131072"));  // the payload's real size
   std::remove(path.c_str());
+}
+
+// Every real model of ../shared/models and the zoo imports from its file (mapped, weights
+// through markers) to the module its bytes import to, constant data included.
+TEST(MappedModel, RealModelsImportAsTheirBytesDo) {
+  std::vector<std::filesystem::path> models;
+  for (const std::filesystem::path dir :
+       {std::filesystem::path(HETPASS_SHARED_DIR) / "models", std::filesystem::path(HETPASS_TEST_DATA_DIR) / "zoo" / "models"}) {
+    ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir << " is missing";
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (std::filesystem::exists(entry.path() / "model.onnx")) models.push_back(entry.path() / "model.onnx");
+    }
+  }
+  ASSERT_GE(models.size(), size_t{20});
+  int with_markers = 0;
+  for (const auto& path : models) {
+    SCOPED_TRACE(path.string());
+    auto mapped = MappedModel::Open(path.string());
+    ASSERT_TRUE(mapped.ok()) << mapped.status();
+    ASSERT_TRUE((*mapped)->Skeleton().ok());
+    with_markers += (*mapped)->payloads() > 0;
+    std::ifstream in(path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    OnnxImportOptions options;
+    options.infer_types = false;
+    auto from_file = ImportOnnxFile(path.string(), options);
+    auto from_bytes = ImportOnnx(bytes, options, path.string());
+    ASSERT_EQ(from_file.ok(), from_bytes.ok()) << from_file.status() << " / " << from_bytes.status();
+    if (!from_file.ok()) continue;
+    std::string why;
+    EXPECT_TRUE(StructurallyEqual(**from_file, **from_bytes, &why)) << why;
+  }
+  EXPECT_GT(with_markers, 5);  // the models with real weights go through markers
 }
 
 }  // namespace

@@ -110,11 +110,13 @@ int64_t Offset(absl::Span<const int64_t> index, absl::Span<const int64_t> stride
 
 bool ProvablyNonNegative(const DimExpr& e) { return DimExpr::ProveNonNegative(e); }
 
-bool ProvablyLessOrEqual(const DimExpr& a, const DimExpr& b) {
-  if (ProvablyNonNegative(b - a)) return true;
+namespace {
+
+// What DimExpr's prover does not see: x // c <= x for x >= 0 and c >= 1; min(x, y) <= either
+// (each then proved by ProvablyLessOrEqual, prover first).
+bool StructurallyLessOrEqual(const DimExpr& a, const DimExpr& b) {
   if (a.is_constant() || a.is_unknown()) return false;
   const DimNode& n = *a.node();
-  // x // c <= x for x >= 0 and c >= 1; min(x, y) <= either.
   if (n.kind == DimExpr::Kind::kFloorDiv && n.args[1].is_constant() && n.args[1].constant() >= 1 &&
       ProvablyNonNegative(n.args[0])) {
     return ProvablyLessOrEqual(n.args[0], b);
@@ -125,18 +127,27 @@ bool ProvablyLessOrEqual(const DimExpr& a, const DimExpr& b) {
   return false;
 }
 
+}  // namespace
+
+bool ProvablyLessOrEqual(const DimExpr& a, const DimExpr& b) {
+  return ProvablyNonNegative(b - a) || StructurallyLessOrEqual(a, b);
+}
+
+// The structural rules first, then DimExpr::Min/Max, whose own proofs run the prover once per
+// direction (asking ProvablyLessOrEqual first proved each direction twice when both failed).
+// The argument order makes each ask a <= b before b <= a, as the structural checks do.
 DimExpr SymMin(const DimExpr& a, const DimExpr& b) {
   if (a.is_unknown() || b.is_unknown()) return DimExpr::Unknown();
-  if (ProvablyLessOrEqual(a, b)) return a;
-  if (ProvablyLessOrEqual(b, a)) return b;
-  return DimExpr::Min(a, b);
+  if (StructurallyLessOrEqual(a, b)) return a;
+  if (StructurallyLessOrEqual(b, a)) return b;
+  return DimExpr::Min(b, a);  // b >= a -> a; b <= a -> b
 }
 
 DimExpr SymMax(const DimExpr& a, const DimExpr& b) {
   if (a.is_unknown() || b.is_unknown()) return DimExpr::Unknown();
-  if (ProvablyLessOrEqual(b, a)) return a;
-  if (ProvablyLessOrEqual(a, b)) return b;
-  return DimExpr::Max(a, b);
+  if (StructurallyLessOrEqual(b, a)) return a;
+  if (StructurallyLessOrEqual(a, b)) return b;
+  return DimExpr::Max(a, b);  // a >= b -> a; a <= b -> b
 }
 
 DimExpr CeilDivPositive(const DimExpr& a, int64_t c) { return DimExpr::FloorDiv(a + (c - 1), c); }
