@@ -45,7 +45,7 @@ Tensor Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
   t.shape_ = std::move(shape);
   t.data_ = std::make_shared<std::string>();
   // A large buffer's pages made resident at once before the zeros are written (support/pages.h).
-  if (t.nbytes() >= (size_t{1} << 20)) {
+  if (t.nbytes() >= kPrefaultMinBytes) {
     t.data_->reserve(t.nbytes());
     PrefaultForWrite(t.data_->data(), t.nbytes());
   }

@@ -24,10 +24,14 @@ inline std::pair<void*, size_t> InteriorPages(const void* p, size_t n) {
   return {reinterpret_cast<void*>(first), last > first ? last - first : 0};
 }
 
-// Makes the pages of a buffer about to be written resident in one system call. Worth it from
-// about a hundred pages up; below, the call costs what it saves.
+// Buffers below this are left to fault in page by page: the call would cost what it saves.
+inline constexpr size_t kPrefaultMinBytes = size_t{1} << 18;
+
+// Makes the pages of a buffer about to be written resident in one system call (from
+// kPrefaultMinBytes up; smaller buffers are left alone).
 inline void PrefaultForWrite(void* p, size_t n) {
 #ifdef MADV_POPULATE_WRITE
+  if (n < kPrefaultMinBytes) return;
   const auto [first, bytes] = InteriorPages(p, n);
   if (bytes > 0) ::madvise(first, bytes, MADV_POPULATE_WRITE);
 #else
