@@ -166,20 +166,45 @@ bool OpDef::needs_values() const {
   return false;
 }
 
+// The schema entry of `name`, or the error naming the known ones.
+absl::StatusOr<const AttrSpec*> OpDef::FindAttrSpec(absl::string_view name) const {
+  for (const AttrSpec& s : attrs_) {
+    if (s.name == name) return &s;
+  }
+  std::vector<std::string> known;
+  for (const AttrSpec& s : attrs_) known.push_back(s.name);
+  return absl::InvalidArgumentError(absl::StrFormat("op '%s' has no attribute '%s' (known: %s)",
+                                                    name_, name,
+                                                    known.empty() ? "none" : absl::StrJoin(known, ", ")));
+}
+
+namespace {
+
+// Ints are accepted for a float attribute, and an int list (the text form of an empty list
+// included) for a float list.
+bool CoercesTo(AttrType given, AttrType wanted) {
+  return (wanted == AttrType::kFloat && given == AttrType::kInt) ||
+         (wanted == AttrType::kFloatList && given == AttrType::kIntList);
+}
+
+}  // namespace
+
+absl::Status OpDef::AttrTypeError(absl::string_view name, const AttrSpec& spec,
+                                  const AttrValue& value) const {
+  return absl::InvalidArgumentError(absl::StrFormat("attribute '%s' of op '%s' must be of type %s, got %s",
+                                                    name, name_, AttrTypeName(spec.type),
+                                                    AttrValueToString(value)));
+}
+
+absl::Status OpDef::MissingAttrError(const AttrSpec& spec) const {
+  return absl::InvalidArgumentError(absl::StrFormat("op '%s' needs attribute '%s' of type %s", name_,
+                                                    spec.name, AttrTypeName(spec.type)));
+}
+
 absl::StatusOr<Attrs> OpDef::CheckAttrs(const Attrs& attrs) const {
   Attrs out;
   for (const auto& [name, value] : attrs.entries()) {
-    const AttrSpec* spec = nullptr;
-    for (const AttrSpec& s : attrs_) {
-      if (s.name == name) spec = &s;
-    }
-    if (spec == nullptr) {
-      std::vector<std::string> known;
-      for (const AttrSpec& s : attrs_) known.push_back(s.name);
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "op '%s' has no attribute '%s' (known: %s)", name_, name,
-          known.empty() ? "none" : absl::StrJoin(known, ", ")));
-    }
+    ASSIGN_OR_RETURN(const AttrSpec* spec, FindAttrSpec(name));
     AttrValue v = value;
     if (spec->type == AttrType::kFloat && TypeOf(v) == AttrType::kInt) {
       v = static_cast<double>(std::get<int64_t>(v));
@@ -187,22 +212,27 @@ absl::StatusOr<Attrs> OpDef::CheckAttrs(const Attrs& attrs) const {
       const auto& ints = std::get<std::vector<int64_t>>(v);
       v = std::vector<double>(ints.begin(), ints.end());
     }
-    if (TypeOf(v) != spec->type) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "attribute '%s' of op '%s' must be of type %s, got %s", name, name_,
-          AttrTypeName(spec->type), AttrValueToString(value)));
-    }
+    if (TypeOf(v) != spec->type) return AttrTypeError(name, *spec, value);
     out.Set(name, std::move(v));
   }
   for (const AttrSpec& s : attrs_) {
     if (out.Has(s.name)) continue;
-    if (!s.default_value) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "op '%s' needs attribute '%s' of type %s", name_, s.name, AttrTypeName(s.type)));
-    }
+    if (!s.default_value) return MissingAttrError(s);
     out.Set(s.name, *s.default_value);
   }
   return out;
+}
+
+absl::Status OpDef::ValidateAttrs(const Attrs& attrs) const {
+  for (const auto& [name, value] : attrs.entries()) {
+    ASSIGN_OR_RETURN(const AttrSpec* spec, FindAttrSpec(name));
+    const AttrType given = TypeOf(value);
+    if (given != spec->type && !CoercesTo(given, spec->type)) return AttrTypeError(name, *spec, value);
+  }
+  for (const AttrSpec& s : attrs_) {
+    if (!s.default_value && !attrs.Has(s.name)) return MissingAttrError(s);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Type>> OpDef::InferTypes(const Attrs& attrs,

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -296,6 +297,41 @@ def @fused(%x: f32[n, 4], %p: i64[2]) attributes {primitive = true} {
   m->get()->FindFunction("main")->body().mutable_nodes()[0]->mutable_attrs().Erase("mask");
   EXPECT_THAT(Verify(**m).message(), HasSubstr("needs a mask of type dep[] (one dependence per "
                                                "parameter), found none"));
+}
+
+}  // namespace
+}  // namespace hetpass
+
+namespace hetpass {
+namespace {
+
+// VerifyOptions::node_check runs once per node, regions included, after the node's own checks,
+// and its error is the verifier's.
+TEST(VerifierTest, NodeCheckSeesEveryNodeAndFailsTheModule) {
+  auto m = MustParse(kValid);
+  int nodes = 0;
+  WalkNodes(static_cast<const Block&>(MainBody(*m)), [&](const Node&) { ++nodes; });
+  VerifyOptions options;
+  int seen = 0;
+  options.node_check = [&](const Function&, const Node&) {
+    ++seen;
+    return absl::OkStatus();
+  };
+  EXPECT_TRUE(Verify(*m, options).ok());
+  EXPECT_EQ(seen, nodes);
+  options.node_check = [](const Function& f, const Node& n) {
+    return n.kind() == NodeKind::kInvoke
+               ? absl::InvalidArgumentError(absl::StrCat("@", f.name(), " invokes @", n.callee()))
+               : absl::OkStatus();
+  };
+  absl::Status s = Verify(*m, options);
+  EXPECT_EQ(s.message(), "@main invokes @helper");
+  // A structural error of the node comes first.
+  NodeAt(*m, 0).mutable_operands().pop_back();
+  options.node_check = [](const Function&, const Node&) {
+    return absl::InvalidArgumentError("node check");
+  };
+  EXPECT_THAT(Verify(*m, options).message(), HasSubstr("op 'add' takes 2 operands, found 1"));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Module verification (verify_module.h): the structural verifier, then one walk over every
-// function's nodes (regions included) comparing each shape-function invoke's recorded mask
-// with the mask its callee derives.
+// Module verification (verify_module.h): the structural verifier, whose walk over every
+// function's nodes (regions included) also compares each shape-function invoke's recorded mask
+// with the mask its callee derives (VerifyOptions::node_check).
 #include "passes/pass/verify_module.h"
 
 #include <string>
@@ -61,8 +61,13 @@ absl::Status VerifyShapeFunctionMasks(const Module& module) {
 }
 
 absl::Status VerifyModule(const Module& module, const VerifyOptions& options) {
-  RETURN_IF_ERROR(Verify(module, options));
-  return VerifyShapeFunctionMasks(module);
+  VerifyOptions with_masks = options;
+  with_masks.node_check = [&module, user = options.node_check](const Function& f,
+                                                             const Node& n) -> absl::Status {
+    if (user) RETURN_IF_ERROR(user(f, n));
+    return IsShapeFunctionInvoke(n) ? CheckInvoke(module, f, n) : absl::OkStatus();
+  };
+  return Verify(module, with_masks);
 }
 
 }  // namespace hetpass

@@ -209,6 +209,9 @@ class OpDef {
   // Checks attribute names and types against the schema and fills in defaults. Ints are
   // accepted for float attributes, and an empty int list for a float list.
   absl::StatusOr<Attrs> CheckAttrs(const Attrs& attrs) const;
+  // CheckAttrs' errors, in its order, without building the checked copy (the verifier's
+  // question: it runs after every pass over every call).
+  absl::Status ValidateAttrs(const Attrs& attrs) const;
 
   // Runs the shape rule. Errors are prefixed with the op name. With `assumptions`, the rule
   // may keep an input-derived dim under a recorded condition (ShapeContext::Assume).
@@ -217,6 +220,10 @@ class OpDef {
 
  private:
   friend class OpDefBuilder;
+  absl::StatusOr<const AttrSpec*> FindAttrSpec(absl::string_view name) const;
+  absl::Status AttrTypeError(absl::string_view name, const AttrSpec& spec,
+                             const AttrValue& value) const;
+  absl::Status MissingAttrError(const AttrSpec& spec) const;
   friend class OpRegistry;
   std::string name_;
   std::vector<InputSpec> inputs_;

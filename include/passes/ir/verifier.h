@@ -10,6 +10,8 @@
 #ifndef HETPASS_IR_VERIFIER_H_
 #define HETPASS_IR_VERIFIER_H_
 
+#include <functional>
+
 #include "absl/status/status.h"
 #include "passes/ir/ir.h"
 
@@ -17,6 +19,9 @@ namespace hetpass {
 
 struct VerifyOptions {
   bool require_types = false;
+  // A further check of each node, run in the verifier's walk right after the node's own checks
+  // (VerifyModule's mask check: one walk over the module instead of two).
+  std::function<absl::Status(const Function&, const Node&)> node_check;
 };
 
 // Errors are InvalidArgument naming the function, node location, op and value.

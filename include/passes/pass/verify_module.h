@@ -14,7 +14,9 @@
 
 namespace hetpass {
 
-// Verify(module, options), then VerifyShapeFunctionMasks(module).
+// Verify(module, options) with VerifyShapeFunctionMasks' check run in the same walk (through
+// VerifyOptions::node_check, after the caller's own node_check when it has one): the errors of
+// both, a node's structural error before its mask's.
 absl::Status VerifyModule(const Module& module, const VerifyOptions& options = {});
 
 // The mask check alone. Errors are InvalidArgument: "<loc>: in function '@f': invoke %r: mask
