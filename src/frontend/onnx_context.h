@@ -62,6 +62,8 @@ class ImportContext {
   int RankOf(const Value* v) const;     // -1 when unknown
 
   void SetLocalType(const Value* v, Type t) { types_[v] = std::move(t); }
+  // Drops what the context knows of `v` (the importer is about to delete its node).
+  void Forget(const Value* v);
 
   // Error prefix naming the current node: "Reshape 'Reshape_12' (opset 13): ".
   std::string Where() const;

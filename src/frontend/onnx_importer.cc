@@ -16,7 +16,9 @@
 //      as parameters would disable fold-constants, see DESIGN.md).
 //   4. Nodes, in graph order (ONNX requires a topological order): each converter emits registry
 //      ops through ImportContext, which stamps Location::name with the ONNX node name and types
-//      the results with the registry's rule (locally, for dtypes and ranks).
+//      the results with the registry's rule (locally, for dtypes and ranks). A large main-graph
+//      initializer that a converter folded into a new constant (a MatMul weight transposed) is
+//      released after its last ONNX use, so the weights are not held twice until dce.
 //   5. Results: the graph outputs, in order. Optionally infer-types, whose errors name the node.
 //
 // Subgraphs. If and Loop become the IR's `if` and `loop`, their bodies regions (SequenceMap
@@ -33,8 +35,10 @@
 // Known gaps: Scan, external tensor data, non-default domains, sparse initializers.
 #include "passes/frontend/onnx_importer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "absl/container/flat_hash_set.h"
@@ -116,6 +120,11 @@ Value* ImportContext::Const(Tensor t, std::string name) {
   if (current_ != nullptr) v->producer()->set_loc(NamedLocation(current_->name()));
   types_[v] = v->producer()->constant_value().type();
   return v;
+}
+
+void ImportContext::Forget(const Value* v) {
+  types_.erase(v);
+  folded_.erase(v);
 }
 
 Value* ImportContext::ScalarLike(Value* like, double v) {
@@ -445,11 +454,17 @@ class GraphImporter {
     for (auto& init : *model_.mutable_graph()->mutable_initializer()) {
       auto t = onnx_frontend::TensorFromProto(std::move(init));  // its bytes move over
       if (!t.ok()) return WithSource(t.status(), "initializer");
-      Define(init.name(), ctx.Const(*std::move(t), init.name()));
+      const bool large = t->nbytes() >= kReleasableInitializerBytes;
+      Value* v = ctx.Const(*std::move(t), init.name());
+      Define(init.name(), v);
+      if (large) large_initializers_[init.name()] = v;
     }
+    CountInitializerUses(g);
 
     // Phase 4: nodes.
+    top_graph_ = &g;
     RETURN_IF_ERROR(ImportNodes(g, ctx));
+    SweepReleasedInitializers(f->body());
 
     // Phase 5: results.
     ASSIGN_OR_RETURN(std::vector<Value*> results, GraphResults(g, "graph"));
@@ -557,9 +572,90 @@ class GraphImporter {
         if (v->producer() != nullptr && made.contains(v->producer())) v->set_name(name);
         Define(name, v);
       }
+      if (&g == top_graph_ && !large_initializers_.empty()) {
+        ReleaseConsumedInitializers(node, *outs, made, ctx);
+      }
     }
     ctx.set_current(nullptr);
     return absl::OkStatus();
+  }
+
+  // ---- initializers folded away ----
+  //
+  // A converter may fold a large initializer into a new constant (MatMul's weight transposed,
+  // a Gemm's B with transB = 0): the original then has no use left, but until dce it held the
+  // model's bytes a second time, and a BERT-base encoder's import peaked at the file size plus
+  // its transposed weights. An initializer of the main graph is released once the last ONNX
+  // node naming it is converted, when no IR node uses it and no name stands for it: its data
+  // goes at once, its node when the graph is done. Small ones stay for dce: they cost nothing
+  // and keep an import readable.
+
+  static constexpr size_t kReleasableInitializerBytes = 64 * 1024;
+
+  // Uses left per large initializer: each time a main-graph node names it as an input. A graph
+  // output and a name read inside any subgraph (If/Loop bodies capture outer names) pin it.
+  void CountInitializerUses(const onnx::GraphProto& g) {
+    if (large_initializers_.empty()) return;
+    for (const auto& node : g.node()) {
+      for (const std::string& in : node.input()) {
+        if (large_initializers_.contains(in)) ++initializer_uses_[in];
+      }
+      for (const auto& a : node.attribute()) PinSubgraphNames(a);
+    }
+    for (const auto& out : g.output()) Pin(out.name());
+  }
+  void PinSubgraphNames(const onnx::AttributeProto& a) {
+    auto walk = [&](const onnx::GraphProto& body) {
+      for (const auto& n : body.node()) {
+        for (const std::string& in : n.input()) Pin(in);
+        for (const auto& inner : n.attribute()) PinSubgraphNames(inner);
+      }
+      for (const auto& out : body.output()) Pin(out.name());
+    };
+    if (a.has_g()) walk(a.g());
+    for (const auto& body : a.graphs()) walk(body);
+  }
+  void Pin(const std::string& name) {
+    if (auto it = large_initializers_.find(name); it != large_initializers_.end()) {
+      pinned_.insert(it->second);
+    }
+  }
+
+  // After `node` is converted: its new IR nodes' operands and its outputs pin what they name;
+  // its inputs' counts go down, and an initializer at zero is released.
+  void ReleaseConsumedInitializers(const onnx::NodeProto& node, const std::vector<Value*>& outs,
+                                   const absl::flat_hash_set<const Node*>& made,
+                                   ImportContext& ctx) {
+    std::function<void(const Node&)> pin_operands = [&](const Node& n) {
+      for (const Value* v : n.operands()) pinned_.insert(v);
+      for (int r = 0; r < n.num_regions(); ++r) {
+        for (const Value* v : n.region(r)->results()) pinned_.insert(v);
+        WalkNodes(static_cast<const Block&>(*n.region(r)), pin_operands);
+      }
+    };
+    for (const Node* n : made) pin_operands(*n);
+    for (const Value* v : outs) pinned_.insert(v);
+    for (const std::string& in : node.input()) {
+      auto uses = initializer_uses_.find(in);
+      if (uses == initializer_uses_.end() || --uses->second > 0) continue;
+      Value* v = large_initializers_.at(in);
+      if (pinned_.contains(v)) continue;
+      Node* constant = v->producer();
+      constant->set_constant_value(Tensor());  // the bytes go now (unless a fold shares them)
+      released_.insert(constant);
+      ctx.Forget(v);
+      scopes_.front().erase(in);
+    }
+  }
+
+  // Removes the released initializers' nodes from the main body, in one pass.
+  void SweepReleasedInitializers(Block& body) {
+    if (released_.empty()) return;
+    auto& nodes = body.mutable_nodes();
+    nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
+                               [&](const std::unique_ptr<Node>& n) { return released_.contains(n.get()); }),
+                nodes.end());
+    released_.clear();
   }
 
   static const onnx::GraphProto* GraphAttr(const onnx::NodeProto& node, absl::string_view name) {
@@ -994,6 +1090,13 @@ class GraphImporter {
   absl::string_view source_name_;
   // Name scopes: the main graph's, then one per body being imported.
   std::vector<absl::flat_hash_map<std::string, Value*>> scopes_{1};
+  // Initializers of kReleasableInitializerBytes or more (the main graph's), by name; ONNX
+  // inputs naming each still to be converted; values that must stay; nodes to sweep.
+  const onnx::GraphProto* top_graph_ = nullptr;
+  absl::flat_hash_map<std::string, Value*> large_initializers_;
+  absl::flat_hash_map<std::string, int64_t> initializer_uses_;
+  absl::flat_hash_set<const Value*> pinned_;
+  absl::flat_hash_set<const Node*> released_;
   absl::flat_hash_map<std::string, std::string> missing_outputs_;
   absl::flat_hash_map<std::string, std::string> symbols_;  // dim_param -> symbol
   absl::flat_hash_set<std::string> used_symbols_;

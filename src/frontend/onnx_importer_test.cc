@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 // The test binary is defined in test/CMakeLists.txt, where the frontend's source properties
@@ -28,6 +29,7 @@
 #include "passes/analysis/copy_ledger.h"
 #include "passes/ir/parser.h"
 #include "passes/ir/printer.h"
+#include "passes/ir/verifier.h"
 #include "passes/pass/pass_manager.h"
 #include "passes/pass/pass_registry.h"
 #include "passes/runtime/device.h"
@@ -236,6 +238,61 @@ TEST(OnnxImporter, MatMulTransposesConstantWeight) {
   const std::string text = PrintModule(**m);
   EXPECT_THAT(text, HasSubstr("f32[3, 2]"));
   EXPECT_THAT(text, HasSubstr(": f32[n, 3] loc(\"mm\")"));
+}
+
+// A large initializer that a converter folded into a new constant is gone from the import (its
+// bytes were not held twice); one still named by a graph output or passed through by Identity
+// stays, as does a small one (the test above).
+TEST(OnnxImporter, FoldedLargeInitializerIsReleased) {
+  const std::vector<float> w(128 * 256, 0.5f);  // 128 KiB: large
+  auto constants = [](const Module& m) {
+    std::vector<std::string> types;
+    for (const auto& n : m.functions()[0]->body().nodes()) {
+      if (n->kind() == NodeKind::kConstant) types.push_back(n->result()->type().ToString());
+    }
+    return absl::StrJoin(types, " ");
+  };
+  {
+    ModelMaker mm;
+    mm.Input("x", {"n", {128}}).Input("x2", {"n", {128}}).Init("w", {128, 256}, w);
+    mm.Node("MatMul", "mm", {"x", "w"}, {"y"});
+    mm.Node("MatMul", "mm2", {"x2", "w"}, {"y2"});
+    mm.Output("y").Output("y2");
+    auto m = ImportOnnx(mm.Bytes());
+    ASSERT_TRUE(m.ok()) << m.status();
+    // Each MatMul transposed it; the original went after the second.
+    EXPECT_EQ(constants(**m), "f32[256, 128] f32[256, 128]");
+    EXPECT_TRUE(Verify(**m, VerifyOptions{.require_types = true}).ok());
+  }
+  {
+    ModelMaker mm;  // also a graph output: kept
+    mm.Input("x", {"n", {128}}).Init("w", {128, 256}, w);
+    mm.Node("MatMul", "mm", {"x", "w"}, {"y"});
+    mm.Output("y").Output("w");
+    auto m = ImportOnnx(mm.Bytes());
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(constants(**m), "f32[128, 256] f32[256, 128]");
+  }
+  {
+    ModelMaker mm;  // passed through under another name, used after its last own use: kept
+    mm.Input("x", {"n", {128}}).Init("w", {128, 256}, w);
+    mm.Node("Identity", "id", {"w"}, {"w2"});
+    mm.Node("MatMul", "mm", {"x", "w2"}, {"y"});
+    mm.Output("y");
+    auto m = ImportOnnx(mm.Bytes());
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(constants(**m), "f32[128, 256] f32[256, 128]");
+  }
+  {
+    ModelMaker mm;  // an IR operand of its last user (Relu is no fold): kept
+    mm.Input("x", {"n", {256}}).Init("w", {128, 256}, w);
+    mm.Node("Relu", "relu", {"w"}, {"r"});
+    mm.Node("Add", "add", {"x", "r"}, {"y"});
+    mm.Output("y");
+    auto m = ImportOnnx(mm.Bytes());
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(constants(**m), "f32[128, 256]");
+  }
 }
 
 // Tests the view(x.size(0), -1) chain: Shape -> Gather -> Unsqueeze -> Concat -> Reshape
