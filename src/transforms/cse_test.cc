@@ -1,6 +1,7 @@
 #include "passes/transforms/cse.h"
 
 #include "gmock/gmock.h"
+#include "passes/ir/builder.h"
 #include "gtest/gtest.h"
 #include "support/ir_test_util.h"
 
@@ -37,6 +38,30 @@ def @main(%x: f32[4]) {
   EXPECT_EQ(Count(out, "constant<"), 1);
   EXPECT_EQ(Count(out, "add("), 1);
   EXPECT_THAT(out, HasSubstr("multiply(%s, %s)"));
+}
+
+// Large constants (hashed from sampled blocks, Tensor::Hash) merge only when every byte is
+// equal: two that differ in one element between the sampled blocks hash alike and stay apart.
+TEST(Cse, LargeConstantsMergeOnlyWhenEqual) {
+  Module m;
+  Function* f = m.AddFunction("main");
+  Builder b(&f->body());
+  Tensor w = Tensor::Zeros(DType::kF32, {512, 512});  // 1 MiB
+  for (int64_t i = 0; i < w.num_elements(); ++i) w.SetDouble(i, static_cast<double>(i % 977));
+  Tensor between = w;
+  between.SetDouble(w.num_elements() / 64 + 100, -1.0);  // 400 bytes past sampled block 1
+  ASSERT_EQ(between.Hash(), w.Hash());  // the premise: a difference the hash does not see
+  ASSERT_NE(between, w);
+  Value* a = b.Constant(w, "a");
+  Value* a2 = b.Constant(w, "a2");
+  Value* c = b.Constant(between, "c");
+  f->body().set_results({a, a2, c});
+  auto cse = CreateCsePass();
+  ASSERT_TRUE(cse->Run(m).ok());
+  const auto& results = f->body().results();
+  EXPECT_EQ(results[0], results[1]);  // equal: merged
+  EXPECT_NE(results[0], results[2]);  // one element apart: kept
+  EXPECT_EQ(f->body().nodes().size(), 2u);
 }
 
 // Tests that differing attributes or devices prevent merging.
