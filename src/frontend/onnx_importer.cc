@@ -1145,10 +1145,15 @@ absl::StatusOr<std::unique_ptr<Module>> ImportOnnx(absl::string_view model_bytes
 
 absl::StatusOr<std::unique_ptr<Module>> ImportOnnxFile(const std::string& path,
                                                        const OnnxImportOptions& options) {
+  return onnx_frontend::ImportOnnxFileWith(path, options, onnx_frontend::MappedModel::kMinPayload);
+}
+
+absl::StatusOr<std::unique_ptr<Module>> onnx_frontend::ImportOnnxFileWith(
+    const std::string& path, const OnnxImportOptions& options, size_t min_payload) {
   // Mapped, its weights copied once each (onnx_mapped_model.h). A file that cannot be mapped
   // or is not well-formed wire format is read and parsed whole, which names the problem.
   if (auto mapped = onnx_frontend::MappedModel::Open(path); mapped.ok()) {
-    if (absl::StatusOr<std::string> skeleton = (*mapped)->Skeleton(); skeleton.ok()) {
+    if (absl::StatusOr<std::string> skeleton = (*mapped)->Skeleton(min_payload); skeleton.ok()) {
       const onnx_frontend::PayloadScope scope(mapped->get());
       const absl::string_view view = *skeleton;
       return ImportOwnedBytes(&*skeleton, view, options, path);

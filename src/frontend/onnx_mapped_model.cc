@@ -10,9 +10,11 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -21,8 +23,10 @@
 namespace hetpass::onnx_frontend {
 namespace {
 
-// "\xffhpmark" then the payload index, little-endian.
-constexpr char kMagic[8] = {'\xff', 'h', 'p', 'm', 'a', 'r', 'k', '\x01'};
+// A marker: the model's key (8 random bytes drawn when its skeleton is made) then the payload
+// index, little-endian. The key is not in the file, so no file can forge a marker: a genuine
+// 16-byte raw_data that spelled a fixed magic and an index would have been read as another
+// tensor's bytes.
 
 enum class Kind { kModel, kGraph, kNode, kAttribute, kFunction, kTensor, kOther };
 
@@ -71,8 +75,8 @@ constexpr int kMaxDepth = 64;  // graphs nest in attributes; deeper is not a mod
 // The message in bytes [begin, end) of the file, rewritten and appended to `out`; `payloads`
 // collects (offset, size) of each raw_data made a marker, in marker order.
 absl::Status Rewrite(absl::string_view file, size_t begin, size_t end, Kind kind, int depth,
-                     size_t min_payload, std::vector<std::pair<size_t, size_t>>& payloads,
-                     std::string& out) {
+                     size_t min_payload, absl::string_view key,
+                     std::vector<std::pair<size_t, size_t>>& payloads, std::string& out) {
   if (depth > kMaxDepth) return absl::InvalidArgumentError("messages nest too deeply");
   const absl::string_view in = file.substr(0, end);
   size_t pos = begin;
@@ -107,14 +111,15 @@ absl::Status Rewrite(absl::string_view file, size_t begin, size_t end, Kind kind
           WriteVarint(out, MappedModel::kMarkerSize);
           const uint64_t index = payloads.size();
           payloads.emplace_back(body, len);
-          out.append(kMagic, sizeof(kMagic));
+          out.append(key.data(), key.size());
           for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((index >> (8 * i)) & 0xff));
           continue;
         }
         const Kind sub = FieldKind(kind, field);
         if (sub == Kind::kOther) break;  // copied verbatim below
         std::string nested;
-        if (absl::Status s = Rewrite(file, body, pos, sub, depth + 1, min_payload, payloads, nested); !s.ok()) {
+        if (absl::Status s = Rewrite(file, body, pos, sub, depth + 1, min_payload, key, payloads, nested);
+            !s.ok()) {
           return s;
         }
         WriteVarint(out, tag);
@@ -154,7 +159,16 @@ MappedModel::~MappedModel() { ::munmap(const_cast<char*>(data_), size_); }
 absl::StatusOr<std::string> MappedModel::Skeleton(size_t min_payload) {
   std::vector<std::pair<size_t, size_t>> found;
   std::string out;
+  if (::getrandom(key_, sizeof(key_), 0) != static_cast<ssize_t>(sizeof(key_))) {
+    // No entropy source (a very old kernel): the clock and this object's address, still not
+    // something a file can know in advance.
+    const uint64_t mix = static_cast<uint64_t>(
+                             std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                         (reinterpret_cast<uintptr_t>(this) * 0x9e3779b97f4a7c15ull);
+    std::memcpy(key_, &mix, sizeof(key_));
+  }
   absl::Status s = Rewrite(bytes(), 0, size_, Kind::kModel, 0, std::max<size_t>(min_payload, kMarkerSize + 1),
+                           absl::string_view(key_, sizeof(key_)),
                            found, out);
   if (!s.ok()) return s;
   payloads_.clear();
@@ -163,7 +177,7 @@ absl::StatusOr<std::string> MappedModel::Skeleton(size_t min_payload) {
 }
 
 std::optional<absl::string_view> MappedModel::Resolve(absl::string_view raw, int64_t expected) const {
-  if (raw.size() != kMarkerSize || std::memcmp(raw.data(), kMagic, sizeof(kMagic)) != 0) return std::nullopt;
+  if (raw.size() != kMarkerSize || std::memcmp(raw.data(), key_, sizeof(key_)) != 0) return std::nullopt;
   uint64_t index = 0;
   for (int i = 0; i < 8; ++i) index |= static_cast<uint64_t>(static_cast<uint8_t>(raw[8 + i])) << (8 * i);
   if (index >= payloads_.size()) return std::nullopt;

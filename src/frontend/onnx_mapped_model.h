@@ -24,6 +24,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "passes/frontend/onnx_importer.h"
+#include "passes/ir/ir.h"
 
 namespace hetpass::onnx_frontend {
 
@@ -63,8 +65,17 @@ class MappedModel {
   };
   const char* data_;
   size_t size_;
+  char key_[8] = {};  // the markers' first 8 bytes (Skeleton draws them)
   std::vector<Range> payloads_;
 };
+
+// ImportOnnxFile's own path with its threshold as a parameter: the file mapped, its raw_data of
+// `min_payload` bytes or more (17 at least) read through markers. ImportOnnxFile passes
+// MappedModel::kMinPayload; the differential fuzzer (test/fuzz/onnx_mapped_fuzzer.cc) passes
+// the least, so that small inputs have markers, and compares the result with ImportOnnx's.
+absl::StatusOr<std::unique_ptr<Module>> ImportOnnxFileWith(const std::string& path,
+                                                           const OnnxImportOptions& options,
+                                                           size_t min_payload);
 
 // While one is alive on a thread, TensorFromProto on that thread resolves the markers of
 // `model` (the importer parses the skeleton and converts within one scope).

@@ -151,6 +151,35 @@ TEST(MappedModel, WrongSizedPayloadIsNamed) {
   std::remove(path.c_str());
 }
 
+// A file cannot forge a marker. Markers began with a fixed magic: a 16-byte raw_data spelling it
+// and an index was read, in a file, as that payload's bytes, while the same bytes imported
+// whole were an error. Markers now begin with 8 random bytes drawn per skeleton.
+TEST(MappedModel, AFileCannotForgeAMarker) {
+  onnx::ModelProto model = Model();
+  onnx::TensorProto& forged = *model.mutable_graph()->add_initializer();
+  forged.set_name("forged");
+  forged.set_data_type(onnx::TensorProto::FLOAT);
+  forged.add_dims(64);
+  forged.add_dims(512);  // w's size: the old marker resolved to w's 128 KiB
+  forged.set_raw_data(std::string("\xffhpmark\x01\0\0\0\0\0\0\0", 16));
+  const std::string bytes = model.SerializeAsString();
+  const std::string path = WriteTemp(bytes);
+  auto from_file = ImportOnnxFile(path, OnnxImportOptions());
+  auto from_bytes = ImportOnnx(bytes, OnnxImportOptions(), path);
+  ASSERT_FALSE(from_bytes.ok());
+  ASSERT_FALSE(from_file.ok());
+  EXPECT_EQ(from_file.status(), from_bytes.status());
+  EXPECT_THAT(from_file.status().message(), HasSubstr("tensor 'forged'"));
+  // Two skeletons of one file draw different keys (so their markers differ).
+  auto mapped = MappedModel::Open(path);
+  ASSERT_TRUE(mapped.ok());
+  auto first = (*mapped)->Skeleton();
+  auto second = (*mapped)->Skeleton();
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_NE(*first, *second);
+  std::remove(path.c_str());
+}
+
 // Every real model of ../shared/models and the zoo imports from its file (mapped, weights
 // through markers) to the module its bytes import to, constant data included.
 TEST(MappedModel, RealModelsImportAsTheirBytesDo) {

@@ -15,7 +15,9 @@
 #              HETPASS_FUZZ_RUN=always|never (test: the fuzz pass, default always; a cold
 #              fuzz build takes ~5 min of one core), HETPASS_FUZZ_SECONDS (default 60: seconds
 #              of fuzzing ImportOnnx), HETPASS_FUZZ_PARSE_SECONDS and HETPASS_FUZZ_LOAD_SECONDS
-#              (default 40 each: the text IR parser, the executable loader; docs/fuzzing.md).
+#              (default 40 each: the text IR parser, the executable loader),
+#              HETPASS_FUZZ_MAPPED_SECONDS (default 20: the mapped file import against
+#              ImportOnnx; docs/fuzzing.md).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -151,6 +153,8 @@ run_demo() {
 #                                                             HETPASS_FUZZ_PARSE_SECONDS (40)
 #   vm_load_fuzzer      Executable::Deserialize + VirtualMachine::Load (checksums fixed up)
 #                                                             HETPASS_FUZZ_LOAD_SECONDS (40)
+#   onnx_mapped_fuzzer  ImportOnnxFile's mapped skeleton against ImportOnnx
+#                                                             HETPASS_FUZZ_MAPPED_SECONDS (20)
 # ctest runs two at a time (-j2): about 1.5 min of fuzzing. Runs before the main ctest so the
 # log still ends with that summary; a finding stops the run here, with the report and the
 # reproducer's path.
@@ -159,11 +163,13 @@ run_fuzz() {
   local seconds="${HETPASS_FUZZ_SECONDS:-60}"
   local parse_seconds="${HETPASS_FUZZ_PARSE_SECONDS:-40}"
   local load_seconds="${HETPASS_FUZZ_LOAD_SECONDS:-40}"
+  local mapped_seconds="${HETPASS_FUZZ_MAPPED_SECONDS:-20}"
   echo "== fuzz pass: ImportOnnx ${seconds}s, ParseOnnxTensor 15s, ParseModule ${parse_seconds}s," \
-       "Executable load ${load_seconds}s ($dir, clang-16 + libFuzzer)"
+       "Executable load ${load_seconds}s, mapped import ${mapped_seconds}s ($dir, clang-16 + libFuzzer)"
   configure_and_build "$dir" -- -DHETPASS_FUZZ=ON -DCMAKE_C_COMPILER=clang-16 \
     -DCMAKE_CXX_COMPILER=clang++-16 -DHETPASS_FUZZ_SECONDS="$seconds" \
-    -DHETPASS_FUZZ_PARSE_SECONDS="$parse_seconds" -DHETPASS_FUZZ_LOAD_SECONDS="$load_seconds"
+    -DHETPASS_FUZZ_PARSE_SECONDS="$parse_seconds" -DHETPASS_FUZZ_LOAD_SECONDS="$load_seconds" \
+    -DHETPASS_FUZZ_MAPPED_SECONDS="$mapped_seconds"
   if ! (cd "$dir" && ctest -j "$jobs" --output-on-failure); then
     echo "error: the fuzz pass failed: report and reproducer above" \
          "(logs: $dir/test/fuzz/*/fuzz.log)" >&2
