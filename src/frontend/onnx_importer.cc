@@ -457,7 +457,10 @@ class GraphImporter {
       const bool large = t->nbytes() >= kReleasableInitializerBytes;
       Value* v = ctx.Const(*std::move(t), init.name());
       Define(init.name(), v);
-      if (large) large_initializers_[init.name()] = v;
+      if (large) {
+        large_initializers_[init.name()] = v;
+        large_values_.insert(v);
+      }
     }
     CountInitializerUses(g);
 
@@ -626,15 +629,19 @@ class GraphImporter {
   void ReleaseConsumedInitializers(const onnx::NodeProto& node, const std::vector<Value*>& outs,
                                    const absl::flat_hash_set<const Node*>& made,
                                    ImportContext& ctx) {
+    // Only large initializers are remembered: every other value a node uses is no candidate.
+    auto pin = [&](const Value* v) {
+      if (large_values_.contains(v)) pinned_.insert(v);
+    };
     std::function<void(const Node&)> pin_operands = [&](const Node& n) {
-      for (const Value* v : n.operands()) pinned_.insert(v);
+      for (const Value* v : n.operands()) pin(v);
       for (int r = 0; r < n.num_regions(); ++r) {
-        for (const Value* v : n.region(r)->results()) pinned_.insert(v);
+        for (const Value* v : n.region(r)->results()) pin(v);
         WalkNodes(static_cast<const Block&>(*n.region(r)), pin_operands);
       }
     };
     for (const Node* n : made) pin_operands(*n);
-    for (const Value* v : outs) pinned_.insert(v);
+    for (const Value* v : outs) pin(v);
     for (const std::string& in : node.input()) {
       auto uses = initializer_uses_.find(in);
       if (uses == initializer_uses_.end() || --uses->second > 0) continue;
@@ -1095,6 +1102,7 @@ class GraphImporter {
   const onnx::GraphProto* top_graph_ = nullptr;
   absl::flat_hash_map<std::string, Value*> large_initializers_;
   absl::flat_hash_map<std::string, int64_t> initializer_uses_;
+  absl::flat_hash_set<const Value*> large_values_;  // large_initializers_' values
   absl::flat_hash_set<const Value*> pinned_;
   absl::flat_hash_set<const Node*> released_;
   absl::flat_hash_map<std::string, std::string> missing_outputs_;

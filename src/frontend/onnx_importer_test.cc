@@ -245,9 +245,14 @@ TEST(OnnxImporter, MatMulTransposesConstantWeight) {
 // stays, as does a small one (the test above).
 TEST(OnnxImporter, FoldedLargeInitializerIsReleased) {
   const std::vector<float> w(128 * 256, 0.5f);  // 128 KiB: large
-  auto constants = [](const Module& m) {
+  // The types of the imported constants, in order.
+  auto constants = [](const ModelMaker& mm) {
+    auto m = ImportOnnx(mm.Bytes());
+    EXPECT_TRUE(m.ok()) << m.status();
+    if (!m.ok()) return std::string();
+    EXPECT_TRUE(Verify(**m, VerifyOptions{.require_types = true}).ok());
     std::vector<std::string> types;
-    for (const auto& n : m.functions()[0]->body().nodes()) {
+    for (const auto& n : (*m)->functions()[0]->body().nodes()) {
       if (n->kind() == NodeKind::kConstant) types.push_back(n->result()->type().ToString());
     }
     return absl::StrJoin(types, " ");
@@ -258,20 +263,15 @@ TEST(OnnxImporter, FoldedLargeInitializerIsReleased) {
     mm.Node("MatMul", "mm", {"x", "w"}, {"y"});
     mm.Node("MatMul", "mm2", {"x2", "w"}, {"y2"});
     mm.Output("y").Output("y2");
-    auto m = ImportOnnx(mm.Bytes());
-    ASSERT_TRUE(m.ok()) << m.status();
     // Each MatMul transposed it; the original went after the second.
-    EXPECT_EQ(constants(**m), "f32[256, 128] f32[256, 128]");
-    EXPECT_TRUE(Verify(**m, VerifyOptions{.require_types = true}).ok());
+    EXPECT_EQ(constants(mm), "f32[256, 128] f32[256, 128]");
   }
   {
     ModelMaker mm;  // also a graph output: kept
     mm.Input("x", {"n", {128}}).Init("w", {128, 256}, w);
     mm.Node("MatMul", "mm", {"x", "w"}, {"y"});
     mm.Output("y").Output("w");
-    auto m = ImportOnnx(mm.Bytes());
-    ASSERT_TRUE(m.ok()) << m.status();
-    EXPECT_EQ(constants(**m), "f32[128, 256] f32[256, 128]");
+    EXPECT_EQ(constants(mm), "f32[128, 256] f32[256, 128]");
   }
   {
     ModelMaker mm;  // passed through under another name, used after its last own use: kept
@@ -279,9 +279,7 @@ TEST(OnnxImporter, FoldedLargeInitializerIsReleased) {
     mm.Node("Identity", "id", {"w"}, {"w2"});
     mm.Node("MatMul", "mm", {"x", "w2"}, {"y"});
     mm.Output("y");
-    auto m = ImportOnnx(mm.Bytes());
-    ASSERT_TRUE(m.ok()) << m.status();
-    EXPECT_EQ(constants(**m), "f32[128, 256] f32[256, 128]");
+    EXPECT_EQ(constants(mm), "f32[128, 256] f32[256, 128]");
   }
   {
     ModelMaker mm;  // an IR operand of its last user (Relu is no fold): kept
@@ -289,9 +287,7 @@ TEST(OnnxImporter, FoldedLargeInitializerIsReleased) {
     mm.Node("Relu", "relu", {"w"}, {"r"});
     mm.Node("Add", "add", {"x", "r"}, {"y"});
     mm.Output("y");
-    auto m = ImportOnnx(mm.Bytes());
-    ASSERT_TRUE(m.ok()) << m.status();
-    EXPECT_EQ(constants(**m), "f32[128, 256]");
+    EXPECT_EQ(constants(mm), "f32[128, 256]");
   }
 }
 

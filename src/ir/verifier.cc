@@ -40,8 +40,9 @@ class FunctionVerifier {
   FunctionVerifier(const Module& module, const VerifyOptions& options)
       : module_(module), options_(options) {}
 
-  // One verifier checks every function of a module in turn: its value set keeps its capacity
-  // from one function to the next (a fused module has tens of thousands of small functions).
+  // One verifier checks every function of a module in turn: its value set keeps a small
+  // capacity from one function to the next (a fused module has tens of thousands of small
+  // functions; absl gives a large table back on clear, and the reserve below sizes it again).
   absl::Status Run(const Function& function) {
     function_ = &function;
     visible_.clear();
