@@ -129,6 +129,10 @@ class ConvInstance final : public KernelInstance {
 
   absl::Status Load(absl::Span<const Tensor* const> constants);
   absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override;
+  bool Absorbed(int param) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return param == group_.weight && weight_ && weight_->absorbed();
+  }
 
  private:
   // The data pointers of one call.
@@ -186,13 +190,12 @@ class ConvInstance final : public KernelInstance {
   const ConvGroup group_;
   const dnnl::engine& engine_;
   const bool winograd_;
-  std::optional<Tensor> weight_;  // the constant weights, kept for repacking
+  std::optional<PackedWeight> weight_;  // the constant weights (held once: onednn_common.h)
   std::optional<Tensor> bias_;    // the constant bias
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   absl::flat_hash_map<std::array<int64_t, 8>, std::shared_ptr<const Primitive>>
-      cache_;                                                                   // guarded by mu_
-  std::vector<std::pair<memory::desc, std::shared_ptr<const memory>>> packed_;  // guarded by mu_
+      cache_;  // guarded by mu_
 };
 
 absl::StatusOr<ConvShape> ConvInstance::Shape(absl::Span<const int64_t> x,
@@ -223,7 +226,7 @@ absl::Status ConvInstance::Load(absl::Span<const Tensor* const> constants) {
   if (constants[g.data] != nullptr) RETURN_IF_ERROR(check(g.data, "data"));
   if (constants[g.weight] != nullptr) {
     RETURN_IF_ERROR(check(g.weight, "weight"));
-    weight_ = *constants[g.weight];
+    weight_.emplace(*constants[g.weight], engine_);
     if (weight_->shape()[0] % g.groups != 0) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: constant %s has %d output channels, not divisible by %d groups",
@@ -265,15 +268,7 @@ absl::Status ConvInstance::Load(absl::Span<const Tensor* const> constants) {
 
 std::shared_ptr<const memory> ConvInstance::PackedWeights(const ConvShape& s,
                                                           const memory::desc& layout) {
-  for (const auto& [desc, mem] : packed_) {
-    if (desc == layout) return mem;
-  }
-  const memory::desc plain = PlainWeights(s, group_.groups);
-  memory user(plain, engine_, const_cast<uint8_t*>(weight_->data()));
-  // The constant as stored (kept in weight_) where the layouts agree.
-  std::shared_ptr<const memory> packed = PackedConstant(user, layout, engine_);
-  packed_.emplace_back(layout, packed);
-  return packed;
+  return weight_->Get(PlainWeights(s, group_.groups), layout);
 }
 
 absl::StatusOr<std::shared_ptr<const ConvInstance::Primitive>> ConvInstance::GetPrimitive(
@@ -377,7 +372,9 @@ absl::Status ConvInstance::CheckArg(const TensorArg& a, absl::string_view role, 
                                   int rank) const {
   return CheckF32Arg(group_.function,
                      index < group_.num_params ? group_.Arg(role, index) : std::string(role),
-                     role, a, rank);
+                     role, a, rank,
+                     // Constant weights run from the instance's pack, never from the argument.
+                     /*needs_data=*/!(index == group_.weight && weight_));
 }
 
 void ConvInstance::RunEmptyReduction(const float* bias, float* out, const ConvShape& s) const {

@@ -380,6 +380,33 @@ TEST(ConvKernelTest, WinogradTierUpKeepsResults) {
   EXPECT_LE(other, kTolerance);
 }
 
+// Tests that an instance holds its constant weights once (onednn_common.h, PackedWeight): it
+// keeps no share of the bytes as stored after the pack at load, reports them Absorbed (not the
+// bias), and runs from its packs with a weight argument that has no data, through the
+// Winograd tier-up, whose layout is reordered from the first pack.
+TEST(ConvKernelTest, PackedWeightsAreHeldOnceThroughTheWinogradTier) {
+  const BlockedCase k{64, 64, 3, 8, 16, 16};
+  Group g = Compile(BlockedFunction(k));
+  ASSERT_NE(g.kernel, nullptr);
+  const Tensor w = Random({64, 64, 3, 3}, 11, 1.0 / 24), b = Random({4, 1, 1, 16}, 12, 0.5);
+  // The weights again (same seed), in bytes of their own that only `load` holds.
+  std::vector<Tensor> load = {Tensor(), Random({64, 64, 3, 3}, 11, 1.0 / 24), b};
+  auto instance = g.kernel->Instantiate(Constants(load, {false, true, true}));
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_FALSE((*instance)->Absorbed(0));
+  EXPECT_TRUE((*instance)->Absorbed(1));
+  EXPECT_FALSE((*instance)->Absorbed(2));
+  ASSERT_TRUE(load[1].ReleaseIfUnshared());  // no share left in the instance
+  const Tensor x = Random({2, 4, 8, 8, 16}, 13);
+  auto want = Interpret(*g.f, {x, w, b});
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (int i = 0; i < conv_kernel_internal::kWinogradAfterRuns + 2; ++i) {
+    auto got = RunKernel(**instance, {x, load[1], b}, want->shape());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_LE(MaxError(*got, *want), kTolerance) << "run " << i + 1;
+  }
+}
+
 // Tests grouped convolutions in NCHW16c as block-conv-layout writes them: depthwise (with and
 // without a channel multiplier, strided) and groups of whole blocks.
 TEST(ConvKernelTest, BlockedGroupedAndDepthwiseMatchReference) {

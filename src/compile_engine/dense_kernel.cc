@@ -92,6 +92,10 @@ class DenseInstance final : public KernelInstance {
 
   absl::Status Load(absl::Span<const Tensor* const> constants);
   absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) override;
+  bool Absorbed(int param) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return param == group_.weight && weight_ && weight_->absorbed();
+  }
 
  private:
   // One matmul for one (M, K, N); `weights` is the packed constant it runs on (null for
@@ -116,12 +120,11 @@ class DenseInstance final : public KernelInstance {
 
   const DenseGroup group_;
   const dnnl::engine& engine_;
-  std::optional<Tensor> weight_;  // the constant weights, kept for repacking
+  std::optional<PackedWeight> weight_;  // the constant weights (held once: onednn_common.h)
   std::optional<Tensor> bias_;    // the constant bias
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   absl::flat_hash_map<ShapeKey, std::shared_ptr<const Primitive>> cache_;       // guarded by mu_
-  std::vector<std::pair<memory::desc, std::shared_ptr<const memory>>> packed_;  // guarded by mu_
 };
 
 absl::Status DenseInstance::Load(absl::Span<const Tensor* const> constants) {
@@ -147,7 +150,7 @@ absl::Status DenseInstance::Load(absl::Span<const Tensor* const> constants) {
   };
   if (constants[g.weight] != nullptr) {
     RETURN_IF_ERROR(check(g.weight, "weight"));
-    weight_ = *constants[g.weight];
+    weight_.emplace(*constants[g.weight], engine_);
   }
   if (g.has_bias() && constants[g.bias] != nullptr) {
     RETURN_IF_ERROR(check(g.bias, "bias"));
@@ -169,16 +172,7 @@ absl::Status DenseInstance::Load(absl::Span<const Tensor* const> constants) {
 }
 
 std::shared_ptr<const memory> DenseInstance::PackedWeights(const memory::desc& layout) {
-  for (const auto& [desc, mem] : packed_) {
-    if (desc == layout) return mem;
-  }
-  const int64_t n = weight_->shape()[0], k = weight_->shape()[1];
-  const memory::desc plain = PlainWeights(k, n);
-  memory user(plain, engine_, const_cast<uint8_t*>(weight_->data()));
-  // The constant as stored (kept in weight_) where the layouts agree.
-  std::shared_ptr<const memory> packed = PackedConstant(user, layout, engine_);
-  packed_.emplace_back(layout, packed);
-  return packed;
+  return weight_->Get(PlainWeights(weight_->shape()[1], weight_->shape()[0]), layout);
 }
 
 absl::StatusOr<std::shared_ptr<const DenseInstance::Primitive>> DenseInstance::GetPrimitive(
@@ -220,7 +214,9 @@ absl::Status DenseInstance::CheckArg(const TensorArg& a, absl::string_view role,
                                   int rank) const {
   return CheckF32Arg(group_.function,
                      index < group_.num_params ? group_.Arg(role, index) : std::string(role),
-                     role, a, rank);
+                     role, a, rank,
+                     // Constant weights run from the instance's pack, never from the argument.
+                     /*needs_data=*/!(index == group_.weight && weight_));
 }
 
 void DenseInstance::RunEmptyReduction(const float* bias, float* out, int64_t m, int64_t n) const {

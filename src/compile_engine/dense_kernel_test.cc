@@ -174,6 +174,38 @@ TEST(DenseKernelTest, ConstantWeightsArePackedAtLoad) {
   EXPECT_LE(MaxError(*got, *want), kTolerance);
 }
 
+// Tests that an instance holds its constant weights once: after the pack at load it keeps no
+// share of the bytes as stored (the caller's copy is then unshared and can be freed), reports
+// them Absorbed (and nothing else), and runs from the pack with a weight argument that has no
+// data, for several M (a layout another M picks is reordered from the pack). oneDNN packs f32
+// matmul weights into a blocked layout on the AVX-512 hosts this project builds for.
+TEST(DenseKernelTest, PackedWeightsAreHeldOnceAndAbsorbed) {
+  Group g = Compile(DenseFunction(1024, 512, /*bias=*/true, /*relu=*/false));
+  ASSERT_NE(g.kernel, nullptr);
+  const Tensor w = Random({512, 1024}, 6, 1 / 32.0), b = Random({512}, 7);
+  // The weights again (same seed), in bytes of their own that only `load` holds.
+  std::vector<Tensor> load = {Tensor(), Random({512, 1024}, 6, 1 / 32.0), b};
+  auto instance = g.kernel->Instantiate(Constants(load, {false, true, true}));
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  EXPECT_FALSE((*instance)->Absorbed(0));
+  EXPECT_TRUE((*instance)->Absorbed(1));
+  EXPECT_FALSE((*instance)->Absorbed(2));  // the bias is read as stored
+  EXPECT_TRUE(load[1].ReleaseIfUnshared());
+  EXPECT_FALSE(load[2].ReleaseIfUnshared());
+  for (int64_t m : {1, 5, 128}) {
+    SCOPED_TRACE(absl::StrCat("M = ", m));
+    const Tensor x = Random({m, 1024}, 50 + m);
+    Tensor out = Tensor::Zeros(DType::kF32, {m, 512});
+    const std::vector<TensorArg> args = {
+        Arg(x), TensorArg{nullptr, DType::kF32, absl::MakeConstSpan(w.shape())}, Arg(b),
+        TensorArg{out.mutable_data(), DType::kF32, absl::MakeConstSpan(out.shape())}};
+    ASSERT_TRUE((*instance)->Run(args).ok());
+    auto want = Interpret(*g.f, {x, w, b});
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_LE(MaxError(out, *want), kTolerance);
+  }
+}
+
 struct Variant {
   bool bias;
   bool relu;

@@ -37,7 +37,8 @@ std::string ShapeString(absl::Span<const int64_t> shape) {
 }
 
 absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
-                         absl::string_view short_name, const TensorArg& a, int rank) {
+                         absl::string_view short_name, const TensorArg& a, int rank,
+                         bool needs_data) {
   if (a.dtype != DType::kF32 || static_cast<int>(a.shape.size()) != rank) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: %s must be an f32 tensor of rank %d, got %s%s",
                                                       function, name, rank, DTypeName(a.dtype),
@@ -49,7 +50,7 @@ absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
                                                         short_name, ShapeString(a.shape)));
     }
   }
-  if (a.data == nullptr && a.num_elements() > 0) {
+  if (needs_data && a.data == nullptr && a.num_elements() > 0) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: %s has no data", function, short_name));
   }
   return absl::OkStatus();

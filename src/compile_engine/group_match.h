@@ -29,11 +29,13 @@ int ParamIndex(const Block& body, const Value* v);
 // An int attribute (default when absent); nullopt when it has another type.
 std::optional<int64_t> IntAttr(const Node& n, absl::string_view name, int64_t default_value);
 std::string ShapeString(absl::Span<const int64_t> shape);
-// Checks a kernel argument: f32 of `rank`, no negative dim, data present when non-empty.
+// Checks a kernel argument: f32 of `rank`, no negative dim, data present when non-empty (unless
+// !needs_data: a constant the instance prepacked, whose bytes the VM may have released).
 // Errors are InvalidArgument "<function>: <name> must be an f32 tensor of rank R, got ..."
 // (`short_name` in the dim and data messages).
 absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
-                         absl::string_view short_name, const TensorArg& a, int rank);
+                         absl::string_view short_name, const TensorArg& a, int rank,
+                         bool needs_data = true);
 
 // The group shape the library's primitives fuse, shared by the dense, conv2d and
 // conv2d_transpose kernels:

@@ -52,6 +52,38 @@ std::shared_ptr<const dnnl::memory> PackedConstant(const dnnl::memory& user, con
   return reordered;
 }
 
+int64_t PackedWeight::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+std::shared_ptr<const dnnl::memory> PackedWeight::Get(const dnnl::memory::desc& plain,
+                                                      const dnnl::memory::desc& layout) {
+  for (const auto& [desc, mem] : packed_) {
+    if (desc == layout) return mem;
+  }
+  std::shared_ptr<const dnnl::memory> packed;
+  if (plain_) {
+    dnnl::memory user(plain, engine_, const_cast<uint8_t*>(plain_->data()));
+    packed = PackedConstant(user, layout, engine_);
+    // The first pack in another layout replaces the bytes as stored. A pack in the stored
+    // layout is those bytes themselves (PackedConstant), so they stay while it exists.
+    if (packed_.empty() && !(layout == plain)) plain_.reset();
+  } else {
+    // Back to the stored layout first: oneDNN has no direct reorder between some pairs of
+    // blocked weight layouts. The plain copy lives only for this repack.
+    dnnl::memory unpacked(plain, engine_);
+    dnnl::stream& stream = ThreadStream(engine_);
+    const dnnl::memory& first = *packed_.front().second;
+    dnnl::reorder(first, unpacked).execute(stream, const_cast<dnnl::memory&>(first), unpacked);
+    stream.wait();
+    packed = PackedConstant(unpacked, layout, engine_);
+  }
+  packed_.emplace_back(layout, packed);
+  return packed;
+}
+
 void* ThreadScratch(size_t bytes) {
   struct Free {
     void operator()(void* p) const { std::free(p); }

@@ -92,6 +92,18 @@ class SplitInstance : public KernelInstance {
     tail_args_.push_back(out);
     return tail_->Run(ctx, tail_args_);
   }
+  // Absorbed when every half that takes the parameter absorbed it (a dense weight: the head's).
+  bool Absorbed(int param) const override {
+    bool used = false;
+    for (const auto& [half, instance] : {std::pair{h_, head_.get()}, std::pair{t_, tail_.get()}}) {
+      for (size_t i = 0; i < half->params.size(); ++i) {
+        if (half->params[i] != param) continue;
+        if (!instance->Absorbed(static_cast<int>(i))) return false;
+        used = true;
+      }
+    }
+    return used;
+  }
 
  private:
   std::unique_ptr<KernelInstance> head_, tail_;

@@ -296,6 +296,31 @@ TEST(TensorTest, IntegerDTypesWrapAndExtend) {
   EXPECT_TRUE(IsInteger(DType::kU64));
 }
 
+// Tests Tensor::ReleaseIfUnshared: shared bytes stay (false); unshared ones go, dtype and shape
+// stay, data() is null, and a released tensor equals only itself.
+TEST(TensorTest, ReleaseFreesOnlyUnsharedBytes) {
+  Tensor t = Tensor::FromDoubles(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor copy = t;
+  EXPECT_FALSE(t.ReleaseIfUnshared());
+  EXPECT_FALSE(t.released());
+  EXPECT_EQ(t.GetDouble(5), 6);
+  copy = Tensor();
+  EXPECT_TRUE(t.ReleaseIfUnshared());
+  EXPECT_TRUE(t.released());
+  EXPECT_EQ(t.data(), nullptr);
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(t.type().ToString(), "f32[2, 3]");
+  EXPECT_EQ(t.DebugString(), "f32[2, 3]{released}");
+  EXPECT_TRUE(t == t);
+  Tensor other = Tensor::Zeros(DType::kF32, {2, 3});
+  EXPECT_FALSE(t == other);
+  EXPECT_FALSE(other == t);
+  ASSERT_TRUE(other.ReleaseIfUnshared());
+  EXPECT_FALSE(t == other);  // both released: their values are unknown
+  EXPECT_EQ(t.Hash(), other.Hash());
+  EXPECT_TRUE(t.ReleaseIfUnshared());  // again: nothing left to free
+}
+
 // Tests that Tensor::FromBytes rejects a shape whose byte size overflows instead of letting it
 // wrap to match the data (fuzzer findings: f64[2^61] over 0 bytes, f32[2^62 + 1] over 4 bytes),
 // and still checks the size of shapes that fit.

@@ -119,6 +119,7 @@ Type Tensor::type() const {
 }
 
 uint8_t* Tensor::mutable_data() {
+  if (data_ == nullptr) return nullptr;  // released: nothing to write
   if (data_.use_count() > 1) data_ = std::make_shared<std::string>(*data_);
   return reinterpret_cast<uint8_t*>(data_->data());
 }
@@ -236,6 +237,8 @@ Tensor Tensor::Reshaped(std::vector<int64_t> shape) const {
 
 bool Tensor::operator==(const Tensor& o) const {
   if (dtype_ != o.dtype_ || shape_ != o.shape_) return false;
+  // A released tensor's values are gone: it equals only itself.
+  if (released() || o.released()) return this == &o;
   if (data_ == o.data_) return true;
   return nbytes() == 0 || std::memcmp(data(), o.data(), nbytes()) == 0;
 }
@@ -248,6 +251,7 @@ bool Tensor::operator==(const Tensor& o) const {
 size_t Tensor::Hash() const {
   constexpr size_t kWholeBytes = size_t{64} << 10, kEnd = 4096, kBlocks = 64, kBlock = 64;
   size_t h = absl::HashOf(static_cast<int>(dtype_), shape_);
+  if (released()) return h;
   const char* p = reinterpret_cast<const char*>(data());
   const size_t n = nbytes();
   if (n <= kWholeBytes) return absl::HashOf(h, absl::string_view(p, n));
@@ -257,7 +261,17 @@ size_t Tensor::Hash() const {
   return h;
 }
 
+bool Tensor::ReleaseIfUnshared() {
+  if (data_ == nullptr) return true;
+  if (data_.use_count() > 1) return false;
+  data_.reset();
+  return true;
+}
+
 std::string Tensor::DebugString(int max_elements) const {
+  if (released()) {
+    return absl::StrCat(DTypeName(dtype_), "[", absl::StrJoin(shape_, ", "), "]{released}");
+  }
   std::vector<std::string> parts;
   for (int64_t i = 0; i < num_elements_ && i < max_elements; ++i) {
     parts.push_back(IsFloat(dtype_) ? absl::StrCat(GetDouble(i)) : absl::StrCat(GetInt64(i)));

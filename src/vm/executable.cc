@@ -690,6 +690,14 @@ absl::StatusOr<Executable> Executable::Deserialize(absl::string_view bytes) {
 }
 
 absl::Status Executable::SaveToFile(const std::string& path) const {
+  for (size_t c = 0; c < constants.size(); ++c) {
+    if (constants[c].value.released()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot save ", path, ": constant ", c, " (", constants[c].value.type().ToString(),
+          ") was released after its kernels prepacked it (docs/runtime.md, \"Released "
+          "constants\"); save the executable before loading it"));
+    }
+  }
   std::ofstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", path, " for writing"));
   const std::string bytes = Serialize();

@@ -12,11 +12,14 @@
 // dtypes, devices of arguments, sizes against storage capacities).
 #include "passes/vm/vm.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -267,6 +270,13 @@ struct VirtualMachine::Impl {
     }
     for (const ConstantEntry& c : exe.constants) {
       RETURN_IF_ERROR(EnsureDevice(c.device));
+      if (c.value.released()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            ConstantName(constants.size()),
+            " was released after the first VM loaded from this program prepacked it (that VM "
+            "was the program's only holder: docs/runtime.md, \"Released constants\"); to load "
+            "several VMs, hold the Program (Program::Compile) and load each from it"));
+      }
       absl::StatusOr<NDArray> a = runtime::FromHost(c.value, pool(c.device));
       if (!a.ok()) {
         return absl::Status(a.status().code(),
@@ -276,6 +286,7 @@ struct VirtualMachine::Impl {
       }
       constants.push_back(Object::FromTensor(*std::move(a)));
     }
+    ReleasePlan release = PlanRelease();
     for (size_t k = 0; k < exe.kernels.size(); ++k) {
       const KernelSite& site = exe.kernels[k];
       const Function* f = primitives.FindFunction(site.primitive);
@@ -286,7 +297,9 @@ struct VirtualMachine::Impl {
       ASSIGN_OR_RETURN(auto instance,
                        kernels[k]->Instantiate(contexts[static_cast<int>(site.device)], consts));
       instances.push_back(std::move(instance));
+      ReleaseAfter(release, k);
     }
+    TrimHeap(release);
     frames.resize(exe.functions.size());
     executions.assign(exe.functions.size(), 0);
     profile.resize(exe.functions.size());
@@ -295,6 +308,125 @@ struct VirtualMachine::Impl {
       if (d) d->ResetCounters();
     }
     return absl::OkStatus();
+  }
+
+  // Released constants: a cpu constant whose every use is a parameter of a cpu kernel site
+  // whose instance absorbed it (KernelInstance::Absorbed: prepacked, the bytes as stored never
+  // read again) is released as soon as the last of those instances is made, the VM's object
+  // and the program's tensor both, so a model's weights are resident once (packed) rather than
+  // twice: BERT-6's process peaked at 1.9x its file at vm-load with both held. Only
+  //  - where this VM is the program's only holder (VirtualMachine::Load of an Executable, or of
+  //    a Program nobody else holds): a program that other VMs load keeps every constant for
+  //    their instances (VmPool holds its Program);
+  //  - and for bytes nothing else shares (Tensor::ReleaseIfUnshared): a caller still holding
+  //    the IR module the executable came from keeps them, and the program's tensor with them.
+  // Registers are assigned once per value (compiler.cc), so a constant's uses are the
+  // instructions naming the register its kConst wrote; any use other than a cpu kernel site's
+  // constant parameter (a copy, a shape function, a region's operand, a result) keeps it.
+  struct ReleasePlan {
+    std::vector<int32_t> pending;  // per constant: kernel-site uses whose instance is not made yet
+    std::vector<bool> kept;        // per constant: some use needs the bytes
+    std::vector<std::vector<std::pair<int32_t, int32_t>>> site_uses;  // per site: (param, constant)
+    size_t untrimmed = 0;  // bytes released since the heap was last trimmed (TrimHeap)
+  };
+  ReleasePlan PlanRelease() const {
+    ReleasePlan plan;
+    plan.pending.assign(exe.constants.size(), 0);
+    plan.kept.assign(exe.constants.size(), program.use_count() != 1);
+    plan.site_uses.resize(exe.kernels.size());
+    for (size_t c = 0; c < exe.constants.size(); ++c) {
+      if (exe.constants[c].device != DeviceKind::kCpu) plan.kept[c] = true;
+    }
+    absl::flat_hash_map<int32_t, int32_t> loaded;  // register -> the constant loaded into it
+    for (const VmFunction& f : exe.functions) {
+      loaded.clear();
+      for (const Instruction& in : f.code) {
+        if (in.op == Opcode::kConst) loaded[in.dst] = in.a;
+      }
+      if (loaded.empty()) continue;
+      auto keep = [&](int32_t r) {
+        if (auto it = loaded.find(r); it != loaded.end()) plan.kept[it->second] = true;
+      };
+      for (const Instruction& in : f.code) {
+        // The registers an instruction reads through its fields (as Executable::Verify checks
+        // them); no default, so a new opcode must say which of its fields are registers.
+        switch (in.op) {
+          case Opcode::kAllocTensor:
+          case Opcode::kAllocTensorDyn:
+          case Opcode::kDeviceCopy:
+          case Opcode::kShapeOf:
+          case Opcode::kMove:
+          case Opcode::kGetItem:
+            keep(in.a);
+            break;
+          case Opcode::kIf:
+            keep(in.c);
+            break;
+          case Opcode::kArg:
+          case Opcode::kConst:
+          case Opcode::kAllocStorage:
+          case Opcode::kInvokeKernel:
+          case Opcode::kShapeFunc:
+          case Opcode::kTuple:
+          case Opcode::kBuiltin:
+          case Opcode::kCall:
+          case Opcode::kLoop:
+          case Opcode::kRet:
+          case Opcode::kKill:
+          case Opcode::kAssume:
+            break;
+        }
+        if (in.op == Opcode::kKill) continue;  // the end of a value's life reads nothing
+        if (in.op != Opcode::kInvokeKernel) {
+          // The whole operand range: entries that are not registers (a loop's scan types) can
+          // only keep a constant, never release one.
+          const int32_t end = in.list + in.count + in.count2 + (in.op == Opcode::kIf ? in.dst : 0);
+          for (int32_t i = in.list; i < end; ++i) keep(f.operands[i]);
+          continue;
+        }
+        const KernelSite& site = exe.kernels[in.a];
+        for (int32_t i = 0; i < in.count; ++i) {
+          auto it = loaded.find(f.operands[in.list + i]);
+          if (it == loaded.end()) continue;
+          const int32_t c = it->second;
+          if (site.device == DeviceKind::kCpu && i < static_cast<int32_t>(site.constants.size()) &&
+              site.constants[i] == c) {
+            plan.site_uses[in.a].emplace_back(i, c);
+            ++plan.pending[c];
+          } else {
+            plan.kept[c] = true;
+          }
+        }
+      }
+    }
+    return plan;
+  }
+  // After site `k`'s instance is made: the constants whose last use it was are released if
+  // every instance absorbed them.
+  void ReleaseAfter(ReleasePlan& plan, size_t k) {
+    for (const auto& [param, c] : plan.site_uses[k]) {
+      if (!instances[k]->Absorbed(param)) plan.kept[c] = true;
+      if (--plan.pending[c] > 0 || plan.kept[c]) continue;
+      NDArray& a = constants[c].tensor;
+      // The VM's object first: it borrows the program's bytes (FromHost keeps a Tensor alive).
+      a.storage = std::make_shared<runtime::Storage>(a.device(), nullptr, 0, nullptr);
+      a.offset = 0;
+      Tensor& value = program->impl_->exe.constants[c].value;  // this VM's alone
+      const size_t bytes = value.nbytes();
+      if (value.ReleaseIfUnshared()) plan.untrimmed += bytes;
+    }
+    if (plan.untrimmed >= kTrimEvery) TrimHeap(plan);
+  }
+  // glibc keeps freed blocks in its heap (its mmap threshold rises as large blocks are freed,
+  // so later weights are heap blocks too): without giving the released weights' pages back
+  // while packing, BERT-6's load still peaked 60 MB higher. A trim costs about a millisecond
+  // on a model's heap, hence every 16 MiB released and once at the end.
+  static constexpr size_t kTrimEvery = size_t{16} << 20;
+  static void TrimHeap(ReleasePlan& plan) {
+#if defined(__GLIBC__)
+    if (plan.untrimmed > 0) malloc_trim(0);
+#endif
+    plan.untrimmed = 0;
   }
 
   // "constant 3 (%fc1_weight = constant ...)": the IR binding of the first instruction that

@@ -396,6 +396,94 @@ TEST(Executable, SaveLoadRoundTrip) {
   EXPECT_FALSE(Executable::LoadFromFile(::testing::TempDir() + "/missing.hvm").ok());
 }
 
+// The constants of an executable nobody else holds: a fresh copy (its own bytes).
+Executable Exclusive(const Executable& exe) {
+  auto copy = Executable::Deserialize(exe.Serialize());
+  EXPECT_TRUE(copy.ok()) << copy.status();
+  return copy.ok() ? *std::move(copy) : Executable();
+}
+
+int NumReleased(const Executable& exe) {
+  int n = 0;
+  for (const ConstantEntry& c : exe.constants) n += c.value.released() ? 1 : 0;
+  return n;
+}
+
+// Tests released constants (vm.cc): a VM that is its program's only holder drops the dense
+// weights its oneDNN instances prepacked (the biases, read as stored, stay) and computes the
+// same results bit for bit; a program held elsewhere, or bytes shared with the caller's
+// module, keep every constant; what needs the released bytes later (a second VM of the
+// program, saving the executable) fails naming the constant instead of reading freed memory.
+TEST(Vm, PrepackedWeightsAreReleasedWhenTheVmIsTheirOnlyHolder) {
+  VmProgram p = MustCompile(SeedMlp("n"), DeviceKind::kCpu);
+  auto shared = MustLoad(p.executable);  // the bytes are shared with p: nothing released
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(NumReleased(shared->executable()), 0);
+
+  auto own = VirtualMachine::Load(Exclusive(p.executable));
+  ASSERT_TRUE(own.ok()) << own.status();
+  const Executable& exe = (*own)->executable();
+  int weights = 0;
+  for (const ConstantEntry& c : exe.constants) {
+    if (c.value.rank() != 2) {
+      EXPECT_FALSE(c.value.released()) << "bias " << c.value.type().ToString();
+      continue;
+    }
+    ++weights;
+    EXPECT_TRUE(c.value.released()) << "weight " << c.value.type().ToString();
+  }
+  EXPECT_EQ(weights, 3);
+  for (int64_t n : {7, 1, 64}) {
+    const Tensor x = RandomTensor(DType::kF32, {n, 1024}, static_cast<uint32_t>(n));
+    auto a = shared->RunWithHostTensors("main", {x});
+    auto b = (*own)->RunWithHostTensors("main", {x});
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ((*a)[0], (*b)[0]) << "batch " << n;
+  }
+
+  auto second = VirtualMachine::Load((*own)->program());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("%w1"));
+  EXPECT_THAT(second.status().message(), HasSubstr("was released"));
+  const absl::Status saved = exe.SaveToFile(::testing::TempDir() + "/released.hvm");
+  EXPECT_EQ(saved.code(), absl::StatusCode::kFailedPrecondition) << saved;
+  EXPECT_THAT(saved.message(), HasSubstr("f32[512, 1024]"));
+
+  // A program the caller holds serves any number of VMs: none releases anything.
+  auto program = Program::Compile(Exclusive(p.executable));
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto vm1 = VirtualMachine::Load(*program);
+  auto vm2 = VirtualMachine::Load(*program);
+  ASSERT_TRUE(vm1.ok() && vm2.ok());
+  EXPECT_EQ(NumReleased((*program)->executable()), 0);
+}
+
+// Tests that a prepacked weight with another use (here an elementwise add, whose kernel reads
+// it as stored) is kept.
+TEST(Vm, AWeightWithAnotherUseIsKept) {
+  VmProgram p = MustCompile(R"(def @main(%x: f32[n, 64], %y: f32[32, 64]) {
+  %w = constant<elided> : f32[32, 64]
+  %0 = nn.dense(%x, %w)
+  %1 = add(%y, %w)
+  return %0, %1
+}
+)",
+                            DeviceKind::kCpu);
+  auto vm = VirtualMachine::Load(Exclusive(p.executable));
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  EXPECT_EQ(NumReleased((*vm)->executable()), 0);
+  const Tensor x = RandomTensor(DType::kF32, {3, 64}, 1), y = RandomTensor(DType::kF32, {32, 64}, 2);
+  auto out = (*vm)->RunWithHostTensors("main", {x, y});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto ref = ReferenceRun(*p.source, {x, y});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_TRUE(TensorsNear((*out)[0], (*ref)[0]));
+  EXPECT_TRUE(TensorsNear((*out)[1], (*ref)[1]));
+}
+
 // Tests that a truncated or corrupted file is an error, never a crash: every prefix, and a
 // flipped bit in many positions (the checksum catches those), and a structurally bad payload
 // with a valid checksum (Verify catches that).

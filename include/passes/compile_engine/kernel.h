@@ -58,6 +58,14 @@ class KernelInstance {
   virtual absl::Status Run(const KernelContext& ctx, absl::Span<const TensorArg> args) = 0;
   // The same on the host context (tests and host-only callers).
   absl::Status Run(absl::Span<const TensorArg> args) { return Run(KernelContext::Host(), args); }
+  // True when the instance holds constant parameter `param` in a form of its own (prepacked)
+  // and neither reads that constant's bytes nor keeps them: Run ignores the argument's data
+  // pointer, which may then be null. The VM releases a constant whose every use is absorbed
+  // (vm.cc, "released constants"). Asked once, right after Instantiate.
+  virtual bool Absorbed(int param) const {
+    (void)param;
+    return false;
+  }
 };
 
 class CompiledKernel {

@@ -41,7 +41,10 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(num_elements_) * DTypeSize(dtype_); }
   Type type() const;
 
-  const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(data_->data()); }
+  // Null once released (ReleaseIfUnshared).
+  const uint8_t* data() const {
+    return data_ ? reinterpret_cast<const uint8_t*>(data_->data()) : nullptr;
+  }
   // Writable data; unshares the storage first (copy on write).
   uint8_t* mutable_data();
   template <typename T>
@@ -67,6 +70,14 @@ class Tensor {
   bool operator!=(const Tensor& o) const { return !(*this == o); }
   size_t Hash() const;
   std::string DebugString(int max_elements = 8) const;
+
+  // Frees the bytes when no other Tensor shares them, keeping dtype and shape; data() is null
+  // afterwards and the elements must not be read. For a holder that has handed the values on in
+  // another form: a VM whose kernels prepacked a weight drops the weight as stored (vm.cc,
+  // "released constants"), so a model's weights are resident once. False (nothing changes)
+  // when the bytes are shared, e.g. with the IR module the caller still holds.
+  bool ReleaseIfUnshared();
+  bool released() const { return data_ == nullptr; }
 
  private:
   DType dtype_ = DType::kF32;

@@ -190,6 +190,7 @@ struct Executable {
   // Every index in range, every register below num_registers, lists inside the pool.
   absl::Status Verify() const;
 
+  // Requires every constant's bytes (none released by a VM: SaveToFile says so as an error).
   std::string Serialize() const;
   // Errors (never crashes) on a wrong magic, version, checksum, truncation or bad index.
   static absl::StatusOr<Executable> Deserialize(absl::string_view bytes);
