@@ -74,7 +74,10 @@ target_compile_definitions(hetpass_tsan_tests PRIVATE
 target_link_libraries(hetpass_tsan_tests PRIVATE hetpass_tsan_core GTest::gtest GTest::gmock
                       GTest::gtest_main)
 # Tests left out here, with why (gtest filter syntax):
-set(HETPASS_TSAN_SKIP "")
+#   Vm.PrepackedWeightsAreReleasedWhenTheVmIsTheirOnlyHolder: this build has no oneDNN, so no
+#     instance prepacks (absorbs) a weight and nothing is released; the main and ASan builds
+#     run it.
+set(HETPASS_TSAN_SKIP "Vm.PrepackedWeightsAreReleasedWhenTheVmIsTheirOnlyHolder")
 enable_testing()
 gtest_discover_tests(hetpass_tsan_tests DISCOVERY_TIMEOUT 120 TEST_FILTER "-${HETPASS_TSAN_SKIP}"
   PROPERTIES TIMEOUT 900 LABELS tsan ENVIRONMENT
