@@ -52,12 +52,6 @@ std::shared_ptr<const dnnl::memory> PackedConstant(const dnnl::memory& user, con
   return reordered;
 }
 
-int64_t PackedWeight::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : shape_) n *= d;
-  return n;
-}
-
 std::shared_ptr<const dnnl::memory> PackedWeight::Get(const dnnl::memory::desc& plain,
                                                       const dnnl::memory::desc& layout) {
   for (const auto& [desc, mem] : packed_) {

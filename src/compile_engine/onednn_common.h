@@ -66,9 +66,12 @@ std::shared_ptr<const dnnl::memory> PackedConstant(const dnnl::memory& user, con
 class PackedWeight {
  public:
   PackedWeight(Tensor plain, const dnnl::engine& engine)
-      : plain_(std::move(plain)), shape_(plain_->shape()), engine_(engine) {}
+      : plain_(std::move(plain)),
+        shape_(plain_->shape()),
+        num_elements_(plain_->num_elements()),
+        engine_(engine) {}
   const std::vector<int64_t>& shape() const { return shape_; }
-  int64_t num_elements() const;
+  int64_t num_elements() const { return num_elements_; }
   // The weights in `layout`, `plain` describing them as stored; reordered on first request.
   // Throws what oneDNN throws.
   std::shared_ptr<const dnnl::memory> Get(const dnnl::memory::desc& plain,
@@ -79,6 +82,7 @@ class PackedWeight {
  private:
   std::optional<Tensor> plain_;
   std::vector<int64_t> shape_;
+  int64_t num_elements_;
   const dnnl::engine& engine_;
   std::vector<std::pair<dnnl::memory::desc, std::shared_ptr<const dnnl::memory>>> packed_;
 };

@@ -334,6 +334,7 @@ struct VirtualMachine::Impl {
     plan.pending.assign(exe.constants.size(), 0);
     plan.kept.assign(exe.constants.size(), program.use_count() != 1);
     plan.site_uses.resize(exe.kernels.size());
+    if (program.use_count() != 1) return plan;  // a shared program keeps everything: no scan
     for (size_t c = 0; c < exe.constants.size(); ++c) {
       if (exe.constants[c].device != DeviceKind::kCpu) plan.kept[c] = true;
     }
