@@ -413,5 +413,49 @@ def @main(%x: f32[n, 8], %y: f32[n, 8], %h: f16[n, 8], %k: f32[n, 4]) {
   EXPECT_EQ(cached, (std::vector<bool>{true, true, true, true, false}));
 }
 
+// The cache matches candidates on their members, without building them: what a built
+// candidate would differ in (operand wiring, a value used twice, how many parameters, an
+// attribute, which values are outputs) is a miss; only a renamed group is a hit.
+TEST(GroupAnswerCache, TellsApartWiringAttributesAndOutputs) {
+  auto m = Typed(R"(
+def @main(%x: f32[n, 8], %y: f32[n, 8], %v: f32[8]) {
+  %a = tanh(%x)
+  %b = add(%a, %x)
+  %c = tanh(%x)
+  %d = add(%x, %c)
+  %e = tanh(%x)
+  %f = add(%e, %e)
+  %g = tanh(%x)
+  %i = add(%g, %y)
+  %j = tanh(%y)
+  %l = add(%j, %y)
+  %o = tanh(%x)
+  %p = nn.bias_add(%o, %v) {axis = 1}
+  %q = tanh(%x)
+  %r = nn.bias_add(%q, %v) {axis = -1}
+  return %b, %d, %f, %i, %l, %p, %r
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const auto& nodes = (*m)->FindFunction("main")->body().nodes();
+  auto pair = [&](int k) { return std::vector<const Node*>{nodes[2 * k].get(), nodes[2 * k + 1].get()}; };
+  auto out = [&](int k) { return std::vector<Value*>{nodes[2 * k + 1]->result()}; };
+  CountingCapabilities caps;
+  GroupAnswerCache cache;
+  for (int k = 0; k < 7; ++k) DeviceRunsGroupNatively(caps, pair(k), out(k), DeviceKind::kSim, &cache);
+  EXPECT_EQ(caps.asked, 6);  // only %j, %l (group 4) is group 0 renamed
+  EXPECT_EQ(cache.hits(), 1);
+  // Group 0 with both of its values as outputs is another candidate; asked again, a hit.
+  const std::vector<Value*> both = {nodes[0]->result(), nodes[1]->result()};
+  DeviceRunsGroupNatively(caps, pair(0), both, DeviceKind::kSim, &cache);
+  DeviceRunsGroupNatively(caps, pair(4), {nodes[8]->result(), nodes[9]->result()}, DeviceKind::kSim, &cache);
+  EXPECT_EQ(caps.asked, 7);
+  EXPECT_EQ(cache.hits(), 2);
+  // An output that is not a member's value is refused, not cached.
+  const std::vector<Value*> foreign = {nodes[3]->result()};
+  EXPECT_FALSE(DeviceRunsGroupNatively(caps, pair(0), foreign, DeviceKind::kSim, &cache));
+  EXPECT_EQ(caps.asked, 7);
+}
+
 }  // namespace
 }  // namespace hetpass

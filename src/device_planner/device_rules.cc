@@ -16,7 +16,12 @@ std::set<std::string> BoundSymbols(const Function& function) {
 bool ShapeKnown(const Type& type, const std::set<std::string>& bound) {
   if (!type.is_tensor()) return false;
   for (const DimExpr& d : type.shape()) {
+    if (d.is_constant()) continue;
     if (d.is_unknown()) return false;
+    if (d.is_symbol()) {  // the common case, without collecting into a set
+      if (!bound.contains(d.symbol_name())) return false;
+      continue;
+    }
     std::set<std::string> syms;
     d.CollectSymbols(&syms);
     for (const std::string& s : syms) {

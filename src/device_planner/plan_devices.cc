@@ -327,12 +327,17 @@ class Planner {
       if (d.is_constant()) {
         v = d.constant();
       } else if (!d.is_unknown()) {
-        std::set<std::string> syms;
-        d.CollectSymbols(&syms);
-        DimExpr::Bindings b;
-        for (const std::string& s : syms) b[s] = options_.symbol_value;
-        auto e = d.Evaluate(b);
-        if (e.ok() && *e >= 0) v = *e;
+        // A model repeats a few symbolic dims (`batch`, `seq`) on every value.
+        auto [it, inserted] = dim_estimates_.try_emplace(d, options_.symbol_value);
+        if (inserted) {
+          std::set<std::string> syms;
+          d.CollectSymbols(&syms);
+          DimExpr::Bindings b;
+          for (const std::string& s : syms) b[s] = options_.symbol_value;
+          auto e = d.Evaluate(b);
+          if (e.ok() && *e >= 0) it->second = *e;
+        }
+        v = it->second;
       }
       if (__builtin_mul_overflow(n, v, &n)) return int64_t{1} << 40;
     }
@@ -549,6 +554,8 @@ class Planner {
   const PlanDevicesOptions& options_;
   // The capabilities' answers about single-call groups (a model repeats a few op signatures).
   mutable GroupAnswerCache answers_;
+  // EstimateBytes' value of each symbolic dim.
+  mutable absl::flat_hash_map<DimExpr, int64_t> dim_estimates_;
   Module& module_;
   Function& f_;
   ValueNames names_;

@@ -101,6 +101,37 @@ TEST(TwoDeviceCut, PrefersCopyingTheSmallerValue) {
   EXPECT_EQ(s->bytes_moved, 2000);
 }
 
+// Tests a network that is one long path: 200k free nodes between a host input and an
+// accelerator output, every value of 1000 bytes but one of 3 in the middle (and dear ends). The augmenting
+// path runs through every node (a recursive search would need a frame per node, more than a
+// thread's stack), and the cut falls at the cheap value.
+TEST(TwoDeviceCut, SolvesAPathAsLongAsTheNetwork) {
+  constexpr int kFree = 200000;
+  CutProblem p;
+  p.fixed.assign(kFree + 2, CutProblem::kFree);
+  p.fixed.front() = CutProblem::kHost;
+  p.fixed.back() = CutProblem::kAccel;
+  p.host_penalty.assign(kFree + 2, 0);
+  for (int i = 0; i + 1 < kFree + 2; ++i) {
+    // Node i's value feeds node i + 1, and (the residual add) node i + 2.
+    const int64_t bytes = i == kFree / 2 ? 3 : i == 0 || i == kFree ? 5000 : 1000;  // dear ends
+    CutProblem::Value v{i, bytes, {i + 1}};
+    if (i + 2 < kFree + 2) v.consumers.push_back(i + 2);
+    p.values.push_back(v);
+  }
+  // With skip edges every cut crosses two values; the cheapest pairs hold the cheap one, and
+  // of those two cuts the one with fewer host nodes wins (the source side found is minimal).
+  auto s = SolveTwoDeviceCut(p);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->bytes_moved, CutCost(p, s->side));
+  int host = 0;
+  while (host < kFree + 2 && s->side[host] == CutProblem::kHost) ++host;
+  for (int i = host; i < kFree + 2; ++i) ASSERT_EQ(s->side[i], CutProblem::kAccel) << i;
+  // Cut between `host - 1` and `host`: values host - 2 (into host) and host - 1 cross.
+  EXPECT_EQ(s->bytes_moved, 3 + 1000);
+  EXPECT_EQ(host, kFree / 2 + 1);
+}
+
 // Tests that malformed problems are errors, not crashes.
 TEST(TwoDeviceCut, RejectsMalformedProblems) {
   CutProblem p;

@@ -395,6 +395,7 @@ absl::StatusOr<std::unique_ptr<OpRegistry>> OpRegistry::Builder::Build() {
     }
   }
   reg->ops_ = std::move(defs_);
+  reg->IndexRoles();
   return reg;
 }
 
@@ -404,14 +405,22 @@ const OpDef* OpRegistry::Find(absl::string_view name) const {
 }
 
 const OpDef* OpRegistry::FindByRole(OpRole role) const {
-  if (role == OpRole::kCompute) return nullptr;
-  const OpDef* found = nullptr;
+  const size_t r = static_cast<size_t>(role);
+  return role == OpRole::kCompute || r >= by_role_.size() ? nullptr : by_role_[r];
+}
+
+void OpRegistry::IndexRoles() {
+  by_role_.clear();
+  std::vector<int> count;
   for (const auto& d : ops_) {
-    if (d->role() != role) continue;
-    if (found != nullptr) return nullptr;  // Build() rejects this; a clone may not
-    found = d.get();
+    const size_t r = static_cast<size_t>(d->role());
+    if (r >= by_role_.size()) {
+      by_role_.resize(r + 1, nullptr);
+      count.resize(r + 1, 0);
+    }
+    // A role two ops have finds neither (Build() rejects this; a clone may not).
+    by_role_[r] = ++count[r] == 1 ? d.get() : nullptr;
   }
-  return found;
 }
 
 std::unique_ptr<OpRegistry> OpRegistry::CloneWith(const std::function<void(OpDef&)>& edit) const {
@@ -422,6 +431,7 @@ std::unique_ptr<OpRegistry> OpRegistry::CloneWith(const std::function<void(OpDef
     reg->by_name_.emplace(copy->name(), copy.get());
     reg->ops_.push_back(std::move(copy));
   }
+  reg->IndexRoles();
   return reg;
 }
 

@@ -59,13 +59,31 @@ bool Type::is_static() const {
   return true;
 }
 
-DimExpr Type::NumElements() const {
-  DimExpr n(1);
-  for (const DimExpr& d : shape_) n = n * d;
-  return n;
+namespace {
+
+// The product of `dims` and `scale`: the constant dims folded first, so that a shape like
+// [n, 16] costs one symbolic multiplication (each builds a polynomial), not one per dim.
+DimExpr Product(const std::vector<DimExpr>& dims, int64_t scale) {
+  int64_t constant = scale;
+  DimExpr symbolic(1);
+  bool any_symbolic = false;
+  for (const DimExpr& d : dims) {
+    if (d.is_constant()) {
+      if (__builtin_mul_overflow(constant, d.constant(), &constant)) return DimExpr::Unknown();
+    } else {
+      symbolic = any_symbolic ? symbolic * d : d;
+      any_symbolic = true;
+    }
+  }
+  if (!any_symbolic) return constant;
+  return constant == 1 ? symbolic : symbolic * DimExpr(constant);
 }
 
-DimExpr Type::NumBytes() const { return NumElements() * DimExpr(DTypeSize(dtype_)); }
+}  // namespace
+
+DimExpr Type::NumElements() const { return Product(shape_, 1); }
+
+DimExpr Type::NumBytes() const { return Product(shape_, DTypeSize(dtype_)); }
 
 bool Type::operator==(const Type& o) const {
   if (kind_ != o.kind_) return false;

@@ -110,13 +110,26 @@ class Manifester {
     n->set_attrs(*std::move(checked));
     return n;
   }
+  // The same for the allocations written per kernel result, whose attributes never vary within
+  // a run: checked once (at 100k kernels, checking each was a tenth of the pass).
+  std::unique_ptr<Node> AllocCall(OpRole role) {
+    std::unique_ptr<Node>& proto = alloc_protos_[static_cast<size_t>(role)];
+    if (proto == nullptr) {
+      proto = role == OpRole::kAllocTensor ? Call(role)
+                                           : Call(role, Attrs{{"alignment", options_.alignment}});
+    }
+    auto n = std::make_unique<Node>(NodeKind::kCall);
+    n->set_op(proto->op());
+    n->set_attrs(proto->attrs());
+    return n;
+  }
 
   // Storage + tensor for a result of known type.
   Value* AllocKnown(const Type& t, DeviceKind d, const Location& loc, const std::string& name) {
-    auto storage = Call(OpRole::kAllocStorage, Attrs{{"alignment", options_.alignment}});
+    auto storage = AllocCall(OpRole::kAllocStorage);
     Value* st = storage->AddResult(Type::Storage(t.NumBytes()), name.empty() ? "" : absl::StrCat(name, "_storage"));
     Emit(std::move(storage), d, loc);
-    auto tensor = Call(OpRole::kAllocTensor);
+    auto tensor = AllocCall(OpRole::kAllocTensor);
     tensor->AddOperand(st);
     Value* out = tensor->AddResult(t, name);
     Emit(std::move(tensor), d, loc);
@@ -124,7 +137,7 @@ class Manifester {
   }
 
   Value* AllocDyn(const Type& t, Value* dims, DeviceKind d, const Location& loc, const std::string& name) {
-    auto tensor = Call(OpRole::kAllocTensorDyn, Attrs{{"alignment", options_.alignment}});
+    auto tensor = AllocCall(OpRole::kAllocTensorDyn);
     tensor->AddOperand(dims);
     Value* out = tensor->AddResult(t, name);
     Emit(std::move(tensor), d, loc);
@@ -233,8 +246,7 @@ class Manifester {
     return name;
   }
 
-  absl::Status RewriteInvoke(std::unique_ptr<Node> n) {
-    Function* callee = module_.FindFunction(n->callee());
+  absl::Status RewriteInvoke(std::unique_ptr<Node> n, Function* callee) {
     const DeviceKind d = n->device();
     const Location loc = n->loc();
     std::vector<Value*> args(n->operands().begin(), n->operands().end());
@@ -245,7 +257,8 @@ class Manifester {
     for (int i = 0; i < n->num_results(); ++i) {
       Value* r = n->result(i);
       const std::string name = r->name();
-      if (Known(r->type())) {
+      const bool known = Known(r->type());
+      if (known) {
         outs.push_back(AllocKnown(r->type(), d, loc, name));
       } else if (counted != nullptr && CountFillsUnknownDim(r->type())) {
         if (count_on_host == nullptr) {
@@ -263,7 +276,7 @@ class Manifester {
         }
         outs.push_back(AllocDyn(r->type(), shapes[i], d, loc, name));
       }
-      if (!Known(r->type())) BindPlainSymbols(r->type());
+      if (!known) BindPlainSymbols(r->type());
       replace_[r] = outs.back();
     }
     EmitKernel(n->callee(), args, outs, d, loc);
@@ -314,14 +327,15 @@ class Manifester {
         return Error(*n, "manifest-alloc expects every computation inside a primitive function: "
                          "run fuse-ops first");
       }
-      if (IsPlainInvoke(*n) && IsPrimitive(module_.FindFunction(n->callee()))) {
+      Function* callee = IsPlainInvoke(*n) ? module_.FindFunction(n->callee()) : nullptr;
+      if (IsPrimitive(callee)) {
         if (n->device() == DeviceKind::kUnset) {
           return Error(*n, "manifest-alloc needs devices: run plan-devices first");
         }
         for (const auto& r : n->results()) {
           if (r->type().is_unset()) return Error(*n, "manifest-alloc needs typed IR: run infer-types first");
         }
-        RETURN_IF_ERROR(RewriteInvoke(std::move(n)));
+        RETURN_IF_ERROR(RewriteInvoke(std::move(n), callee));
         continue;
       }
       out.push_back(std::move(n));
@@ -338,6 +352,7 @@ class Manifester {
   ValueNames names_;
   const OpRegistry& registry_;
   std::set<std::string> bound_;
+  std::unique_ptr<Node> alloc_protos_[8];  // AllocCall's checked node per role
   std::vector<std::unique_ptr<Node>>* out_ = nullptr;
   absl::flat_hash_map<const Value*, Value*> replace_;
   absl::flat_hash_map<const Value*, Value*> host_copies_;

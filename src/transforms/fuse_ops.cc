@@ -150,6 +150,8 @@ struct Group {
   bool closed = false;           // holds a data-dependent op: nothing joins (rule e)
   bool fusable = true;           // every member can be fused on the device (rule h)
   Function* function = nullptr;  // created (empty) in Phase 2 when the group is named
+  // GroupOutputs, once rule i asked for them (members are final by then).
+  std::vector<Value*> outputs;
 };
 
 class FuseOpsPass : public Pass {
@@ -390,8 +392,11 @@ class FuseOpsPass : public Pass {
       if (has_fallback) {
         const absl::flat_hash_set<const Node*> set(groups[i].members.begin(), groups[i].members.end());
         const std::vector<const Node*> nodes(groups[i].members.begin(), groups[i].members.end());
-        const std::vector<Value*> outputs = GroupOutputs(groups[i], set);
-        if (DeviceRunsGroupNatively(caps, nodes, outputs, groups[i].device, answers_.get())) continue;
+        groups[i].outputs = GroupOutputs(groups[i], set);
+        if (DeviceRunsGroupNatively(caps, nodes, groups[i].outputs, groups[i].device, answers_.get())) {
+          continue;
+        }
+        groups[i].outputs.clear();  // it is cut into pieces
       }
       std::vector<std::pair<size_t, size_t>> pieces = NativePieces(groups[i].members, groups[i].device);
       if (pieces.empty()) {
@@ -470,7 +475,7 @@ class FuseOpsPass : public Pass {
         invoke->AddOperand(v);
       }
     }
-    const std::vector<Value*> outputs = GroupOutputs(g, members);
+    const std::vector<Value*> outputs = g.outputs.empty() ? GroupOutputs(g, members) : g.outputs;
 
     for (auto& n : nodes) body.Append(std::move(n));
     ReplaceUses(body, to_param);

@@ -155,10 +155,11 @@ class GroupAnswerCache {
   GroupAnswerCache(const GroupAnswerCache&) = delete;
   GroupAnswerCache& operator=(const GroupAnswerCache&) = delete;
 
-  // The answer for the candidate (the only function of `scratch`) asked `question` (an
-  // index the caller picks per question) about `device`: remembered, or `ask`ed and kept.
-  bool Answer(std::unique_ptr<Module> scratch, int question, DeviceKind device,
-              const std::function<bool(const Function&)>& ask);
+  // The answer for the candidate group of `members` with `outputs` (see DeviceRunsGroup)
+  // asked `question` (an index the caller picks per question) about `device`: remembered, or
+  // `ask`ed of the candidate function and kept; false where an output is not a member's.
+  bool Answer(absl::Span<const Node* const> members, absl::Span<Value* const> outputs,
+              int question, DeviceKind device, const std::function<bool(const Function&)>& ask);
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }
 

@@ -310,8 +310,12 @@ class OpRegistry {
 
  private:
   OpRegistry() = default;
+  // Fills by_role_ from ops_ (after Build or CloneWith).
+  void IndexRoles();
   std::vector<std::unique_ptr<OpDef>> ops_;
   absl::flat_hash_map<std::string, const OpDef*> by_name_;
+  // FindByRole's answer per role (manifest-alloc asks once per allocation it writes).
+  std::vector<const OpDef*> by_role_;
 };
 
 }  // namespace hetpass
