@@ -113,7 +113,7 @@ class Manifester {
   // The same for the allocations written per kernel result, whose attributes never vary within
   // a run: checked once (at 100k kernels, checking each was a tenth of the pass).
   std::unique_ptr<Node> AllocCall(OpRole role) {
-    std::unique_ptr<Node>& proto = alloc_protos_[static_cast<size_t>(role)];
+    std::unique_ptr<Node>& proto = alloc_protos_[role];
     if (proto == nullptr) {
       proto = role == OpRole::kAllocTensor ? Call(role)
                                            : Call(role, Attrs{{"alignment", options_.alignment}});
@@ -352,7 +352,7 @@ class Manifester {
   ValueNames names_;
   const OpRegistry& registry_;
   std::set<std::string> bound_;
-  std::unique_ptr<Node> alloc_protos_[8];  // AllocCall's checked node per role
+  absl::flat_hash_map<OpRole, std::unique_ptr<Node>> alloc_protos_;  // AllocCall's, per role
   std::vector<std::unique_ptr<Node>>* out_ = nullptr;
   absl::flat_hash_map<const Value*, Value*> replace_;
   absl::flat_hash_map<const Value*, Value*> host_copies_;
