@@ -318,91 +318,14 @@ std::unique_ptr<Module> Candidate(absl::Span<const Node* const> members, absl::S
 constexpr int kTakesGroup = 0;
 constexpr int kTakesGroupNatively = 1;
 
-// Where a member's operand (or an output) comes from, as Candidate wires it: a parameter of
-// the candidate (values used but not defined by the members, numbered in first-use order) or a
-// result of an earlier member. Groups have a handful of members, so a linear scan beats a map.
-struct GroupRefs {
-  struct Ref {
-    int member;  // -1: parameter `index`
-    int index;
-  };
-  explicit GroupRefs(absl::Span<const Node* const> members) : members(members) {}
-  Ref Of(const Value* v) {
-    for (size_t k = 0; k < members.size(); ++k) {
-      if (v->producer() == members[k]) return Ref{static_cast<int>(k), v->index()};
-    }
-    for (size_t p = 0; p < params.size(); ++p) {
-      if (params[p] == v) return Ref{-1, static_cast<int>(p)};
-    }
-    params.push_back(v);
-    return Ref{-1, static_cast<int>(params.size()) - 1};
-  }
-  absl::Span<const Node* const> members;
-  std::vector<const Value*> params;
-};
-
-// A hash of the candidate Candidate(members, outputs) would build, without building it (names
-// and locations aside, like StructuralHash): equal candidates hash alike.
-size_t CandidateHash(absl::Span<const Node* const> members, absl::Span<Value* const> outputs) {
-  GroupRefs refs(members);
-  size_t h = absl::HashOf(members.size(), outputs.size());
-  for (const Node* n : members) {
-    h = absl::HashOf(h, n->op(), n->attrs().Hash(), n->device(), n->num_operands(), n->num_results());
-    for (const Value* v : n->operands()) {
-      const size_t params = refs.params.size();
-      const GroupRefs::Ref r = refs.Of(v);
-      h = absl::HashOf(h, r.member, r.index);
-      if (refs.params.size() > params) h = absl::HashOf(h, v->type(), v->device());
-    }
-    for (const auto& r : n->results()) h = absl::HashOf(h, r->type());
-  }
-  for (const Value* v : outputs) {
-    const GroupRefs::Ref r = refs.Of(v);
-    h = absl::HashOf(h, r.member, r.index);
-  }
-  return h;
-}
-
 // Whether `candidate` (a Candidate) is structurally what Candidate(members, outputs) would be.
 bool CandidateMatches(absl::Span<const Node* const> members, absl::Span<Value* const> outputs,
                       const Function& candidate) {
   const Block& body = candidate.body();
-  if (body.nodes().size() != members.size() || body.results().size() != outputs.size()) return false;
-  GroupRefs refs(members);
-  // The candidate's side of a reference: its parameter index, or the node's position.
-  const auto candidate_ref = [&](const Value* v) {
-    if (v->is_param()) return GroupRefs::Ref{-1, v->index()};
-    for (size_t k = 0; k < body.nodes().size(); ++k) {
-      if (v->producer() == body.nodes()[k].get()) return GroupRefs::Ref{static_cast<int>(k), v->index()};
-    }
-    return GroupRefs::Ref{-2, 0};
-  };
-  const auto same = [&](const Value* mine, const Value* theirs) {
-    const size_t params = refs.params.size();
-    const GroupRefs::Ref a = refs.Of(mine), b = candidate_ref(theirs);
-    if (a.member != b.member || a.index != b.index) return false;
-    return refs.params.size() == params ||
-           (mine->type() == theirs->type() && mine->device() == theirs->device());
-  };
-  for (size_t k = 0; k < members.size(); ++k) {
-    const Node& n = *members[k];
-    const Node& c = *body.nodes()[k];
-    if (c.kind() != NodeKind::kCall || n.op() != c.op() || n.device() != c.device() ||
-        n.num_operands() != c.num_operands() || n.num_results() != c.num_results() ||
-        !(n.attrs() == c.attrs())) {
-      return false;
-    }
-    for (int i = 0; i < n.num_operands(); ++i) {
-      if (!same(n.operand(i), c.operand(i))) return false;
-    }
-    for (int i = 0; i < n.num_results(); ++i) {
-      if (!(n.result(i)->type() == c.result(i)->type())) return false;
-    }
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!same(outputs[i], body.results()[i])) return false;
-  }
-  return refs.params.size() == static_cast<size_t>(body.num_params());
+  std::vector<const Node*> nodes;
+  nodes.reserve(body.nodes().size());
+  for (const auto& n : body.nodes()) nodes.push_back(n.get());
+  return GroupsStructurallyEqual(members, outputs, nodes, body.results());
 }
 
 bool CandidateTaken(absl::Span<const Node* const> members, absl::Span<Value* const> outputs,
@@ -424,7 +347,7 @@ bool GroupAnswerCache::Answer(absl::Span<const Node* const> members, absl::Span<
                               const std::function<bool(const Function&)>& ask) {
   // Hashed and compared on the members themselves: the candidate is built only for a miss
   // (at 100k ops, building it per question was most of fuse-ops' rule i).
-  const size_t hash = absl::HashOf(CandidateHash(members, outputs), question, static_cast<int>(device));
+  const size_t hash = absl::HashOf(GroupStructuralHash(members, outputs), question, static_cast<int>(device));
   std::vector<Entry>& bucket = entries_[hash];
   for (const Entry& e : bucket) {
     if (e.question == question && e.device == device &&

@@ -68,6 +68,7 @@
 #include "passes/device_planner/device_rules.h"
 #include "passes/device_planner/two_device_cut.h"
 #include "passes/ir/printer.h"
+#include "passes/ir/scratch_ids.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 
@@ -136,17 +137,31 @@ class Planner {
     problem_.fixed[kAccelNode] = CutProblem::kAccel;
     for (const auto& p : f_.body().params()) {
       RETURN_IF_ERROR(CheckTyped(p.get(), nullptr));
-      const int id = NewNode(nullptr, p.get());
-      producer_[p.get()] = id;
-      values_.push_back(p.get());
+      NumberValue(p.get(), NewNode(nullptr, p.get()));
     }
     RETURN_IF_ERROR(CollectBlock(f_.body()));
     const int out = options_.outputs_on_host ? kHostNode : kAccelNode;
     for (size_t i = 0; i < f_.body().results().size(); ++i) {
       AddUse(f_.body().results()[i], UseSite{nullptr, &f_.body(), static_cast<int>(i), out});
     }
+    uses_.Build(value_ids_.size());
     return absl::OkStatus();
   }
+
+  // Numbers `v` (a constant's result: producer -1) and lists it in values_ unless constant.
+  void NumberValue(Value* v, int producer) {
+    value_ids_.Number(v);
+    producer_.push_back(producer);
+    if (producer >= 0) values_.push_back(v);
+  }
+  int ProducerOf(const Value* v) const {
+    const int id = value_ids_.Id(v);
+    HETPASS_CHECK(id >= 0, "plan-devices: a value its function does not define");
+    return producer_[id];
+  }
+
+  // The use sites of `v` in program order (none for a value the function does not define).
+  absl::Span<const UseSite> Uses(const Value* v) const { return uses_.Of(value_ids_.Id(v)); }
 
   absl::Status CheckTyped(const Value* v, const Node* n) const {
     if (!v->type().is_unset()) return absl::OkStatus();
@@ -155,7 +170,12 @@ class Planner {
     return n ? Error(*n, what) : absl::InvalidArgumentError(what);
   }
 
-  void AddUse(Value* v, UseSite site) { uses_[v].push_back(site); }
+  // A use of a value the function does not define (invalid IR, which the verifier reports) is
+  // not one the cut can act on.
+  void AddUse(Value* v, UseSite site) {
+    const int id = value_ids_.Id(v);
+    if (id >= 0) uses_.Add(id, site);
+  }
 
   absl::Status CollectBlock(Block& block) {
     for (const auto& node : block.nodes()) {
@@ -164,16 +184,14 @@ class Planner {
       if (n.kind() == NodeKind::kTuple || n.kind() == NodeKind::kGetItem) {
         return Error(n, "plan-devices does not place tuple values yet; flatten tuples first");
       }
+      node_ids_.Number(&n);
       if (n.kind() == NodeKind::kConstant) {
         constants_.push_back(&n);
+        for (const auto& r : n.results()) NumberValue(r.get(), -1);
         continue;
       }
       const int id = NewNode(&n, nullptr);
-      node_id_[&n] = id;
-      for (const auto& r : n.results()) {
-        producer_[r.get()] = id;
-        values_.push_back(r.get());
-      }
+      for (const auto& r : n.results()) NumberValue(r.get(), id);
       for (int i = 0; i < n.num_operands(); ++i) {
         const bool is_copy = n.kind() == NodeKind::kCall && n.op()->role() == OpRole::kDeviceCopy;
         if (is_copy) {
@@ -191,8 +209,7 @@ class Planner {
           Value* param = region.param(p);
           RETURN_IF_ERROR(CheckTyped(param, &n));
           // Loop iteration number and condition are driven by the host.
-          producer_[param] = (n.kind() == NodeKind::kLoop && p < 2) ? kHostNode : id;
-          values_.push_back(param);
+          NumberValue(param, (n.kind() == NodeKind::kLoop && p < 2) ? kHostNode : id);
         }
         RETURN_IF_ERROR(CollectBlock(region));
         for (size_t i = 0; i < region.results().size(); ++i) {
@@ -302,9 +319,7 @@ class Planner {
   bool AllUsesOnHost(size_t id) const {
     bool any = false, all_host = true;
     for (const auto& r : nodes_[id]->results()) {
-      auto it = uses_.find(r.get());
-      if (it == uses_.end()) continue;
-      for (const UseSite& u : it->second) {
+      for (const UseSite& u : Uses(r.get())) {
         any = true;
         // Returning a value is not a shape computation: the network's tail stays with
         // the kernels (the cut decides where its result is copied).
@@ -359,10 +374,10 @@ class Planner {
       if (problem_.fixed[id] == CutProblem::kFree) problem_.host_penalty[id] = 1;  // ties: accel
     }
     for (Value* v : values_) {
-      auto it = uses_.find(v);
-      if (it == uses_.end()) continue;
+      const absl::Span<const UseSite> uses = Uses(v);
+      if (uses.empty()) continue;
       CutProblem::Value cv;
-      cv.producer = producer_.at(v);
+      cv.producer = ProducerOf(v);
       // A copy sits right after the value's definition, so it runs as often as that block:
       // once per iteration of every enclosing loop (each estimated at symbol-value trips).
       cv.bytes = EstimateBytes(v->type());
@@ -370,7 +385,7 @@ class Planner {
         cv.bytes *= options_.symbol_value;
       }
       cv.bytes = std::min<int64_t>(cv.bytes, int64_t{1} << 40);
-      for (const UseSite& u : it->second) {
+      for (const UseSite& u : uses) {
         if (std::find(cv.consumers.begin(), cv.consumers.end(), u.consumer) == cv.consumers.end()) {
           cv.consumers.push_back(u.consumer);
         }
@@ -391,7 +406,7 @@ class Planner {
     // Parameters of the function and of regions live where their producer node is.
     for (Value* v : values_) {
       if (!v->is_param()) continue;
-      const DeviceKind d = Device(side_[producer_.at(v)]);
+      const DeviceKind d = Device(side_[ProducerOf(v)]);
       if (v->device() != d) {
         v->set_param_device(d);
         changed_ = true;
@@ -403,7 +418,7 @@ class Planner {
       if (n == nullptr || n->kind() != NodeKind::kCall || n->op()->role() != OpRole::kDeviceCopy) continue;
       const Value* in = n->operand(0);
       const DeviceKind in_device = ConstantData(in) ? ParseDevice(n->attrs().GetString("src")).value_or(DeviceKind::kCpu)
-                                                    : Device(side_[producer_.at(in)]);
+                                                    : Device(side_[ProducerOf(in)]);
       if (DeviceName(in_device) != n->attrs().GetString("src")) {
         return Error(*n, absl::StrFormat("copies from '%s' but its input %s is on '%s'",
                                          n->attrs().GetString("src"), names_.Name(in),
@@ -424,10 +439,8 @@ class Planner {
     for (Node* c : constants_) {
       Value* v = c->result(0);
       bool host = false, accel = false;
-      auto it = uses_.find(v);
-      if (it != uses_.end()) {
-        for (const UseSite& u : it->second) (ConsumerSide(u) == CutProblem::kHost ? host : accel) = true;
-      }
+      const absl::Span<const UseSite> uses = Uses(v);
+      for (const UseSite& u : uses) (ConsumerSide(u) == CutProblem::kHost ? host : accel) = true;
       const DeviceKind own = host || !accel ? DeviceKind::kCpu : options_.target;
       if (c->device() != own) {
         c->set_device(own);
@@ -440,10 +453,10 @@ class Planner {
         clone->set_loc(c->loc());
         clone->set_device(options_.target);
         Value* cv = clone->AddResult(v->type(), v->name().empty() ? "" : absl::StrCat(v->name(), "_", DeviceName(options_.target)));
-        for (const UseSite& u : it->second) {
+        for (const UseSite& u : uses) {
           if (ConsumerSide(u) == CutProblem::kAccel) Redirect(u, cv);
         }
-        insert_after_[c].push_back(std::move(clone));
+        InsertAfter(c, std::move(clone));
         changed_ = true;
       }
     }
@@ -465,10 +478,8 @@ class Planner {
   absl::Status CheckContainersStay() const {
     for (Value* v : values_) {
       if (!v->type().is_sequence() && !v->type().is_optional()) continue;
-      auto it = uses_.find(v);
-      if (it == uses_.end()) continue;
-      const int from = side_[producer_.at(v)];
-      for (const UseSite& u : it->second) {
+      const int from = side_[ProducerOf(v)];
+      for (const UseSite& u : Uses(v)) {
         if (u.operand && ConsumerSide(u) != from) {
           return absl::UnimplementedError(absl::StrFormat(
               "plan-devices: %s of @%s (%s) is made on %s but used on %s; sequences and optionals "
@@ -483,11 +494,9 @@ class Planner {
 
   void InsertCopies() {
     for (Value* v : values_) {
-      auto it = uses_.find(v);
-      if (it == uses_.end()) continue;
-      const int from = side_[producer_.at(v)];
+      const int from = side_[ProducerOf(v)];
       std::vector<const UseSite*> across;
-      for (const UseSite& u : it->second) {
+      for (const UseSite& u : Uses(v)) {
         if (ConsumerSide(u) != from) across.push_back(&u);
       }
       const bool redirected = std::any_of(across.begin(), across.end(),
@@ -506,7 +515,7 @@ class Planner {
                                                  : absl::StrCat(v->name(), "_", DeviceName(dst)));
       for (const UseSite* u : across) Redirect(*u, cv);
       if (v->producer() != nullptr) {
-        insert_after_[v->producer()].push_back(std::move(copy));
+        InsertAfter(v->producer(), std::move(copy));
       } else {
         insert_at_start_[v->param_block()].push_back(std::move(copy));
       }
@@ -516,6 +525,14 @@ class Planner {
 
   static bool IsAllDigits(const std::string& s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  }
+
+  void InsertAfter(const Node* n, std::unique_ptr<Node> added) {
+    const int id = node_ids_.Id(n);
+    HETPASS_CHECK(id >= 0, "plan-devices inserts after a binding it did not collect");
+    if (insert_after_.empty()) insert_after_.resize(node_ids_.size());
+    insert_after_[id].push_back(std::move(added));
+    blocks_with_insertions_.insert(n->parent());
   }
 
   // Splices the new bindings into their blocks.
@@ -536,20 +553,14 @@ class Planner {
     }
     for (auto& n : old) {
       for (int r = 0; r < n->num_regions(); ++r) FlushBlock(*n->region(r));
-      Node* raw = n.get();
+      const int id = node_ids_.Id(n.get());
       block.Append(std::move(n));
-      auto after = insert_after_.find(raw);
-      if (after != insert_after_.end()) {
-        for (auto& c : after->second) block.Append(std::move(c));
+      if (id >= 0 && !insert_after_.empty()) {
+        for (auto& c : insert_after_[id]) block.Append(std::move(c));
       }
     }
   }
-  bool HasInsertions(const Block& block) const {
-    for (const auto& n : block.nodes()) {
-      if (insert_after_.contains(n.get())) return true;
-    }
-    return false;
-  }
+  bool HasInsertions(const Block& block) const { return blocks_with_insertions_.contains(&block); }
 
   const PlanDevicesOptions& options_;
   // The capabilities' answers about single-call groups (a model repeats a few op signatures).
@@ -565,12 +576,18 @@ class Planner {
   std::vector<Value*> params_;
   std::vector<Value*> values_;  // every non-constant value, in program order
   std::vector<Node*> constants_;
-  absl::flat_hash_map<const Node*, int> node_id_;
-  absl::flat_hash_map<const Value*, int> producer_;
+  // Every value of the function, constants' results included, and its graph node (-1 for a
+  // constant's), by value id.
+  ScratchIds<Value> value_ids_;
+  std::vector<int> producer_;
   // Nodes fixed to the accelerator only by their op's `target` placement (constraint 2).
   absl::flat_hash_set<int> target_pinned_;
-  absl::flat_hash_map<const Value*, std::vector<UseSite>> uses_;
-  absl::flat_hash_map<const Node*, std::vector<std::unique_ptr<Node>>> insert_after_;
+  // The use sites of each value, by value id.
+  IdBuckets<UseSite> uses_;
+  // Every binding of the function, and the bindings to insert after each (by node id).
+  ScratchIds<Node> node_ids_;
+  std::vector<std::vector<std::unique_ptr<Node>>> insert_after_;
+  absl::flat_hash_set<const Block*> blocks_with_insertions_;
   absl::flat_hash_map<const Block*, std::vector<std::unique_ptr<Node>>> insert_at_start_;
   bool changed_ = false;
 };

@@ -203,7 +203,92 @@ class Hasher {
   absl::flat_hash_map<const Value*, size_t> ids_;
 };
 
+// Where a member's operand (or an output) of a group comes from, as outlining wires it: a
+// parameter (values used but not defined by the members, numbered in first-use order) or a
+// result of an earlier member. Groups have a handful of members, so a linear scan beats a map.
+class GroupRefs {
+ public:
+  struct Ref {
+    int member;  // -1: parameter `index`
+    int index;
+    bool operator==(const Ref&) const = default;
+  };
+  explicit GroupRefs(absl::Span<const Node* const> members) : members_(members) {}
+  // Numbers `v`; `fresh` (if given) tells whether this first use made it a new parameter.
+  Ref Of(const Value* v, bool* fresh = nullptr) {
+    if (fresh != nullptr) *fresh = false;
+    for (size_t k = 0; k < members_.size(); ++k) {
+      if (v->producer() == members_[k]) return Ref{static_cast<int>(k), v->index()};
+    }
+    for (size_t p = 0; p < params_.size(); ++p) {
+      if (params_[p] == v) return Ref{-1, static_cast<int>(p)};
+    }
+    params_.push_back(v);
+    if (fresh != nullptr) *fresh = true;
+    return Ref{-1, static_cast<int>(params_.size()) - 1};
+  }
+
+ private:
+  absl::Span<const Node* const> members_;
+  std::vector<const Value*> params_;
+};
+
 }  // namespace
+
+size_t GroupStructuralHash(absl::Span<const Node* const> members, absl::Span<Value* const> outputs) {
+  GroupRefs refs(members);
+  size_t h = absl::HashOf(members.size(), outputs.size());
+  for (const Node* n : members) {
+    h = absl::HashOf(h, static_cast<int>(n->kind()), n->op(), n->attrs().Hash(),
+                     static_cast<int>(n->device()), n->num_operands(), n->num_results());
+    for (const Value* v : n->operands()) {
+      bool fresh = false;
+      const GroupRefs::Ref r = refs.Of(v, &fresh);
+      h = absl::HashOf(h, r.member, r.index);
+      if (fresh) h = absl::HashOf(h, v->type().Hash(), static_cast<int>(v->device()));
+    }
+    for (const auto& r : n->results()) h = absl::HashOf(h, r->type().Hash());
+  }
+  for (const Value* v : outputs) {
+    bool fresh = false;
+    const GroupRefs::Ref r = refs.Of(v, &fresh);
+    h = absl::HashOf(h, r.member, r.index);
+    if (fresh) h = absl::HashOf(h, v->type().Hash(), static_cast<int>(v->device()));
+  }
+  return h;
+}
+
+bool GroupsStructurallyEqual(absl::Span<const Node* const> a, absl::Span<Value* const> a_outputs,
+                             absl::Span<const Node* const> b, absl::Span<Value* const> b_outputs) {
+  if (a.size() != b.size() || a_outputs.size() != b_outputs.size()) return false;
+  GroupRefs ra(a), rb(b);
+  // Both sides number a value the same way, and a new parameter has the same type and device.
+  const auto same = [&](const Value* x, const Value* y) {
+    bool fresh_x = false, fresh_y = false;
+    if (!(ra.Of(x, &fresh_x) == rb.Of(y, &fresh_y)) || fresh_x != fresh_y) return false;
+    return !fresh_x || (x->type() == y->type() && x->device() == y->device());
+  };
+  for (size_t k = 0; k < a.size(); ++k) {
+    const Node& x = *a[k];
+    const Node& y = *b[k];
+    if (x.kind() != NodeKind::kCall || y.kind() != NodeKind::kCall || x.op() != y.op() ||
+        x.device() != y.device() || x.num_operands() != y.num_operands() ||
+        x.num_results() != y.num_results() || x.num_regions() != 0 || y.num_regions() != 0 ||
+        !AttrsEqual(x.attrs(), y.attrs())) {
+      return false;
+    }
+    for (int i = 0; i < x.num_operands(); ++i) {
+      if (!same(x.operand(i), y.operand(i))) return false;
+    }
+    for (int i = 0; i < x.num_results(); ++i) {
+      if (!(x.result(i)->type() == y.result(i)->type())) return false;
+    }
+  }
+  for (size_t i = 0; i < a_outputs.size(); ++i) {
+    if (!same(a_outputs[i], b_outputs[i])) return false;
+  }
+  return true;
+}
 
 bool StructurallyEqual(const Function& a, const Function& b, std::string* why) {
   return Comparer(why).Functions(a, b);

@@ -1,6 +1,7 @@
 #include "passes/ir/structural.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
@@ -142,6 +143,50 @@ TEST(StructuralTest, CloneKeepsBuiltins) {
   Module c;
   CloneFunction(*a->functions()[0], c, "main");
   EXPECT_EQ(PrintModule(c), PrintModule(*a));
+}
+
+// Tests that groups of op calls compare as the function outlining them would be: equal up to
+// renaming (parameters numbered by first use), and hashing alike then; a value used twice, a
+// parameter's type, an attribute or the chosen outputs tell groups apart.
+TEST(StructuralTest, GroupsCompareAsTheFunctionOutliningThem) {
+  auto m = MustParse(R"(def @main(%x: f32[n, 4], %y: f32[n, 4], %z: f32[m, 4]) {
+  %a = add(%x, %y) : f32[n, 4]
+  %b = nn.relu(%a) : f32[n, 4]
+  %c = add(%y, %x) : f32[n, 4]
+  %d = nn.relu(%c) : f32[n, 4]
+  %e = add(%x, %x) : f32[n, 4]
+  %f = nn.relu(%e) : f32[n, 4]
+  %g = add(%z, %z) : f32[m, 4]
+  %h = nn.relu(%g) : f32[m, 4]
+  %v, %i = topk(%x) {k = 2} : f32[n, 2], i64[n, 2]
+  %v2, %i2 = topk(%y) {k = 2} : f32[n, 2], i64[n, 2]
+  %v3, %i3 = topk(%y) {k = 3} : f32[n, 3], i64[n, 3]
+  return %b
+}
+)");
+  const auto& nodes = m->FindFunction("main")->body().nodes();
+  auto group = [&](int first, int count) {
+    std::vector<const Node*> g;
+    for (int k = first; k < first + count; ++k) g.push_back(nodes[k].get());
+    return g;
+  };
+  auto out = [&](int node, int result = 0) { return nodes[node]->result(result); };
+  const std::vector<const Node*> ab = group(0, 2), cd = group(2, 2), ef = group(4, 2), gh = group(6, 2);
+  const std::vector<Value*> b = {out(1)}, d = {out(3)}, f = {out(5)}, h = {out(7)};
+  EXPECT_TRUE(GroupsStructurallyEqual(ab, b, cd, d));
+  EXPECT_EQ(GroupStructuralHash(ab, b), GroupStructuralHash(cd, d));
+  EXPECT_FALSE(GroupsStructurallyEqual(ab, b, ef, f));  // one parameter used twice
+  EXPECT_FALSE(GroupsStructurallyEqual(ef, f, gh, h));  // f32[n, 4] vs f32[m, 4]
+  const std::vector<Value*> ab_both = {out(0), out(1)}, cd_both = {out(2), out(3)};
+  const std::vector<Value*> cd_swapped = {out(3), out(2)};
+  EXPECT_TRUE(GroupsStructurallyEqual(ab, ab_both, cd, cd_both));
+  EXPECT_FALSE(GroupsStructurallyEqual(ab, ab_both, cd, cd_swapped));
+  EXPECT_FALSE(GroupsStructurallyEqual(ab, b, cd, cd_both));
+  const std::vector<Value*> v = {out(8, 0)}, v2 = {out(9, 0)}, i2 = {out(9, 1)}, v3 = {out(10, 0)};
+  EXPECT_TRUE(GroupsStructurallyEqual(group(8, 1), v, group(9, 1), v2));
+  EXPECT_FALSE(GroupsStructurallyEqual(group(8, 1), v, group(9, 1), i2));  // another result
+  EXPECT_FALSE(GroupsStructurallyEqual(group(9, 1), v2, group(10, 1), v3));  // k differs
+  EXPECT_FALSE(GroupsStructurallyEqual(ab, b, group(0, 1), {out(0)}));  // member counts
 }
 
 }  // namespace

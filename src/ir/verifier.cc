@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "passes/ir/op_def.h"
+#include "passes/ir/scratch_ids.h"
 #include "passes/support/status_macros.h"
 
 namespace hetpass {
@@ -40,17 +41,14 @@ class FunctionVerifier {
   FunctionVerifier(const Module& module, const VerifyOptions& options)
       : module_(module), options_(options) {}
 
-  // One verifier checks every function of a module in turn: its value set keeps a small
-  // capacity from one function to the next (a fused module has tens of thousands of small
-  // functions; absl gives a large table back on clear, and the reserve below sizes it again).
+  // One verifier checks every function of a module in turn, keeping its arrays' capacity.
   absl::Status Run(const Function& function) {
     function_ = &function;
+    ids_.Clear();
     visible_.clear();
     scope_.clear();
     marks_.clear();
     const Block& body = function.body();
-    // A body of n bindings defines at least n values: one table growth instead of log n.
-    visible_.reserve(body.nodes().size() + body.num_params());
     if (body.parent_function() != &function) {
       return FunctionError("its body does not point back to the function");
     }
@@ -95,13 +93,20 @@ class FunctionVerifier {
     return absl::OkStatus();
   }
 
+  // The values defined so far are numbered (ScratchIds: a set keyed by pointer was most of the
+  // verifier's time at 100k bindings); those of the blocks being walked are visible.
   void Define(const Value* v) {
-    visible_.insert(v);
+    ids_.Number(v);
+    visible_.push_back(true);
     scope_.push_back(v);
+  }
+  bool Visible(const Value* v) const {
+    const int id = ids_.Id(v);
+    return id >= 0 && visible_[id];
   }
   void PushScope() { marks_.push_back(scope_.size()); }
   void PopScope() {
-    for (size_t i = marks_.back(); i < scope_.size(); ++i) visible_.erase(scope_[i]);
+    for (size_t i = marks_.back(); i < scope_.size(); ++i) visible_[ids_.Id(scope_[i])] = false;
     scope_.resize(marks_.back());
     marks_.pop_back();
   }
@@ -109,7 +114,7 @@ class FunctionVerifier {
   // `what` names the use ("operand 2"); it is built only for an error (the verifier runs after
   // every pass, and a string per operand was a fifth of its time).
   absl::Status CheckUse(const Node* node, const Value* v, absl::FunctionRef<std::string()> what) {
-    if (v != nullptr && visible_.contains(v)) return absl::OkStatus();
+    if (v != nullptr && Visible(v)) return absl::OkStatus();
     if (v == nullptr) {
       return node ? NodeError(*node, absl::StrCat(what(), " is null"))
                   : FunctionError(absl::StrCat(what(), " is null"));
@@ -159,7 +164,7 @@ class FunctionVerifier {
         if (r->producer() != &node || r->index() != i) {
           return NodeError(node, absl::StrCat("result ", i, " does not point back to its node"));
         }
-        if (visible_.contains(r)) {
+        if (Visible(r)) {
           return NodeError(node, absl::StrCat("result ", ValueText(r), " is defined twice"));
         }
         if (options_.require_types && r->type().is_unset()) {
@@ -482,7 +487,8 @@ class FunctionVerifier {
   const Module& module_;
   const Function* function_ = nullptr;
   const VerifyOptions& options_;
-  absl::flat_hash_set<const Value*> visible_;
+  ScratchIds<Value> ids_;
+  std::vector<char> visible_;  // by id
   std::vector<const Value*> scope_;
   std::vector<size_t> marks_;
 };

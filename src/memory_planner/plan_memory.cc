@@ -65,6 +65,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "passes/ir/scratch_ids.h"
 #include "passes/manifest_alloc/manifest_alloc.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
@@ -128,7 +129,7 @@ class BlockPlanner {
     for (const auto& n : block.nodes()) {
       for (int i = 0; i < n->num_regions(); ++i) RETURN_IF_ERROR(Plan(*n->region(i), stats));
     }
-    const std::string kills_before = KillsText(block);
+    const std::vector<int> kills_before = KillPoints(block);
     // Phase 0: drop old kill points (recomputed in phase 4).
     std::vector<std::unique_ptr<Node>> nodes;
     for (auto& n : block.mutable_nodes()) {
@@ -144,33 +145,46 @@ class BlockPlanner {
       if (n != nullptr) block.Append(std::move(n));
     }
     if (options_.kill) InsertKills(block, stats);
-    if (KillsText(block) != kills_before) stats.changed = true;
+    if (KillPoints(block) != kills_before) stats.changed = true;
     return absl::OkStatus();
   }
 
  private:
   // Phase 1 on a node list: last use per value defined in the block or a block parameter.
   struct Liveness {
-    absl::flat_hash_map<const Value*, int> def;       // node index (-1: a block parameter)
-    absl::flat_hash_map<const Value*, int> last_use;  // node index, N: the block's results
+    static constexpr int kUnused = -2;
+    // The block's parameters, then its nodes' results (ScratchIds: maps keyed by pointer were
+    // most of the pass at 100k bindings); by id: the defining node's index (-1: a parameter),
+    // and the last use's (N: the block's results; kUnused: none).
+    ScratchIds<Value> ids;
+    std::vector<int> def;
+    std::vector<int> last_use;
+    void Define(const Value* v, int k) {
+      ids.Number(v);
+      def.push_back(k);
+      last_use.push_back(kUnused);
+    }
+    void Use(const Value* v, int k) {
+      if (const int id = ids.Id(v); id >= 0) last_use[id] = std::max(last_use[id], k);
+    }
+    // The last use, or the definition for an unused value.
+    int End(int id) const { return last_use[id] == kUnused ? def[id] : last_use[id]; }
   };
   static Liveness ComputeLiveness(const Block& block, const std::vector<std::unique_ptr<Node>>& nodes) {
     Liveness l;
-    for (const auto& p : block.params()) l.def[p.get()] = -1;
+    for (const auto& p : block.params()) l.Define(p.get(), -1);
     const int end = static_cast<int>(nodes.size());
+    std::vector<const Value*> captured;
     for (int k = 0; k < end; ++k) {
       const Node* n = nodes[k].get();
       if (n == nullptr) continue;
-      for (const auto& r : n->results()) l.def[r.get()] = k;
-      std::vector<const Value*> uses(n->operands().begin(), n->operands().end());
-      for (int i = 0; i < n->num_regions(); ++i) CollectUses(*n->region(i), &uses);
-      for (const Value* v : uses) {
-        if (l.def.contains(v)) l.last_use[v] = std::max(l.last_use[v], k);
-      }
+      for (const auto& r : n->results()) l.Define(r.get(), k);
+      for (const Value* v : n->operands()) l.Use(v, k);
+      captured.clear();
+      for (int i = 0; i < n->num_regions(); ++i) CollectUses(*n->region(i), &captured);
+      for (const Value* v : captured) l.Use(v, k);
     }
-    for (const Value* v : block.results()) {
-      if (l.def.contains(v)) l.last_use[v] = end;
-    }
+    for (const Value* v : block.results()) l.Use(v, end);
     return l;
   }
 
@@ -200,7 +214,7 @@ class BlockPlanner {
       id[v] = i;
       return i;
     };
-    for (const auto& [v, k] : l.def) id_of(v);
+    for (int i = 0; i < l.ids.size(); ++i) id_of(l.ids[i]);
     const int end = static_cast<int>(nodes.size());
     for (int k = 0; k < end; ++k) {
       const Node& n = *nodes[k];
@@ -216,16 +230,15 @@ class BlockPlanner {
       for (int i = 0; i < n.num_regions(); ++i) CollectUses(*n.region(i), &related);
       for (const auto& r : n.results()) {
         for (const Value* v : related) {
-          if (l.def.contains(v)) uf.Union(id_of(r.get()), id_of(v));
+          if (l.ids.Contains(v)) uf.Union(id_of(r.get()), id_of(v));
         }
       }
     }
     // A group's lifetime ends at the last use of any member.
     absl::flat_hash_map<int, int> group_end;
-    for (const auto& [v, k] : l.def) {
-      auto it = l.last_use.find(v);
-      const int last = it == l.last_use.end() ? k : it->second;
-      int& e = group_end.try_emplace(uf.Find(id_of(v)), last).first->second;
+    for (int i = 0; i < l.ids.size(); ++i) {
+      const int last = l.End(i);
+      int& e = group_end.try_emplace(uf.Find(id_of(l.ids[i])), last).first->second;
       e = std::max(e, last);
     }
     // Users of each storage, and the kernel writing each tensor.
@@ -349,8 +362,7 @@ class BlockPlanner {
         return;
       }
       if (v->producer() != nullptr && v->producer()->kind() == NodeKind::kConstant) return;
-      auto it = l.last_use.find(v);
-      const int last = it != l.last_use.end() ? it->second : l.def.at(v);
+      const int last = l.End(l.ids.Id(v));
       if (last < 0 || last >= end) return;  // an unused parameter, or a result of the block
       dying[last].push_back(v);
     };
@@ -374,20 +386,16 @@ class BlockPlanner {
     }
   }
 
-  // The kill points of a block as text (operand identities by position), to tell whether a
-  // run changed them.
-  static std::string KillsText(const Block& block) {
-    absl::flat_hash_map<const Value*, int> number;
-    std::string out;
-    int k = 0;
+  // The kill points of a block (operand identities by position: the block's results numbered
+  // in order, -1 for another value; -2 opens a kill), to tell whether a run changed them.
+  static std::vector<int> KillPoints(const Block& block) {
+    ScratchIds<Value> number;
+    std::vector<int> out;
     for (const auto& n : block.nodes()) {
-      for (const auto& r : n->results()) number[r.get()] = k++;
+      for (const auto& r : n->results()) number.Number(r.get());
       if (!IsKill(*n)) continue;
-      absl::StrAppend(&out, "|");
-      for (const Value* v : n->operands()) {
-        auto it = number.find(v);
-        absl::StrAppend(&out, it == number.end() ? -1 : it->second, ",");
-      }
+      out.push_back(-2);
+      for (const Value* v : n->operands()) out.push_back(number.Id(v));
     }
     return out;
   }

@@ -169,11 +169,14 @@ void RegisterAllPasses(PassRegistry& r) {
       std::string(FuseOpsOptions::kName),
       "group op calls into primitive functions called by invoke (elementwise/broadcast/"
       "injective into producers, dense/conv2d absorb following elementwise ops)",
-      {"max-group-size: most op calls in one primitive function (256)"},
+      {"max-group-size: most op calls in one primitive function (256)",
+       "share-functions: structurally equal groups of a function invoke one primitive function "
+       "(true)"},
       [](const PassOptions& o) -> absl::StatusOr<std::unique_ptr<Pass>> {
-        RETURN_IF_ERROR(o.CheckKnown({"max-group-size"}));
+        RETURN_IF_ERROR(o.CheckKnown({"max-group-size", "share-functions"}));
         FuseOpsOptions opts;
         ASSIGN_OR_RETURN(opts.max_group_size, o.GetInt("max-group-size", opts.max_group_size));
+        ASSIGN_OR_RETURN(opts.share_functions, o.GetBool("share-functions", opts.share_functions));
         return CreateFuseOpsPass(opts);
       }});
 }

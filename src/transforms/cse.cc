@@ -23,9 +23,10 @@
 namespace hetpass {
 namespace {
 
+// The walk replaces a binding's operands before keying it and never again after, so the key
+// reads them from the binding itself.
 struct Key {
   const Node* node;
-  std::vector<const Value*> operands;  // after replacement
   size_t hash;
 };
 
@@ -38,7 +39,7 @@ struct KeyEq {
     const Node& x = *a.node;
     const Node& y = *b.node;
     if (x.kind() != y.kind() || x.op() != y.op() || x.device() != y.device() ||
-        a.operands != b.operands || x.attrs() != y.attrs() ||
+        x.operands() != y.operands() || x.attrs() != y.attrs() ||
         x.num_results() != y.num_results()) {
       return false;
     }
@@ -90,16 +91,11 @@ class CsePass : public Pass {
   }
 
   static Key MakeKey(const Node& n) {
-    Key k{&n, {}, 0};
     size_t h = absl::HashOf(static_cast<int>(n.kind()), n.op(), static_cast<int>(n.device()),
                             n.attrs().Hash());
-    for (const Value* v : n.operands()) {
-      k.operands.push_back(v);
-      h = absl::HashOf(h, v);
-    }
+    for (const Value* v : n.operands()) h = absl::HashOf(h, v);
     if (n.kind() == NodeKind::kConstant) h = absl::HashOf(h, n.constant_value().Hash());
-    k.hash = h;
-    return k;
+    return Key{&n, h};
   }
 
   Type Renamed(const Type& t) const {
@@ -167,6 +163,7 @@ class CsePass : public Pass {
 
   bool Walk(Block& block) {
     scopes_.emplace_back();
+    scopes_.back().reserve(block.nodes().size());
     bool changed = false;
     std::vector<std::unique_ptr<Node>>& nodes = block.mutable_nodes();
     std::vector<std::unique_ptr<Node>> kept;

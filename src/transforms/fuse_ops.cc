@@ -87,6 +87,16 @@
 //              per function result with that value's name and type.
 //          Finally every use of a group result in the function (any depth) is redirected to the
 //          invoke's result (one ReplaceUses per function).
+//          Shared functions (share_functions, the default): a group that outlines to a function
+//          structurally equal (GroupsStructurallyEqual: same ops, attributes, devices, types
+//          and wiring; names and locations aside) to one an earlier group of the same function
+//          got invokes that function, is not named, and its members are dropped. Only a
+//          function whose types mention no symbol but the whole dims of its parameters' types
+//          is shared: it then means the same at every invoke. The kernels of equal functions
+//          were shared by structure already (kernel cache); what sharing saves is the IR, and
+//          every later pass's and the VM compiler's work on it (at 100k ops of repeated
+//          blocks, 25k functions become one). A shared function's bindings lose their source
+//          locations (they were the first group's); a run-time error names the invoke's.
 //
 // Output: no wrappable call remains outside a primitive function; types are unchanged, so
 // infer-types afterwards reports no change; running fuse-ops again reports no change.
@@ -97,12 +107,13 @@
 //     (x -> a; a -> b; add(a, b)) fuses b with the add but not a with them.
 //   - Result types of a primitive function may mention symbols of the caller that its own
 //     parameter types do not bind (a dyn.reshape target from a shape subgraph gives
-//     f32[n, 1024] from a parameter i64[2]); each primitive function has a single call site, so
-//     the caller's binding applies. Its run-time shape function is InferPrimitiveTypes.
+//     f32[n, 1024] from a parameter i64[2]); such a function is never shared, so its single call
+//     site's binding applies. Its run-time shape function is InferPrimitiveTypes.
 #include "passes/transforms/fuse_ops.h"
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +124,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "passes/compile_engine/kernel_provider.h"
+#include "passes/ir/scratch_ids.h"
+#include "passes/ir/structural.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 #include "passes/shape_funcs/primitive_function.h"
@@ -150,6 +163,7 @@ struct Group {
   bool closed = false;           // holds a data-dependent op: nothing joins (rule e)
   bool fusable = true;           // every member can be fused on the device (rule h)
   Function* function = nullptr;  // created (empty) in Phase 2 when the group is named
+  bool shared = false;           // `function` is an equal group's (share_functions)
   // GroupOutputs, once rule i asked for them (members are final by then).
   std::vector<Value*> outputs;
 };
@@ -172,6 +186,7 @@ class FuseOpsPass : public Pass {
     for (Function* f : todo) RETURN_IF_ERROR(CheckTyped(*f));
     bool changed = false;
     for (Function* f : todo) changed |= FuseFunction(*f);
+    shareable_.clear();
     return changed;
   }
 
@@ -197,20 +212,58 @@ class FuseOpsPass : public Pass {
     return status;
   }
 
-  void RecordUsers(const Block& block) {
-    for (const Value* v : block.results()) users_[v].push_back(nullptr);
+  // Numbers the nodes and values of a block, regions included (node_ids_, value_ids_).
+  void Number(const Block& block) {
+    for (const auto& p : block.params()) value_ids_.Number(p.get());
     for (const auto& n : block.nodes()) {
-      for (const Value* v : n->operands()) users_[v].push_back(n.get());
+      node_ids_.Number(n.get());
+      for (const auto& r : n->results()) value_ids_.Number(r.get());
+      for (int r = 0; r < n->num_regions(); ++r) Number(*n->region(r));
+    }
+  }
+
+  void RecordUsers(const Block& block) {
+    for (const Value* v : block.results()) {
+      if (const int id = value_ids_.Id(v); id >= 0) users_.Add(id, nullptr);
+    }
+    for (const auto& n : block.nodes()) {
+      for (const Value* v : n->operands()) {
+        if (const int id = value_ids_.Id(v); id >= 0) users_.Add(id, n.get());
+      }
       for (int r = 0; r < n->num_regions(); ++r) RecordUsers(*n->region(r));
     }
   }
 
+  // The users of `v` (nullptr: a block result), each once per use.
+  absl::Span<const Node* const> Users(const Value* v) const { return users_.Of(value_ids_.Id(v)); }
+
+  // The index of `n`'s group among its block's groups, or -1.
+  int GroupOf(const Node* n) const {
+    const int id = n == nullptr ? -1 : node_ids_.Id(n);
+    return id < 0 ? -1 : group_of_[id];
+  }
+  void SetGroup(const Node* n, int g) { group_of_[node_ids_.Id(n)] = g; }
+
   bool FuseFunction(Function& f) {
-    users_.clear();
     replace_.clear();
+    shareable_.clear();
+    value_ids_.Clear();
+    node_ids_.Clear();
+    Number(f.body());
+    group_of_.assign(node_ids_.size(), -1);
     RecordUsers(f.body());
+    users_.Build(value_ids_.size());
     const bool changed = FuseBlock(f.body());
     if (!replace_.empty()) ReplaceUses(f.body(), replace_);
+    // Only now: until the uses are rewritten, a freed value's address could be reused by a new
+    // one that replace_ would then redirect.
+    shared_members_.clear();
+    // A shared function's bindings carry the first group's source locations, which would point
+    // a run-time error at the wrong place: the invoke's location names the group that failed.
+    for (Function* fn : shared_functions_) {
+      for (const auto& n : fn->body().nodes()) n->set_loc(Location());
+    }
+    shared_functions_.clear();
     return changed;
   }
 
@@ -223,34 +276,31 @@ class FuseOpsPass : public Pass {
 
   // Rules a-h for N joining the group of the producer of operand `i`; the group index or -1.
   // `fusable`: CanFuse(n), asked once per node by the caller.
-  int JoinableGroup(const Node& n, bool fusable, int i, const std::vector<Group>& groups,
-                    const absl::flat_hash_map<const Node*, int>& group_of) const {
+  int JoinableGroup(const Node& n, bool fusable, int i, const std::vector<Group>& groups) const {
     const Node* p = n.operand(i)->producer();
     if (p == nullptr || p->parent() != n.parent()) return -1;  // a
-    auto it = group_of.find(p);
-    if (it == group_of.end()) return -1;  // a
-    const Group& g = groups[it->second];
+    const int group = GroupOf(p);
+    if (group < 0) return -1;  // a
+    const Group& g = groups[group];
     for (const auto& r : p->results()) {  // b
-      auto u = users_.find(r.get());
-      if (u == users_.end()) continue;
-      for (const Node* user : u->second) {
+      for (const Node* user : Users(r.get())) {
         if (user != &n) return -1;
       }
     }
     if (n.device() != g.device) return -1;        // c
     for (int j = 0; j < n.num_operands(); ++j) {  // d
       if (!NeedsValue(n.op()->dep(j))) continue;
-      auto q = group_of.find(n.operand(j)->producer());
-      if (q != group_of.end() && q->second == it->second) return -1;
+      const Node* q = n.operand(j)->producer();
+      if (q != nullptr && q->parent() == n.parent() && GroupOf(q) == group) return -1;
     }
     if (g.closed || n.op()->data_dependent_output_shape()) return -1;                  // e
     if (static_cast<int64_t>(g.members.size()) >= options_.max_group_size) return -1;  // f
     if (!Compose(g.pattern, n.op()->pattern())) return -1;                             // g
     if (!g.fusable || !fusable) return -1;                                             // h
-    return it->second;
+    return group;
   }
 
-  std::vector<Group> FormGroups(Block& block, absl::flat_hash_map<const Node*, int>& group_of) {
+  std::vector<Group> FormGroups(Block& block) {
     std::vector<Group> groups;
     for (const auto& node : block.nodes()) {
       const Node& n = *node;
@@ -258,7 +308,7 @@ class FuseOpsPass : public Pass {
       const bool fusable = CanFuse(n);
       int join = -1;
       for (int i = 0; i < n.num_operands() && join < 0; ++i) {
-        join = JoinableGroup(n, fusable, i, groups, group_of);
+        join = JoinableGroup(n, fusable, i, groups);
       }
       if (join < 0) {
         Group g;
@@ -273,7 +323,7 @@ class FuseOpsPass : public Pass {
       g.members.push_back(node.get());
       g.closed |= n.op()->data_dependent_output_shape();
       g.fusable &= fusable;
-      group_of[&n] = join;
+      SetGroup(&n, join);
     }
     return groups;
   }
@@ -301,6 +351,54 @@ class FuseOpsPass : public Pass {
     return fn;
   }
 
+  // The group's function: with share_functions, that of an earlier equal group of this function
+  // (then g.shared), else a new one, remembered for later groups where it can be shared.
+  Function* FunctionFor(Group& g) {
+    if (!options_.share_functions) return NewFunction(g);
+    const absl::flat_hash_set<const Node*> members(g.members.begin(), g.members.end());
+    if (g.outputs.empty()) g.outputs = GroupOutputs(g, members);
+    const std::vector<const Node*> nodes(g.members.begin(), g.members.end());
+    const size_t hash = GroupStructuralHash(nodes, g.outputs);
+    std::vector<Shareable>& bucket = shareable_[hash];
+    for (const Shareable& s : bucket) {
+      if (GroupsStructurallyEqual(nodes, g.outputs, s.members, s.outputs)) {
+        g.shared = true;
+        shared_functions_.insert(s.function);
+        return s.function;
+      }
+    }
+    Function* fn = NewFunction(g);
+    if (SymbolsBoundByParams(g, members)) {
+      // The members stay valid as a key once outlined: they move into the function, and their
+      // operands become its parameters, which number, type and place as the values they replace.
+      bucket.push_back(Shareable{nodes, g.outputs, fn});
+    }
+    return fn;
+  }
+
+  static void CollectSymbols(const Type& t, std::set<std::string>* out) {
+    for (const DimExpr& d : t.shape()) d.CollectSymbols(out);
+    for (const Type& f : t.fields()) CollectSymbols(f, out);
+  }
+
+  // Whether every symbol of the group's types is a whole dim of a parameter's: then the
+  // function means the same at every invoke (the VM binds those symbols from the arguments),
+  // not only where its caller's binding of a symbol it cannot bind itself applies.
+  static bool SymbolsBoundByParams(const Group& g, const absl::flat_hash_set<const Node*>& members) {
+    std::set<std::string> bound, used;
+    for (const Node* n : g.members) {
+      for (const Value* v : n->operands()) {
+        if (v->producer() != nullptr && members.contains(v->producer())) continue;
+        for (const DimExpr& d : v->type().shape()) {
+          if (d.is_symbol()) bound.insert(d.symbol_name());
+        }
+        CollectSymbols(v->type(), &used);
+      }
+      for (const auto& r : n->results()) CollectSymbols(r->type(), &used);
+    }
+    return std::includes(bound.begin(), bound.end(), used.begin(), used.end());
+  }
+
   // ---- Phase 1b -----------------------------------------------------------------------------
   // The values of group `g` used outside it (for a dead group: the last member's results), as
   // Outline will return them.
@@ -308,9 +406,7 @@ class FuseOpsPass : public Pass {
     std::vector<Value*> outputs;
     for (const Node* n : g.members) {
       for (const auto& r : n->results()) {
-        auto u = users_.find(r.get());
-        if (u == users_.end()) continue;
-        for (const Node* user : u->second) {
+        for (const Node* user : Users(r.get())) {
           if (user == nullptr || !members.contains(user)) {
             outputs.push_back(r.get());
             break;
@@ -381,7 +477,7 @@ class FuseOpsPass : public Pass {
   // Splits every multi-op group that no native provider of its device takes whole into the
   // pieces NativePieces finds (rule i). On a device without a fallback (cuda) a refused group
   // must be split, into single ops where no piece is native.
-  void SplitRefusedGroups(std::vector<Group>& groups, absl::flat_hash_map<const Node*, int>& group_of) const {
+  void SplitRefusedGroups(std::vector<Group>& groups) {
     const KernelCapabilities& caps =
         options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
     const size_t formed = groups.size();
@@ -416,35 +512,31 @@ class FuseOpsPass : public Pass {
           continue;
         }
         groups.push_back(std::move(piece));
-        for (Node* m : groups.back().members) group_of[m] = static_cast<int>(groups.size()) - 1;
+        for (Node* m : groups.back().members) SetGroup(m, static_cast<int>(groups.size()) - 1);
       }
     }
   }
 
   bool FuseBlock(Block& block) {
-    absl::flat_hash_map<const Node*, int> group_of;
-    std::vector<Group> groups = FormGroups(block, group_of);
-    SplitRefusedGroups(groups, group_of);
+    std::vector<Group> groups = FormGroups(block);
+    SplitRefusedGroups(groups);
     bool changed = !groups.empty();
     // Names in program order, regions when their node is reached.
     for (const auto& n : block.nodes()) {
       for (int r = 0; r < n->num_regions(); ++r) changed |= FuseBlock(*n->region(r));
-      auto it = group_of.find(n.get());
-      if (it != group_of.end() && groups[it->second].members.front() == n.get()) {
-        groups[it->second].function = NewFunction(groups[it->second]);
-      }
+      const int g = GroupOf(n.get());
+      if (g >= 0 && groups[g].members.front() == n.get()) groups[g].function = FunctionFor(groups[g]);
     }
     if (groups.empty()) return changed;
     std::vector<std::unique_ptr<Node>> old = std::move(block.mutable_nodes());
     block.mutable_nodes().clear();
     std::vector<std::vector<std::unique_ptr<Node>>> staged(groups.size());
     for (auto& node : old) {
-      auto it = group_of.find(node.get());
-      if (it == group_of.end()) {
+      const int g = GroupOf(node.get());
+      if (g < 0) {
         block.Append(std::move(node));
         continue;
       }
-      const int g = it->second;
       const bool last = groups[g].members.back() == node.get();
       staged[g].push_back(std::move(node));
       if (last) block.Append(Outline(groups[g], std::move(staged[g])));
@@ -469,21 +561,28 @@ class FuseOpsPass : public Pass {
       for (Value* v : n->operands()) {
         if (v->producer() != nullptr && members.contains(v->producer())) continue;
         if (to_param.contains(v)) continue;
+        invoke->AddOperand(v);
+        if (g.shared) {
+          to_param[v] = nullptr;
+          continue;
+        }
         Value* p = body.AddParam(v->type(), v->name());
         p->set_param_device(v->device());
         to_param[v] = p;
-        invoke->AddOperand(v);
       }
     }
     const std::vector<Value*> outputs = g.outputs.empty() ? GroupOutputs(g, members) : g.outputs;
+    for (Value* v : outputs) replace_[v] = invoke->AddResult(v->type(), v->name());
+    if (g.shared) {
+      // The function exists: the members are not needed (kept until the uses are rewritten).
+      for (auto& n : nodes) shared_members_.push_back(std::move(n));
+      return invoke;
+    }
 
     for (auto& n : nodes) body.Append(std::move(n));
     ReplaceUses(body, to_param);
     std::vector<Type> result_types;
-    for (Value* v : outputs) {
-      result_types.push_back(v->type());
-      replace_[v] = invoke->AddResult(v->type(), v->name());
-    }
+    for (Value* v : outputs) result_types.push_back(v->type());
     body.set_results(outputs);
     fn->set_result_types(std::move(result_types));
     return invoke;
@@ -493,13 +592,27 @@ class FuseOpsPass : public Pass {
   Module* module_ = nullptr;
   int counter_ = 0;
   absl::flat_hash_set<std::string> taken_names_;
-  // Users of each value of the function being fused (nullptr: a block result).
-  absl::flat_hash_map<const Value*, std::vector<const Node*>> users_;
+  // The nodes and values of the function being fused; the users of each value, recorded before
+  // any rewriting (nullptr: a block result); each node's group in its block (-1: none).
+  ScratchIds<Node> node_ids_;
+  ScratchIds<Value> value_ids_;
+  IdBuckets<const Node*> users_;
+  std::vector<int> group_of_;
   // The capabilities' answers about candidate groups, per Run (rule i asks about every group;
   // a model repeats a few group shapes many times).
   std::unique_ptr<GroupAnswerCache> answers_;
   // Group results -> invoke results, applied to the whole function at the end.
   absl::flat_hash_map<const Value*, Value*> replace_;
+  // share_functions: groups whose function later equal groups of the function invoke, by
+  // GroupStructuralHash; and the members of those later groups until the end of the function.
+  struct Shareable {
+    std::vector<const Node*> members;
+    std::vector<Value*> outputs;
+    Function* function;
+  };
+  absl::flat_hash_map<size_t, std::vector<Shareable>> shareable_;
+  absl::flat_hash_set<Function*> shared_functions_;  // invoked by more than one group
+  std::vector<std::unique_ptr<Node>> shared_members_;
 };
 
 }  // namespace

@@ -533,5 +533,93 @@ def @main(%x: f32[n, 16] @cuda) {
   EXPECT_THAT(Groups(*taken), ElementsAre("multiply+sum"));
 }
 
+// The callee of each invoke of @main, in order.
+std::vector<std::string> Callees(const Module& m) {
+  std::vector<std::string> out;
+  for (const auto& n : m.FindFunction("main")->body().nodes()) {
+    if (n->kind() == NodeKind::kInvoke) out.push_back(n->callee());
+  }
+  return out;
+}
+
+// Tests share_functions: groups that outline to structurally equal functions (the same ops,
+// attributes, devices, types and wiring; names aside) invoke one function, in any block of the
+// function (a loop body's group shares main's); a group differing in any of those gets its own;
+// share-functions=false gives one function per group. The module is unchanged by a second run,
+// and a shared function's bindings carry no location (they were the first group's).
+TEST(FuseOps, EqualGroupsShareOneFunction) {
+  const std::string text = R"(
+def @main(%x: f32[n, 16], %w: f32[16, 16], %v: f32[16, 16], %y: f32[n, 8], %w8: f32[8, 8]) {
+  %d0 = nn.dense(%x, %w)
+  %a0 = tanh(%d0)
+  %d1 = nn.dense(%a0, %v)
+  %a1 = tanh(%d1)
+  %d2 = nn.dense(%y, %w8)
+  %a2 = tanh(%d2)
+  %d3 = nn.dense(%a1, %w)
+  %a3 = sigmoid(%d3)
+  %s0 = add(%a3, %a3)
+  %s1 = add(%a3, %a1)
+  %e0 = exp(%s0) @cpu
+  %e1 = exp(%s1) @sim
+  %e2 = exp(%s0) @sim
+  return %a2, %e0, %e1, %e2
+}
+)";
+  auto m = Fuse(text);
+  ASSERT_NE(m, nullptr);
+  EXPECT_THAT(Callees(*m),
+              ElementsAre("fused_nn_dense_tanh_0", "fused_nn_dense_tanh_0", "fused_nn_dense_tanh_1",
+                          "fused_nn_dense_sigmoid_2", "fused_add_3", "fused_add_4", "fused_exp_5",
+                          "fused_exp_6", "fused_exp_6"));
+  EXPECT_EQ(Groups(*m).size(), 7u);
+  const Function* shared = m->FindFunction("fused_nn_dense_tanh_0");
+  ASSERT_NE(shared, nullptr);
+  for (const auto& n : shared->body().nodes()) EXPECT_EQ(n->loc().line, 0) << n->OpName();
+  EXPECT_EQ(m->FindFunction("fused_nn_dense_tanh_1")->body().nodes()[0]->loc().line, 7);
+  ExpectIdempotent(PrintModule(*m), "fuse-ops");
+  ExpectIdempotent(PrintModule(*m), "infer-types");
+
+  auto separate = Fuse(text, "infer-types,fuse-ops{share-functions=false}");
+  ASSERT_NE(separate, nullptr);
+  EXPECT_EQ(Groups(*separate).size(), 9u);
+}
+
+// Tests that a function whose types use a symbol its parameters do not bind (a reshape to a
+// target only known at run time, declared `f32[k]`) is not shared: at each invoke the symbol
+// is the caller's binding there, which another invoke need not have.
+TEST(FuseOps, FunctionWithAnUnboundSymbolIsNotShared) {
+  auto m = Fuse(R"(
+def @main(%x: f32[m], %t: i64[1]) {
+  %r0 = dyn.reshape(%x, %t) : f32[k]
+  %r1 = dyn.reshape(%x, %t) : f32[k]
+  return %r0, %r1
+}
+)");
+  ASSERT_NE(m, nullptr);
+  EXPECT_THAT(Callees(*m), ElementsAre("fused_dyn_reshape_0", "fused_dyn_reshape_1"));
+}
+
+// Tests that a group inside a loop body shares the function of an equal group of main.
+TEST(FuseOps, GroupsInRegionsShareWithTheirFunction) {
+  auto m = Fuse(R"(
+def @main(%x: f32[n], %trips: i64[], %cond: bool[]) {
+  %a = exp(%x)
+  %b = tanh(%a)
+  %l = loop(%trips, %cond, %b) (%i: i64[], %c: bool[], %v: f32[n]) {
+    %e = exp(%v)
+    %t = tanh(%e)
+    yield %c, %t
+  }
+  return %l
+}
+)");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(Groups(*m).size(), 1u);
+  const std::string out = PrintModule(*m);
+  EXPECT_THAT(out, HasSubstr("%t = invoke @fused_exp_tanh_0(%v)"));
+  EXPECT_THAT(out, HasSubstr("%b = invoke @fused_exp_tanh_0(%x)"));
+}
+
 }  // namespace
 }  // namespace hetpass

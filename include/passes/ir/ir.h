@@ -119,6 +119,10 @@ class Value {
   DeviceKind device() const;
   // Sets a parameter's device (results take their producer's: Node::set_device).
   void set_param_device(DeviceKind d) { param_device_ = d; }
+  // A number a pass gives the value for its own arrays (see passes/ir/scratch_ids.h), in place
+  // of a map keyed by pointer. It means nothing outside that pass's run.
+  uint32_t scratch() const { return scratch_; }
+  void set_scratch(uint32_t s) const { scratch_ = s; }
 
  private:
   friend class Node;
@@ -129,6 +133,7 @@ class Value {
   Node* producer_ = nullptr;
   Block* param_block_ = nullptr;
   int index_ = 0;
+  mutable uint32_t scratch_ = 0;
   DeviceKind param_device_ = DeviceKind::kUnset;
 };
 
@@ -218,12 +223,16 @@ class Node {
   void set_loc(Location loc) { loc_ = std::move(loc); }
   DeviceKind device() const { return device_; }
   void set_device(DeviceKind d) { device_ = d; }
+  // As Value::scratch: a pass's own number for the node (passes/ir/scratch_ids.h).
+  uint32_t scratch() const { return scratch_; }
+  void set_scratch(uint32_t s) const { scratch_ = s; }
 
  private:
   friend class Block;
   Block* AddRegion();
   NodeKind kind_;
   Builtin builtin_ = Builtin::kSeqConstruct;
+  mutable uint32_t scratch_ = 0;
   const OpDef* op_ = nullptr;
   std::string callee_;
   std::vector<Value*> operands_;
