@@ -28,8 +28,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/types/span.h"
 #include "passes/device_planner/device_rules.h"
 #include "passes/ir/printer.h"
+#include "passes/ir/scratch_ids.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/shape_funcs/primitive_function.h"
 #include "passes/support/json.h"
@@ -67,7 +69,10 @@ class LedgerBuilder {
         region_names_(RegionNames(f)) {}
 
   void Build() {
+    for (const auto& p : f_.body().params()) value_ids_.Number(p.get());
+    NumberValues(f_.body());
     IndexUses(f_.body());
+    uses_.Build(value_ids_.size());
     Visit(f_.body(), region_, InLoop(region_));
   }
 
@@ -79,13 +84,25 @@ class LedgerBuilder {
     return false;
   }
 
+  void NumberValues(const Block& b) {
+    for (const auto& n : b.nodes()) {
+      for (const auto& r : n->results()) value_ids_.Number(r.get());
+      for (int r = 0; r < n->num_regions(); ++r) {
+        for (const auto& p : n->region(r)->params()) value_ids_.Number(p.get());
+        NumberValues(*n->region(r));
+      }
+    }
+  }
+
   void IndexUses(const Block& b) {
     for (const auto& n : b.nodes()) {
-      for (int i = 0; i < n->num_operands(); ++i) uses_[n->operand(i)].push_back(Use{n.get(), nullptr, i});
+      for (int i = 0; i < n->num_operands(); ++i) {
+        uses_.Add(value_ids_.Id(n->operand(i)), Use{n.get(), nullptr, i});
+      }
       for (int r = 0; r < n->num_regions(); ++r) IndexUses(*n->region(r));
     }
     for (size_t i = 0; i < b.results().size(); ++i) {
-      uses_[b.results()[i]].push_back(Use{b.parent_node(), &b, static_cast<int>(i)});
+      uses_.Add(value_ids_.Id(b.results()[i]), Use{b.parent_node(), &b, static_cast<int>(i)});
     }
   }
 
@@ -341,8 +358,8 @@ class LedgerBuilder {
     e.copy = names_.Name(n.result(0));
     // The uses that cause the copy (they need the data where it goes) come first, so the
     // reason starts with the mask bit or kernel that asks for it; metadata-only uses follow.
-    std::vector<Use> uses;
-    if (auto it = uses_.find(n.result(0)); it != uses_.end()) uses = it->second;
+    const absl::Span<const Use> found = uses_.Of(value_ids_.Id(n.result(0)));
+    std::vector<Use> uses(found.begin(), found.end());
     // A memory.kill (plan-memory) marks where the copy dies: no reason to make it.
     uses.erase(std::remove_if(uses.begin(), uses.end(),
                               [](const Use& u) {
@@ -386,7 +403,10 @@ class LedgerBuilder {
   absl::flat_hash_set<std::string>& called_;
   ValueNames names_;
   const absl::flat_hash_map<const Block*, std::string> region_names_;
-  absl::flat_hash_map<const Value*, std::vector<Use>> uses_;
+  // The values the function defines, and the uses of each by value id (ScratchIds: a map keyed
+  // by pointer was a third of the ledger at 100k bindings).
+  ScratchIds<Value> value_ids_;
+  IdBuckets<Use> uses_;
   absl::flat_hash_set<const Value*> implied_;
 };
 
@@ -552,6 +572,22 @@ bool ScanPartBytesStated(const Node& loop, int result) {
   return std::includes(bound.begin(), bound.end(), needed.begin(), needed.end());
 }
 
+namespace {
+
+// Whether a binding of `b` (regions included) has a device; stops at the first (a placed
+// function's first binding has one: no walk over 100k cold nodes).
+bool AnyBindingPlaced(const Block& b) {
+  for (const auto& n : b.nodes()) {
+    if (n->device() != DeviceKind::kUnset) return true;
+    for (int r = 0; r < n->num_regions(); ++r) {
+      if (AnyBindingPlaced(*n->region(r))) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::StatusOr<CopyLedger> ComputeCopyLedger(const Module& module, absl::string_view function) {
   const Function* f = module.FindFunction(function);
   if (f == nullptr) {
@@ -564,8 +600,7 @@ absl::StatusOr<CopyLedger> ComputeCopyLedger(const Module& module, absl::string_
   LedgerBuilder(module, *f, ledger, /*region=*/-1, called).Build();
   bool placed = false;
   for (const auto& p : f->body().params()) placed = placed || p->device() != DeviceKind::kUnset;
-  WalkNodes(f->body(), [&](const Node& n) { placed = placed || n.device() != DeviceKind::kUnset; });
-  ledger.placed = placed;
+  ledger.placed = placed || AnyBindingPlaced(f->body());
   return ledger;
 }
 

@@ -172,10 +172,7 @@ class Planner {
 
   // A use of a value the function does not define (invalid IR, which the verifier reports) is
   // not one the cut can act on.
-  void AddUse(Value* v, UseSite site) {
-    const int id = value_ids_.Id(v);
-    if (id >= 0) uses_.Add(id, site);
-  }
+  void AddUse(Value* v, UseSite site) { uses_.Add(value_ids_.Id(v), site); }
 
   absl::Status CollectBlock(Block& block) {
     for (const auto& node : block.nodes()) {

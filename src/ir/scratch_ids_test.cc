@@ -39,7 +39,8 @@ TEST(ScratchIds, DenseIdsAndStaleNumbersAnswerMinusOne) {
 }
 
 // Tests that buckets give each id's items in the order they were added, none for an id
-// without items or out of range.
+// without items or out of range, and that an item of id -1 (an object the numbering does not
+// know) is dropped.
 TEST(IdBuckets, ItemsPerIdInTheOrderAdded) {
   IdBuckets<int> buckets;
   buckets.Add(2, 20);
@@ -47,6 +48,7 @@ TEST(IdBuckets, ItemsPerIdInTheOrderAdded) {
   buckets.Add(2, 21);
   buckets.Add(0, 2);
   buckets.Add(2, 22);
+  buckets.Add(-1, 99);
   buckets.Build(4);
   EXPECT_THAT(buckets.Of(0), ElementsAre(1, 2));
   EXPECT_THAT(buckets.Of(1), IsEmpty());

@@ -268,17 +268,26 @@ class FunctionVerifier {
     return ExpectResults(node, op->num_outputs());
   }
 
+  // t == data.type(), without building that type (a vector per constant per verification).
+  static bool MatchesData(const Type& t, const Tensor& data) {
+    if (!t.is_tensor() || t.dtype() != data.dtype() || t.rank() != static_cast<int>(data.shape().size())) {
+      return false;
+    }
+    for (int i = 0; i < t.rank(); ++i) {
+      const DimExpr& d = t.shape()[i];
+      if (!d.is_constant() || d.constant() != data.shape()[i]) return false;
+    }
+    return true;
+  }
+
   absl::Status VerifyConstant(const Node& node) {
     RETURN_IF_ERROR(ExpectResults(node, 1));
     if (node.num_operands() != 0) return NodeError(node, "a constant takes no operands");
     const Type& t = node.result(0)->type();
-    const Type data_type = node.constant_value().type();
-    if (!t.is_unset() && t != data_type) {
-      return NodeError(node, absl::StrFormat("constant data of type %s does not match the result "
-                                             "type %s",
-                                             data_type.ToString(), t.ToString()));
-    }
-    return absl::OkStatus();
+    if (t.is_unset() || MatchesData(t, node.constant_value())) return absl::OkStatus();
+    return NodeError(node, absl::StrFormat("constant data of type %s does not match the result "
+                                           "type %s",
+                                           node.constant_value().type().ToString(), t.ToString()));
   }
 
   absl::Status VerifyGetItem(const Node& node) {

@@ -223,13 +223,9 @@ class FuseOpsPass : public Pass {
   }
 
   void RecordUsers(const Block& block) {
-    for (const Value* v : block.results()) {
-      if (const int id = value_ids_.Id(v); id >= 0) users_.Add(id, nullptr);
-    }
+    for (const Value* v : block.results()) users_.Add(value_ids_.Id(v), nullptr);
     for (const auto& n : block.nodes()) {
-      for (const Value* v : n->operands()) {
-        if (const int id = value_ids_.Id(v); id >= 0) users_.Add(id, n.get());
-      }
+      for (const Value* v : n->operands()) users_.Add(value_ids_.Id(v), n.get());
       for (int r = 0; r < n->num_regions(); ++r) RecordUsers(*n->region(r));
     }
   }

@@ -45,6 +45,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "passes/shape_funcs/op_registry.h"
@@ -211,15 +212,14 @@ class InferTypesPass : public Pass {
       if (!declared.empty()) {
         // As for a binding's declared type (MergeDim): an exporter's declared output dim over
         // bound symbols wins under an assumption the VM checks before the function returns.
-        const std::string context = absl::StrCat(FormatLocation(module_, f.loc()), ": ");
-        const std::string what = absl::StrFormat("result %d of @%s is declared %s", i, f.name(),
-                                                 declared[i].ToString());
+        const auto describe = [&](std::string* context, std::string* what) {
+          *context = absl::StrCat(FormatLocation(module_, f.loc()), ": ");
+          *what = absl::StrFormat("result %d of @%s is declared %s", i, f.name(), declared[i].ToString());
+        };
         std::optional<Type> r =
             declared[i].is_tensor() && t.is_tensor()
                 ? MergeTypes(declared[i], t,
-                             [&](const DimExpr& d, const DimExpr& x) {
-                               return MergeDim(context, what, d, x);
-                             })
+                             [&](const DimExpr& d, const DimExpr& x) { return MergeDim(describe, d, x); })
                 : RefineType(declared[i], t);
         if (!r) {
           return absl::InvalidArgumentError(absl::StrFormat(
@@ -294,7 +294,9 @@ class InferTypesPass : public Pass {
   // Otherwise the inferred dim (a declared symbol nothing binds is only a name).
   // `context` prefixes the reason ("<loc>: op %v: "), `declared_what` names the declaration
   // ("%v is declared f32[m, 4]").
-  std::optional<DimExpr> MergeDim(absl::string_view context, absl::string_view declared_what,
+  // `describe` gives the assumption's context and reason, only when one is recorded (every
+  // typed constant merges its declared type: formatting both for each was a tenth of the pass).
+  std::optional<DimExpr> MergeDim(absl::FunctionRef<void(std::string*, std::string*)> describe,
                                   const DimExpr& d, const DimExpr& i) {
     if (d.is_unknown()) return i;
     if (i.is_unknown() || d == i) return d;
@@ -309,7 +311,8 @@ class InferTypesPass : public Pass {
     a.kind = Assumption::Kind::kEq;
     a.lhs = i;
     a.rhs = d;
-    a.reason = std::string(declared_what);
+    std::string context;
+    describe(&context, &a.reason);
     Assume(context, std::move(a));
     return d;
   }
@@ -355,12 +358,12 @@ class InferTypesPass : public Pass {
       const Type declared = v->type();
       std::optional<Type> r;
       if (declared.is_tensor() && inferred.is_tensor()) {
-        const std::string context = NodeContext(module_, n);
-        const std::string what =
-            absl::StrFormat("%%%s is declared %s", v->name(), declared.ToString());
-        r = MergeTypes(declared, inferred, [&](const DimExpr& d, const DimExpr& i) {
-          return MergeDim(context, what, d, i);
-        });
+        const auto describe = [&](std::string* context, std::string* what) {
+          *context = NodeContext(module_, n);
+          *what = absl::StrFormat("%%%s is declared %s", v->name(), declared.ToString());
+        };
+        r = MergeTypes(declared, inferred,
+                       [&](const DimExpr& d, const DimExpr& i) { return MergeDim(describe, d, i); });
       } else {
         r = RefineType(declared, inferred);
       }

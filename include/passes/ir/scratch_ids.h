@@ -52,7 +52,10 @@ class ScratchIds {
 template <typename Item>
 class IdBuckets {
  public:
-  void Add(int id, Item item) { added_.emplace_back(id, std::move(item)); }
+  // An id below 0 (an object the numbering does not know, ScratchIds::Id's -1) is ignored.
+  void Add(int id, Item item) {
+    if (id >= 0) added_.emplace_back(id, std::move(item));
+  }
   // Buckets what was added, for ids 0..ids-1 (every added id must be below `ids`).
   void Build(int ids) {
     begin_.assign(static_cast<size_t>(ids) + 1, 0);
