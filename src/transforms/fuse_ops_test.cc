@@ -458,6 +458,15 @@ TEST(FuseOps, RejectsBadOption) {
   EXPECT_THAT(r.status().message(), HasSubstr("max-group-size must be at least 1, got 0"));
 }
 
+// Tests that share-functions takes only a boolean, and that the error names the option.
+TEST(FuseOps, RejectsANonBooleanShareFunctions) {
+  auto m = Parse(kMlp);
+  ASSERT_NE(m, nullptr);
+  absl::StatusOr<bool> r = RunPipeline(*m, "fuse-ops{share-functions=maybe}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("share-functions"));
+}
+
 // Tests that untyped IR is rejected with a message naming the node and asking for
 // infer-types, and that the module is left untouched.
 TEST(FuseOps, UntypedIrIsAnError) {
