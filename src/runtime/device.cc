@@ -66,17 +66,17 @@ std::string DescribeCuda() {
 #endif
 }
 
-absl::Status StartCuptiMemcpyTrace() {
+absl::Status StartCuptiTrace() {
 #ifdef HETPASS_HAS_CUDA
-  return cuda_api::StartMemcpyTrace();
+  return cuda_api::StartTrace();
 #else
   return absl::UnimplementedError("no cuda device in this build, so no CUPTI trace");
 #endif
 }
 
-absl::StatusOr<CuptiMemcpyCounts> StopCuptiMemcpyTrace() {
+absl::StatusOr<CuptiTrace> StopCuptiTrace() {
 #ifdef HETPASS_HAS_CUDA
-  return cuda_api::StopMemcpyTrace();
+  return cuda_api::StopTrace();
 #else
   return absl::UnimplementedError("no cuda device in this build, so no CUPTI trace");
 #endif

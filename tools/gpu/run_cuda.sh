@@ -14,8 +14,20 @@
 #      maskrcnn_tiny also with the relay and single-flag baseline masks on cuda (CUPTI too);
 #   4. runs ONNX's node tests on cuda (conformance.py): every run pinned as passing on cpu must
 #      pass there too;
-#   5. writes OUT_DIR/cuda_report.json and OUT_DIR/cuda_report_<gpu>_<date>_<commit>.md (also
-#      as OUT_DIR/cuda_report.md) with cuda_report.py, however the run ends.
+#   5. zoo: every zoo model (HETPASS_ZOO, default test/zoo/models of the checkout holding
+#      tools/gpu) with test-onnx and run on cuda and cpu, and a --profile run on cuda (the host's
+#      time per VM instruction: what a launch costs the host); the shared models get the
+#      profile run too;
+#   6. peers: PyTorch on the same GPU (tools/gpu/peers.py: eager, then torch.compile with and
+#      without CUDA graphs) on the zoo's definitions and inputs;
+#   7. realistic: ResNet-50 and a BERT-base-sized encoder exported here (tools/gpu/realistic.py),
+#      run by hetpass (cuda and cpu, both sets) and PyTorch;
+#   8. writes OUT_DIR/cuda_report.json and OUT_DIR/cuda_report_<gpu>_<date>_<commit>.md (also
+#      as OUT_DIR/cuda_report.md) with cuda_report.py, and OUT_DIR/speed.{json,md} with
+#      speed_report.py (latency against the peers, GPU time, host cost per launch), however the
+#      run ends.
+# HETPASS_GPU_SECONDS (default 0: none) is the run's time budget: a step that would start after
+# it is recorded as not run (time budget), and the torch.compile rows stop at it.
 # Every step is listed in OUT_DIR/plan.txt before the first one runs, and each one's exit status
 # is recorded in OUT_DIR/steps.tsv when it ends: a step that fails does not stop the later ones,
 # and the report fails on a step that failed or never finished.
@@ -27,6 +39,15 @@ out=${1:?usage: run_cuda.sh OUT_DIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 repeat=${HETPASS_GPU_REPEAT:-50}
+zoo_repeat=${HETPASS_GPU_ZOO_REPEAT:-30}
+started=$(date +%s)
+deadline=0
+[ "${HETPASS_GPU_SECONDS:-0}" -gt 0 ] && deadline=$((started + HETPASS_GPU_SECONDS))
+# The checkout holding the peers' scripts and the zoo (the device tool runs in a checkout; the
+# bundle alone has neither).
+repo=${HETPASS_REPO:-$(cd "$here/../.." 2> /dev/null && pwd)}
+zoo=${HETPASS_ZOO:-$repo/test/zoo/models}
+realistic_dir=${HETPASS_REALISTIC_DIR:-/tmp/hetpass_realistic}
 
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || true)
 if [ -z "$driver" ]; then
@@ -52,11 +73,15 @@ commit=${HETPASS_COMMIT:-$(cat "$here/COMMIT" 2>/dev/null || git -C "$here" rev-
 status=0
 reported=0
 # This run's records only: an OUT_DIR used before must not lend its steps to this report.
-rm -f "$out/plan.txt" "$out/steps.tsv" "$out/tests.txt" "$out/models.txt" "$out/cuda_report.json" "$out/cuda_report.md"
+rm -f "$out/plan.txt" "$out/steps.tsv" "$out/tests.txt" "$out/models.txt" "$out/cuda_report.json" "$out/cuda_report.md" \
+  "$out/speed.json" "$out/speed.md" "$out/peers.json" "$out/realistic.json"
 
 report() {
   reported=1
-  python3 "$here/cuda_report.py" "$out" --commit="$commit"
+  local rc=0
+  python3 "$here/cuda_report.py" "$out" --commit="$commit" || rc=$?
+  if [ -f "$here/speed_report.py" ]; then python3 "$here/speed_report.py" "$out" --commit="$commit" || rc=1; fi
+  return "$rc"
 }
 # Whatever stops the script early (an unexpected error under set -e, an interrupt), the report
 # of what ran is still written: it names every planned step that did not finish as missing.
@@ -132,10 +157,11 @@ cupti_lib=${HETPASS_CUPTI:-"libcupti.so.13 (on the loader path)"}
   ldd "$here/bin/hetpass" | grep -E "libstdc|libgcc_s" || true
 } > "$out/environment.txt"
 
-# HETPASS_GPU_STEPS: which of tests, models, conformance to run (default all three; the report
+# HETPASS_GPU_STEPS: which of tests, models, zoo, profile, peers, realistic, conformance to run
+# (default all; the report
 # is written whichever ran). GTEST_FILTER narrows the tests, HETPASS_GPU_CONFORMANCE the
 # conformance variants (default "default on_gpu").
-steps=" ${HETPASS_GPU_STEPS:-tests models conformance} "
+steps=" ${HETPASS_GPU_STEPS:-tests models zoo profile peers realistic conformance} "
 
 # step LOG NAME STDOUT STDERR CMD...: the plan pass lists NAME in plan.txt; the run pass runs
 # CMD with its output in STDOUT and STDERR ("-": into STDOUT, a log) and records its exit status
@@ -147,6 +173,12 @@ step() {
   shift 4
   if [ "$pass" = plan ]; then
     printf '%s\n' "$name" >> "$out/plan.txt"
+    return 0
+  fi
+  if [ "$deadline" -gt 0 ] && [ "$(date +%s)" -ge "$deadline" ]; then
+    printf '%s\t%s\n' "$name" budget >> "$out/steps.tsv"
+    echo "$name not run: time budget" | tee -a "$out/$log"
+    status=1
     return 0
   fi
   if [ "$stderr" = - ]; then
@@ -171,10 +203,39 @@ no_conformance() {
 # puts every op a cuda kernel runs on the GPU.
 on_gpu="infer-types,fold-constants,cse,dce,loop-append-to-scan,plan-devices{target=cuda,inputs=target,outputs=target},fuse-ops,manifest-alloc,plan-memory{share=false}"
 
+# set_inputs DIR K: the inputs array of hetpass run for DIR/test_data_set_K.
+set_inputs() {
+  local f i=0
+  inputs=()
+  for f in "$1"/test_data_set_"$2"/input_*.pb; do
+    [ -f "$f" ] || continue
+    inputs+=(--input "#$i=$f")
+    i=$((i + 1))
+  done
+}
+
+# model_steps DIR NAME SET REPEAT DEVICE...: test-onnx (every set, with the tolerance array's
+# flags) and run (set SET, REPEAT times; on cuda with CUPTI) per device.
+tolerance=()
+model_steps() {
+  local m=$1 name=$2 set=$3 reps=$4 dev
+  shift 4
+  set_inputs "$m" "$set"
+  for dev in "$@"; do
+    step models.txt "test-onnx $name $dev" "$out/test_${name}_${dev}.json" "$out/test_${name}_${dev}.err" \
+      timeout 300 "$here/bin/hetpass" test-onnx "$m" --device="$dev" --json "${tolerance[@]}"
+    cupti=()
+    if [ "$dev" = cuda ]; then cupti=(--cupti); fi
+    step models.txt "run $name $dev" "$out/run_${name}_${dev}.json" "$out/run_${name}_${dev}.err" \
+      timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device="$dev" "${inputs[@]}" --repeat "$reps" \
+      --json "${cupti[@]}"
+  done
+}
+
 # Every step of this run, through `step`: called once to write the plan, once to run it, so
 # that the two cannot list different steps.
 all_steps() {
-  local t name m f i dev b variant
+  local t name m dev b variant
   if [[ "$steps" == *" tests "* ]]; then
     for t in "$here"/bin/hetpass_*_tests; do
       name=$(basename "$t")
@@ -184,22 +245,9 @@ all_steps() {
   if [[ "$steps" == *" models "* ]]; then
     for m in "$here"/models/*/; do
       name=$(basename "$m")
-      inputs=()
-      i=0
-      for f in "$m"/test_data_set_0/input_*.pb; do
-        inputs+=(--input "#$i=$f")
-        i=$((i + 1))
-      done
-      for dev in cuda sim cpu; do
-        step models.txt "test-onnx $name $dev" "$out/test_${name}_${dev}.json" "$out/test_${name}_${dev}.err" \
-          timeout 300 "$here/bin/hetpass" test-onnx "$m" --device="$dev" --json
-        cupti=()
-        if [ "$dev" = cuda ]; then cupti=(--cupti); fi
-        step models.txt "run $name $dev" "$out/run_${name}_${dev}.json" "$out/run_${name}_${dev}.err" \
-          timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device="$dev" "${inputs[@]}" --repeat "$repeat" \
-          --json "${cupti[@]}"
-      done
+      model_steps "$m" "$name" 0 "$repeat" cuda sim cpu
       if [ "$name" = maskrcnn_tiny ]; then
+        set_inputs "$m" 0
         for b in relay single-flag; do
           step models.txt "run $name cuda baseline $b" "$out/run_${name}_cuda_$b.json" "$out/run_${name}_cuda_$b.err" \
             timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device=cuda --baseline-masks="$b" "${inputs[@]}" \
@@ -207,6 +255,58 @@ all_steps() {
         done
       fi
     done
+  fi
+  if [[ "$steps" == *" zoo "* ]]; then
+    for m in "$zoo"/*/; do
+      [ -f "$m/model.onnx" ] || continue
+      model_steps "$m" "$(basename "$m")" 0 "$zoo_repeat" cuda cpu
+    done
+  fi
+  if [[ "$steps" == *" profile "* ]]; then
+    for m in "$here"/models/*/ "$zoo"/*/; do
+      [ -f "$m/model.onnx" ] || continue
+      name=$(basename "$m")
+      set_inputs "$m" 0
+      step models.txt "profile $name cuda" "$out/profile_${name}_cuda.json" "$out/profile_${name}_cuda.err" \
+        timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device=cuda "${inputs[@]}" --repeat 20 --profile --json
+    done
+  fi
+  if [[ "$steps" == *" peers "* ]]; then
+    step tests.txt "peers eager" "$out/peers_eager.log" - \
+      python3 "$repo/tools/gpu/peers.py" "$zoo" "$out/peers.json" --phase=eager --deadline="$deadline"
+  fi
+  if [[ "$steps" == *" realistic "* ]]; then
+    step tests.txt "realistic export" "$out/realistic_export.log" - \
+      python3 "$repo/tools/gpu/realistic.py" export "$realistic_dir"
+    # Fifty layers in float32 on two devices: the reference is PyTorch's CPU; 1e-3 both ways.
+    tolerance=(--rtol=1e-3 --atol=1e-3)
+    for name in resnet50 bert_base; do
+      # The second set (batch 32; 8 x 384) is its own row, without a second test-onnx (the
+      # first row's checks both sets).
+      model_steps "$realistic_dir/$name" "$name" 0 20 cuda cpu
+      set_inputs "$realistic_dir/$name" 1
+      for dev in cuda cpu; do
+        cupti=()
+        if [ "$dev" = cuda ]; then cupti=(--cupti); fi
+        step models.txt "run ${name}_set1 $dev" "$out/run_${name}_set1_${dev}.json" "$out/run_${name}_set1_${dev}.err" \
+          timeout 300 "$here/bin/hetpass" run "$realistic_dir/$name/model.onnx" --device="$dev" "${inputs[@]}" \
+          --repeat 20 --json "${cupti[@]}"
+      done
+    done
+    tolerance=()
+    step tests.txt "realistic eager" "$out/realistic_eager.log" - \
+      python3 "$repo/tools/gpu/realistic.py" time "$realistic_dir" "$out/realistic.json" --phase=eager \
+      --deadline="$deadline"
+  fi
+  # torch.compile last: it takes what time is left.
+  if [[ "$steps" == *" peers "* ]]; then
+    step tests.txt "peers compile" "$out/peers_compile.log" - \
+      python3 "$repo/tools/gpu/peers.py" "$zoo" "$out/peers.json" --phase=compile --deadline="$deadline"
+  fi
+  if [[ "$steps" == *" realistic "* ]]; then
+    step tests.txt "realistic compile" "$out/realistic_compile.log" - \
+      python3 "$repo/tools/gpu/realistic.py" time "$realistic_dir" "$out/realistic.json" --phase=compile \
+      --deadline="$deadline"
   fi
   if [[ "$steps" == *" conformance "* ]]; then
     for variant in ${HETPASS_GPU_CONFORMANCE:-default on_gpu}; do

@@ -632,7 +632,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   std::vector<runtime::DeviceCounters> counters;
   // CUPTI traces the last run only: the one whose counters are reported.
   const bool cupti = absl::GetFlag(FLAGS_cupti);
-  absl::StatusOr<runtime::CuptiMemcpyCounts> cupti_counts = absl::UnknownError("not traced");
+  absl::StatusOr<runtime::CuptiTrace> cupti_counts = absl::UnknownError("not traced");
   double kernels_final_ms = compiled.ms;
   ResetPeakRss();  // the runs' peak resident memory (run_peak_rss_mb)
   for (int r = 0; r < repeat; ++r) {
@@ -640,11 +640,11 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
     // The last run's memory (peak, liveness lower bound) is reported: only it is traced.
     machine->SetTraceMemory(r == repeat - 1);
     const bool traced = cupti && r == repeat - 1;
-    const absl::Status started = traced ? runtime::StartCuptiMemcpyTrace() : absl::OkStatus();
+    const absl::Status started = traced ? runtime::StartCuptiTrace() : absl::OkStatus();
     const auto a = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(outputs, Stage("run", machine->RunWithHostTensors(function, args)));
     const auto b = std::chrono::steady_clock::now();
-    if (traced) cupti_counts = started.ok() ? runtime::StopCuptiMemcpyTrace() : started;
+    if (traced) cupti_counts = started.ok() ? runtime::StopCuptiTrace() : started;
     times_us.push_back(std::chrono::duration<double, std::micro>(b - a).count());
     counters.push_back(machine->LastRunCounters());
     if (r == 0 && absl::GetFlag(FLAGS_background_jit)) {
@@ -719,7 +719,20 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
                       ", \"d2d\": ", cupti_counts->d2d, ", \"other\": ", cupti_counts->other,
                       ", \"h2d_bytes\": ", cupti_counts->h2d_bytes, ", \"d2h_bytes\": ", cupti_counts->d2h_bytes,
                       ", \"d2d_bytes\": ", cupti_counts->d2d_bytes, ", \"other_bytes\": ",
-                      cupti_counts->other_bytes, "}");
+                      cupti_counts->other_bytes, ", \"kernels\": ", cupti_counts->kernels,
+                      ", \"kernel_us\": ", absl::StrFormat("%.3f", cupti_counts->kernel_ns / 1e3),
+                      ", \"memcpy_us\": ", absl::StrFormat("%.3f", cupti_counts->memcpy_ns / 1e3),
+                      ", \"span_us\": ", absl::StrFormat("%.3f", cupti_counts->span_ns / 1e3));
+      if (!cupti_counts->kernel_error.empty()) {
+        absl::StrAppend(&out, ", \"kernel_error\": ", JsonString(cupti_counts->kernel_error));
+      }
+      absl::StrAppend(&out, ", \"top_kernels\": [");
+      for (size_t i = 0; i < cupti_counts->top_kernels.size(); ++i) {
+        const runtime::CuptiKernelTime& k = cupti_counts->top_kernels[i];
+        absl::StrAppend(&out, i ? ", " : "", "{\"name\": ", JsonString(k.name), ", \"calls\": ", k.calls,
+                        ", \"us\": ", absl::StrFormat("%.3f", k.ns / 1e3), "}");
+      }
+      absl::StrAppend(&out, "]}");
     } else if (cupti) {
       absl::StrAppend(&out, ", \"cupti_error\": ", JsonString(cupti_counts.status().ToString()));
     }
@@ -784,6 +797,17 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
         "CUPTI memcpy records of the last run: h2d %d (%d B), d2h %d (%d B), d2d %d (%d B), other %d (%d B)\n",
         cupti_counts->h2d, cupti_counts->h2d_bytes, cupti_counts->d2h, cupti_counts->d2h_bytes, cupti_counts->d2d,
         cupti_counts->d2d_bytes, cupti_counts->other, cupti_counts->other_bytes);
+    if (cupti_counts->kernel_error.empty()) {
+      std::cout << absl::StrFormat(
+          "CUPTI kernels of the last run: %d, %.1f us of GPU time; memcpys %.1f us; first record to last %.1f us\n",
+          cupti_counts->kernels, cupti_counts->kernel_ns / 1e3, cupti_counts->memcpy_ns / 1e3,
+          cupti_counts->span_ns / 1e3);
+      for (const runtime::CuptiKernelTime& k : cupti_counts->top_kernels) {
+        std::cout << absl::StrFormat("  %10.1f us %5d x  %s\n", k.ns / 1e3, k.calls, k.name);
+      }
+    } else {
+      std::cout << "CUPTI kernels: " << cupti_counts->kernel_error << "\n";
+    }
   } else if (cupti) {
     std::cout << "CUPTI: " << cupti_counts.status().message() << "\n";
   }

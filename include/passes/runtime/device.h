@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -184,18 +185,33 @@ absl::StatusOr<std::unique_ptr<Device>> MakeDevice(DeviceKind kind);
 // Whether this build has the cuda device (cmake/cuda.cmake).
 bool BuiltWithCuda();
 
-// CUPTI's count of the CUDA memcpys between Start and Stop, by direction (the driver's view of
+// CUPTI's records of the CUDA memcpys and kernels between Start and Stop (the driver's view of
 // a GPU run, independent of the devices' counters; tools/gpu/run_cuda.sh reports both). One
 // trace at a time per process. Errors: Unimplemented without the cuda device in the build;
 // FailedPrecondition without CUPTI (named with every place tried) or without a GPU.
-struct CuptiMemcpyCounts {
+struct CuptiKernelTime {
+  std::string name;  // as CUPTI names it (mangled for library kernels)
+  int64_t calls = 0;
+  int64_t ns = 0;  // GPU time, end - start summed over the calls
+};
+struct CuptiTrace {
+  // Memcpy calls by direction; "other": arrays, peer, host-to-host.
   int64_t h2d = 0, d2h = 0, d2d = 0, other = 0;
   // The bytes those records moved (CUPTI's `bytes`), by the same directions.
   int64_t h2d_bytes = 0, d2h_bytes = 0, d2d_bytes = 0, other_bytes = 0;
+  // Kernels: how many ran, their GPU time summed, the memcpys' GPU time summed, and the span
+  // from the first record's start to the last one's end (GPU busy time / span says whether the
+  // device or the host bounds a run). Kernel records are asked for separately: where CUPTI
+  // refuses them, kernel_error says why and the memcpy counts still hold.
+  int64_t kernels = 0, kernel_ns = 0, memcpy_ns = 0, span_ns = 0;
+  std::string kernel_error;
+  // The kernels by GPU time, longest first (at most kTopKernels).
+  static constexpr int kTopKernels = 8;
+  std::vector<CuptiKernelTime> top_kernels;
 };
-absl::Status StartCuptiMemcpyTrace();
+absl::Status StartCuptiTrace();
 // Call after the traced work has completed (a synchronisation).
-absl::StatusOr<CuptiMemcpyCounts> StopCuptiMemcpyTrace();
+absl::StatusOr<CuptiTrace> StopCuptiTrace();
 // One line about the GPU for reports: "NVIDIA H200, sm_90, 132 SMs, 143771 MiB, driver 13000,
 // runtime 13000", or why there is none.
 std::string DescribeCuda();

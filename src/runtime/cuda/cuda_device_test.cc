@@ -143,7 +143,7 @@ TEST(CuptiTrace, SeesTheCopiesTheDeviceCounts) {
   auto b = dev.Allocate(n);
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_TRUE(dev.Synchronize().ok());
-  const absl::Status started = StartCuptiMemcpyTrace();
+  const absl::Status started = StartCuptiTrace();
   ASSERT_TRUE(started.ok()) << started;
   dev.ResetCounters();
   ASSERT_TRUE(dev.CopyHostToDevice(*a, in.data(), n).ok());
@@ -152,7 +152,7 @@ TEST(CuptiTrace, SeesTheCopiesTheDeviceCounts) {
   ASSERT_TRUE(dev.CopyDeviceToHost(out.data(), *b, 16).ok());  // staged
   ASSERT_TRUE(dev.CopyDeviceToHost(out.data(), *b, n).ok());   // direct
   ASSERT_TRUE(dev.Synchronize().ok());
-  absl::StatusOr<CuptiMemcpyCounts> seen = StopCuptiMemcpyTrace();
+  absl::StatusOr<CuptiTrace> seen = StopCuptiTrace();
   ASSERT_TRUE(seen.ok()) << seen.status();
   const DeviceCounters& c = dev.counters();
   EXPECT_EQ(seen->h2d, c.h2d_calls);
@@ -171,7 +171,7 @@ TEST(CuptiTrace, SeesTheCopiesTheDeviceCounts) {
 // Tests that without a GPU a trace cannot start, with the reason (never a crash).
 TEST(CuptiTrace, WithoutAGpuIsAnError) {
   if (MakeDevice(DeviceKind::kCuda).ok()) GTEST_SKIP() << "a GPU is usable here";
-  const absl::Status s = StartCuptiMemcpyTrace();
+  const absl::Status s = StartCuptiTrace();
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), ::testing::AnyOf(HasSubstr("CUPTI"), HasSubstr("no cuda device")));
 }

@@ -1,16 +1,24 @@
-// CUPTI memcpy tracing (see cupti.h). Start registers the activity-buffer callbacks (once per
-// process) and enables CUPTI_ACTIVITY_KIND_MEMCPY; CUPTI hands completed buffers to
-// BufferCompleted, which counts the records and sums their bytes by copy kind (a copy of the
-// wrong size is still one call, so a report compares bytes too); Stop flushes every buffer
-// (forced), disables the kind and returns the counts. One trace at a time per process (CUPTI's activity
-// API is process-wide).
+// CUPTI memcpy and kernel tracing (see cupti.h). Start registers the activity-buffer callbacks
+// (once per process) and enables CUPTI_ACTIVITY_KIND_MEMCPY and, separately,
+// CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (a refusal of the second is recorded, not fatal: the
+// memcpy counts are the check the ledger needs); CUPTI hands completed buffers to
+// BufferCompleted, which counts the memcpy records and sums their bytes by copy kind (a copy of
+// the wrong size is still one call, so a report compares bytes too), sums kernel and memcpy GPU
+// time and keeps per-name kernel totals; Stop flushes every buffer (forced), disables the kinds
+// and returns the trace with the longest kernels first. One trace at a time per process (CUPTI's
+// activity API is process-wide).
 #include "runtime/cuda/cupti.h"
 
 #include <cupti.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
+#include <string>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "absl/strings/str_cat.h"
 #include "passes/support/status_macros.h"
@@ -48,7 +56,12 @@ struct Trace {
   const Api* api = nullptr;
   bool registered = false;
   bool active = false;
-  CuptiMemcpyCounts counts;
+  bool kernels_enabled = false;
+  CuptiTrace counts;
+  // Kernel GPU time per name, and the earliest start / latest end of any record (for the span).
+  absl::flat_hash_map<std::string, CuptiKernelTime> per_kernel;
+  uint64_t first_start = std::numeric_limits<uint64_t>::max();
+  uint64_t last_end = 0;
 };
 Trace& TheTrace() {
   static Trace* t = new Trace;
@@ -63,12 +76,32 @@ void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_record
 
 void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   Trace& t = TheTrace();
-  CuptiMemcpyCounts seen;
+  CuptiTrace seen;
+  // Kernels of one buffer by name; merged under the lock below.
+  absl::flat_hash_map<std::string, CuptiKernelTime> kernels;
+  uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
+  auto span = [&](uint64_t start, uint64_t end) {
+    first = std::min(first, start);
+    last = std::max(last, end);
+  };
   CUpti_Activity* record = nullptr;
   while (t.api->next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      const int64_t ns = k->end > k->start ? static_cast<int64_t>(k->end - k->start) : 0;
+      ++seen.kernels;
+      seen.kernel_ns += ns;
+      span(k->start, k->end);
+      CuptiKernelTime& e = kernels[k->name != nullptr ? k->name : "?"];
+      ++e.calls;
+      e.ns += ns;
+      continue;
+    }
     if (record->kind != CUPTI_ACTIVITY_KIND_MEMCPY) continue;
     const auto* copy = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
     const int64_t bytes = static_cast<int64_t>(copy->bytes);
+    seen.memcpy_ns += copy->end > copy->start ? static_cast<int64_t>(copy->end - copy->start) : 0;
+    span(copy->start, copy->end);
     switch (copy->copyKind) {
       case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
         ++seen.h2d;
@@ -98,6 +131,16 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   t.counts.d2h_bytes += seen.d2h_bytes;
   t.counts.d2d_bytes += seen.d2d_bytes;
   t.counts.other_bytes += seen.other_bytes;
+  t.counts.kernels += seen.kernels;
+  t.counts.kernel_ns += seen.kernel_ns;
+  t.counts.memcpy_ns += seen.memcpy_ns;
+  for (auto& [name, k] : kernels) {
+    CuptiKernelTime& e = t.per_kernel[name];
+    e.calls += k.calls;
+    e.ns += k.ns;
+  }
+  t.first_start = std::min(t.first_start, first);
+  t.last_end = std::max(t.last_end, last);
 }
 
 absl::Status Check(const Api& api, CUptiResult r, absl::string_view call) {
@@ -109,37 +152,60 @@ absl::Status Check(const Api& api, CUptiResult r, absl::string_view call) {
 
 }  // namespace
 
-absl::Status StartMemcpyTrace() {
+absl::Status StartTrace() {
   ASSIGN_OR_RETURN(const Api* api, LoadApi());
   Trace& t = TheTrace();
   std::lock_guard<std::mutex> lock(t.mu);
-  if (t.active) return absl::FailedPreconditionError("cuda: a CUPTI memcpy trace is already running");
+  if (t.active) return absl::FailedPreconditionError("cuda: a CUPTI trace is already running");
   t.api = api;
   if (!t.registered) {
     RETURN_IF_ERROR(Check(*api, api->register_callbacks(&BufferRequested, &BufferCompleted),
                           "cuptiActivityRegisterCallbacks"));
     t.registered = true;
   }
-  t.counts = CuptiMemcpyCounts();
+  t.counts = CuptiTrace();
+  t.per_kernel.clear();
+  t.first_start = std::numeric_limits<uint64_t>::max();
+  t.last_end = 0;
   RETURN_IF_ERROR(Check(*api, api->enable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable(MEMCPY)"));
+  // CONCURRENT_KERNEL serialises nothing (plain KERNEL would serialise every launch).
+  const absl::Status kernels = Check(*api, api->enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+                                     "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  t.kernels_enabled = kernels.ok();
+  if (!kernels.ok()) t.counts.kernel_error = std::string(kernels.message());
   t.active = true;
   return absl::OkStatus();
 }
 
-absl::StatusOr<CuptiMemcpyCounts> StopMemcpyTrace() {
+absl::StatusOr<CuptiTrace> StopTrace() {
   Trace& t = TheTrace();
   {
     std::lock_guard<std::mutex> lock(t.mu);
-    if (!t.active) return absl::FailedPreconditionError("cuda: no CUPTI memcpy trace is running");
+    if (!t.active) return absl::FailedPreconditionError("cuda: no CUPTI trace is running");
   }
   // Outside the lock: flushing calls BufferCompleted, which takes it.
   const absl::Status flushed = Check(*t.api, t.api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
   std::lock_guard<std::mutex> lock(t.mu);
   const absl::Status disabled = Check(*t.api, t.api->disable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityDisable");
+  if (t.kernels_enabled) {
+    const absl::Status k = Check(*t.api, t.api->disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+                                 "cuptiActivityDisable(CONCURRENT_KERNEL)");
+    if (!k.ok() && t.counts.kernel_error.empty()) t.counts.kernel_error = std::string(k.message());
+    t.kernels_enabled = false;
+  }
   t.active = false;
   RETURN_IF_ERROR(flushed);
   RETURN_IF_ERROR(disabled);
-  return t.counts;
+  CuptiTrace out = t.counts;
+  if (t.last_end > t.first_start) out.span_ns = static_cast<int64_t>(t.last_end - t.first_start);
+  for (auto& [name, k] : t.per_kernel) {
+    out.top_kernels.push_back(k);
+    out.top_kernels.back().name = name;
+  }
+  std::sort(out.top_kernels.begin(), out.top_kernels.end(),
+            [](const CuptiKernelTime& a, const CuptiKernelTime& b) { return a.ns != b.ns ? a.ns > b.ns : a.name < b.name; });
+  if (out.top_kernels.size() > CuptiTrace::kTopKernels) out.top_kernels.resize(CuptiTrace::kTopKernels);
+  return out;
 }
 
 }  // namespace hetpass::runtime::cuda_api

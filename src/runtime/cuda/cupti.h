@@ -12,8 +12,8 @@
 
 namespace hetpass::runtime::cuda_api {
 
-absl::Status StartMemcpyTrace();
-absl::StatusOr<CuptiMemcpyCounts> StopMemcpyTrace();
+absl::Status StartTrace();
+absl::StatusOr<CuptiTrace> StopTrace();
 
 }  // namespace hetpass::runtime::cuda_api
 

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Summarises the speed side of a run_cuda.sh output folder into speed.json and speed.md.
+
+usage: speed_report.py OUT_DIR [--commit=HASH]
+
+Reads, per model, hetpass's `run` JSONs on cuda and cpu (run_<model>_<device>.json: median and
+first-run latency, launches, syncs, and on cuda CUPTI's kernel records of the last run: how many,
+their GPU time, the span from the first record to the last), the `--profile` run on cuda
+(profile_<model>_cuda.json: the host's time per VM instruction, summed by opcode and per
+inference), and the peers' timings (peers.json from tools/gpu/peers.py, realistic.json from
+tools/gpu/realistic.py: PyTorch eager, torch.compile, torch.compile with CUDA graphs).
+
+Derived columns, each from one run of one process:
+  cuda/eager, cuda/compile   hetpass cuda's median over the peer's median (below 1: hetpass faster);
+  GPU busy                   CUPTI kernel + memcpy GPU time of the last run over its median latency
+                             (low: the host, not the GPU, bounds the run);
+  host µs/launch             the profile run's host time in invoke_kernel instructions per call (a
+                             launch's cost to the host: argument set-up, plan look-ups, the launch).
+A missing input reads "-"; a peer's error is listed under the table. Nothing here is a check:
+cuda_report.py holds the pass/fail verdicts.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+
+MODES = ("eager", "compile", "compile_graphs")
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def fmt(v, digits=1):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    return f"{v:.{digits}f}"
+
+
+def ratio(a, b):
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b > 0 else None
+
+
+def run_summary(out, model, dev):
+    r = load(os.path.join(out, f"run_{model}_{dev}.json"))
+    if not isinstance(r, dict) or "times_us" not in r:
+        return None
+    c = r.get("counters") or {}
+    s = {"median_us": r["times_us"].get("median"), "first_us": r["times_us"].get("cold"),
+         "launches": c.get("launches"), "syncs": c.get("syncs"), "compile_ms": r.get("compile_ms")}
+    cu = r.get("cupti")
+    if isinstance(cu, dict) and "kernels" in cu:
+        s.update({"kernels": cu.get("kernels"), "kernel_us": cu.get("kernel_us"), "memcpy_us": cu.get("memcpy_us"),
+                  "span_us": cu.get("span_us"), "top_kernels": cu.get("top_kernels", []),
+                  "kernel_error": cu.get("kernel_error")})
+        busy = (cu.get("kernel_us") or 0) + (cu.get("memcpy_us") or 0)
+        s["gpu_busy"] = ratio(busy, s["median_us"])
+    return s
+
+
+def profile_summary(out, model):
+    p = load(os.path.join(out, f"profile_{model}_cuda.json"))
+    if not isinstance(p, dict) or not isinstance(p.get("profile"), list):
+        return None
+    entries = p["profile"]
+    # pc 0 of the entry function is its first argument check: once per inference.
+    runs = max((e["calls"] for e in entries if e.get("pc") == 0 and e.get("function") == p.get("function", "main")),
+               default=0)
+    by_op = {}
+    for e in entries:
+        o = by_op.setdefault(e["opcode"], {"calls": 0, "total_us": 0.0})
+        o["calls"] += e["calls"]
+        o["total_us"] += e["total_us"]
+    total = sum(o["total_us"] for o in by_op.values())
+    inv = by_op.get("invoke_kernel", {"calls": 0, "total_us": 0.0})
+    return {"runs": runs, "host_us_per_inference": total / runs if runs else None,
+            "host_us_per_launch": inv["total_us"] / inv["calls"] if inv["calls"] else None,
+            "median_us": (p.get("times_us") or {}).get("median"),
+            "by_opcode": {k: {"calls_per_inference": v["calls"] / runs if runs else None,
+                              "us_per_inference": v["total_us"] / runs if runs else None}
+                          for k, v in sorted(by_op.items(), key=lambda kv: -kv[1]["total_us"])},
+            "top_instructions": sorted(entries, key=lambda e: -e["total_us"])[:5]}
+
+
+def peer(peers, model, mode):
+    e = ((peers or {}).get("models") or {}).get(model, {}).get(mode)
+    return e if isinstance(e, dict) else None
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("--commit", default="")
+    args = ap.parse_args(argv)
+    out = args.out
+    peers = load(os.path.join(out, "peers.json")) or {}
+    realistic = load(os.path.join(out, "realistic.json")) or {}
+    gpu = ""
+    if os.path.exists(os.path.join(out, "gpu.txt")):
+        gpu = open(os.path.join(out, "gpu.txt")).read().strip()
+
+    models = sorted({re.match(r"run_(.+)_(cuda|cpu|sim)\.json$", os.path.basename(p)).group(1)
+                     for p in glob.glob(os.path.join(out, "run_*_*.json"))
+                     if re.match(r"run_(.+)_(cuda|cpu|sim)\.json$", os.path.basename(p))})
+    rows = {}
+    for m in models:
+        cuda, cpu = run_summary(out, m, "cuda"), run_summary(out, m, "cpu")
+        if cuda is None and cpu is None:
+            continue
+        # The realistic models' peers are keyed "NAME set K"; their set-1 rows are NAME_set1.
+        base, k = (m[:-5], 1) if m.endswith("_set1") else (m, 0)
+        src = peers if m in (peers.get("models") or {}) else realistic
+        key = m if src is peers else f"{base} set {k}"
+        row = {"cuda": cuda, "cpu": cpu, "profile": profile_summary(out, m),
+               "peers": {mode: peer(src, key, mode) for mode in MODES}}
+        cm = (cuda or {}).get("median_us")
+        for mode in MODES:
+            p = row["peers"][mode] or {}
+            row[f"cuda_over_{mode}"] = ratio(cm, p.get("median_us"))
+        rows[m] = row
+
+    report = {"commit": args.commit, "gpu": gpu, "peers_settings": {k: peers.get(k) for k in
+                                                                    ("torch", "cuda", "settings", "compile_settings",
+                                                                     "repeat")},
+              "models": rows}
+    with open(os.path.join(out, "speed.json"), "w") as f:
+        json.dump(report, f, indent=1)
+
+    md = ["# hetpass cuda against PyTorch on the same GPU (tools/gpu/speed_report.py)", "",
+          f"Commit `{args.commit or 'unknown'}`; GPU: {gpu or 'unknown'}.", "",
+          f"PyTorch {peers.get('torch', '?')} (CUDA {peers.get('cuda', '?')}): {peers.get('settings', '-')}; "
+          f"{peers.get('compile_settings', '-')}. hetpass: `hetpass run --repeat N` median after the first run "
+          "(inputs from host memory, outputs back to it, like the peers); cpu is hetpass on this machine's CPU.", "",
+          "| model | hetpass cuda µs | hetpass cpu µs | eager µs | compile µs | compile+graphs µs | cuda/eager | "
+          "cuda/compile | cuda/graphs | launches | syncs | GPU kernels | GPU busy | host µs/launch | eager vs ref |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    notes = []
+    for m, r in rows.items():
+        cuda, cpu, prof = r["cuda"] or {}, r["cpu"] or {}, r["profile"] or {}
+        pe = {mode: (r["peers"][mode] or {}) for mode in MODES}
+        diff = pe["eager"].get("max_abs_diff_vs_reference")
+        md.append(f"| {m} | {fmt(cuda.get('median_us'))} | {fmt(cpu.get('median_us'))} | "
+                  f"{fmt(pe['eager'].get('median_us'))} | {fmt(pe['compile'].get('median_us'))} | "
+                  f"{fmt(pe['compile_graphs'].get('median_us'))} | {fmt(r['cuda_over_eager'], 2)} | "
+                  f"{fmt(r['cuda_over_compile'], 2)} | {fmt(r['cuda_over_compile_graphs'], 2)} | "
+                  f"{fmt(cuda.get('launches'), 0)} | {fmt(cuda.get('syncs'), 0)} | {fmt(cuda.get('kernels'), 0)} | "
+                  f"{fmt(cuda.get('gpu_busy'), 2)} | {fmt(prof.get('host_us_per_launch'), 2)} | "
+                  f"{fmt(diff, 6) if isinstance(diff, float) else fmt(diff)} |")
+        for mode in MODES:
+            if pe[mode].get("error"):
+                notes.append(f"- {m} {mode}: {pe[mode]['error']}")
+        if cuda.get("kernel_error"):
+            notes.append(f"- {m}: CUPTI kernels: {cuda['kernel_error']}")
+    md += [""] + notes
+    md += ["", "## First runs (µs; torch.compile's includes its compilation)", "",
+           "| model | hetpass cuda first | hetpass cuda compile+load ms | eager first | compile first | graphs first |",
+           "|---|---|---|---|---|---|"]
+    for m, r in rows.items():
+        cuda = r["cuda"] or {}
+        pe = {mode: (r["peers"][mode] or {}) for mode in MODES}
+        md.append(f"| {m} | {fmt(cuda.get('first_us'))} | {fmt(cuda.get('compile_ms'))} | "
+                  f"{fmt(pe['eager'].get('first_us'))} | {fmt(pe['compile'].get('first_us'))} | "
+                  f"{fmt(pe['compile_graphs'].get('first_us'))} |")
+    md += ["", "## Host time per inference on cuda, by VM opcode (the --profile run)", ""]
+    for m, r in rows.items():
+        prof = r["profile"]
+        if not prof or not prof.get("runs"):
+            continue
+        ops = ", ".join(f"{k} {fmt(v['us_per_inference'])} µs ({fmt(v['calls_per_inference'], 0)}x)"
+                        for k, v in list(prof["by_opcode"].items())[:6])
+        md.append(f"- {m}: {fmt(prof['host_us_per_inference'])} µs of host time in instructions per inference "
+                  f"(median latency of that run {fmt(prof.get('median_us'))} µs): {ops}")
+    md += ["", "## Longest GPU kernels of the last cuda run (CUPTI)", ""]
+    for m, r in rows.items():
+        cuda = r["cuda"] or {}
+        if not cuda.get("top_kernels"):
+            continue
+        top = "; ".join(f"{k['name'][:60]} {fmt(k['us'])} µs x{k['calls']}" for k in cuda["top_kernels"][:4])
+        md.append(f"- {m} ({fmt(cuda.get('kernels'), 0)} kernels, {fmt(cuda.get('kernel_us'))} µs GPU, "
+                  f"span {fmt(cuda.get('span_us'))} µs): {top}")
+    md.append("")
+    with open(os.path.join(out, "speed.md"), "w") as f:
+        f.write("\n".join(md))
+    print("\n".join(md))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
