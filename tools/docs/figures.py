@@ -259,7 +259,8 @@ class Figures:
     def gpu_reports(self) -> str:
         """The GPU reports under docs/gpu, newest first, by the commit that added each."""
         rows = []
-        for f in sorted((ROOT / "docs" / "gpu").glob("cuda_report_*.md")):
+        gpu = ROOT / "docs" / "gpu"
+        for f in sorted([*gpu.glob("cuda_report_*.md"), *gpu.glob("speed_*.md")]):
             rel = f.relative_to(ROOT).as_posix()
             log = self.run(["git", "log", "--diff-filter=A", "--format=%H %cI", "--", rel]).split()
             if len(log) < 2:

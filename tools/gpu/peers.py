@@ -47,11 +47,16 @@ COMPILE_ORDER = ("bert_posemb", "vit_tiny", "tiny_gpt", "convnext_tiny", "regnet
                  "lraspp_mobilenet_v3", "flow_warp", "lstm_tagger", "gru_seq2seq", "ssdlite_mobilenet_v3")
 
 
-def setup_torch():
+def setup_torch(gpu=True):
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
+    # The zoo's definitions make tensors in forward without a device (torch.arange(n), masks),
+    # as their CPU export needed: on the GPU those must be made there too. Modules are built on
+    # the CPU all the same (build), so that the seed draws the numbers the export drew.
+    if gpu:
+        torch.set_default_device("cuda")
     sys.path.insert(0, os.path.join(REPO, "tools", "models"))
     import export_zoo  # noqa: E402  (the definitions)
     return torch, export_zoo
@@ -83,8 +88,9 @@ def load_set(zoo, name, k=0):
 
 def build(torch, export_zoo, name):
     spec = export_zoo.MODELS[name]
-    torch.manual_seed(0)
-    return export_zoo.randomize_norms(spec[0]()).eval()
+    with torch.device("cpu"):
+        torch.manual_seed(0)
+        return export_zoo.randomize_norms(spec[0]()).eval()
 
 
 def time_calls(torch, fn, host_inputs, repeat):

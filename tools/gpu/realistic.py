@@ -61,16 +61,17 @@ def bert(torch, b, s, seed):
 
 
 def build(torch, export_zoo, name):
-    torch.manual_seed(0)
-    module = definitions(torch, export_zoo)[name][0]()
+    with torch.device("cpu"):  # as exported, whatever the default device
+        torch.manual_seed(0)
+        module = definitions(torch, export_zoo)[name][0]()
     # ResNet-50 keeps torchvision's initialisation (BatchNorm as identity in eval): random
     # statistics over fifty layers would overflow. The encoder gets the zoo's.
-    return (module if name == "resnet50" else export_zoo.randomize_norms(module)).eval()
+        return (module if name == "resnet50" else export_zoo.randomize_norms(module)).eval()
 
 
 def export(out):
     import onnx
-    torch, export_zoo = peers.setup_torch()
+    torch, export_zoo = peers.setup_torch(gpu=False)
     for name, (_, sets, ins, outs, axes) in definitions(torch, export_zoo).items():
         t0 = time.time()
         module = build(torch, export_zoo, name)

@@ -16,6 +16,9 @@ Derived columns, each from one run of one process:
                              (low: the host, not the GPU, bounds the run);
   host µs/launch             the profile run's host time in invoke_kernel instructions per call (a
                              launch's cost to the host: argument set-up, plan look-ups, the launch).
+                             From a hetpass older than its profile's "runs after the first" (the
+                             JSON's profile_runs key missing), the first run's set-up is included
+                             and the column is marked with *.
 A missing input reads "-"; a peer's error is listed under the table. Nothing here is a check:
 cuda_report.py holds the pass/fail verdicts.
 """
@@ -81,7 +84,8 @@ def profile_summary(out, model):
         o["total_us"] += e["total_us"]
     total = sum(o["total_us"] for o in by_op.values())
     inv = by_op.get("invoke_kernel", {"calls": 0, "total_us": 0.0})
-    return {"runs": runs, "host_us_per_inference": total / runs if runs else None,
+    return {"runs": runs, "first_run_included": "profile_runs" not in p,
+            "host_us_per_inference": total / runs if runs else None,
             "host_us_per_launch": inv["total_us"] / inv["calls"] if inv["calls"] else None,
             "median_us": (p.get("times_us") or {}).get("median"),
             "by_opcode": {k: {"calls_per_inference": v["calls"] / runs if runs else None,
@@ -152,13 +156,17 @@ def main(argv):
                   f"{fmt(pe['compile_graphs'].get('median_us'))} | {fmt(r['cuda_over_eager'], 2)} | "
                   f"{fmt(r['cuda_over_compile'], 2)} | {fmt(r['cuda_over_compile_graphs'], 2)} | "
                   f"{fmt(cuda.get('launches'), 0)} | {fmt(cuda.get('syncs'), 0)} | {fmt(cuda.get('kernels'), 0)} | "
-                  f"{fmt(cuda.get('gpu_busy'), 2)} | {fmt(prof.get('host_us_per_launch'), 2)} | "
+                  f"{fmt(cuda.get('gpu_busy'), 2)} | {fmt(prof.get('host_us_per_launch'), 2)}"
+                  f"{'*' if prof.get('first_run_included') else ''} | "
                   f"{fmt(diff, 6) if isinstance(diff, float) else fmt(diff)} |")
         for mode in MODES:
             if pe[mode].get("error"):
                 notes.append(f"- {m} {mode}: {pe[mode]['error']}")
         if cuda.get("kernel_error"):
             notes.append(f"- {m}: CUPTI kernels: {cuda['kernel_error']}")
+    if any((r["profile"] or {}).get("first_run_included") for r in rows.values()):
+        notes.insert(0, "- host µs/launch marked *: the profile of this hetpass sums every run, the first "
+                        "(one-time set-up) included, so it is not a warm call's cost.")
     md += [""] + notes
     md += ["", "## First runs (µs; torch.compile's includes its compilation)", "",
            "| model | hetpass cuda first | hetpass cuda compile+load ms | eager first | compile first | graphs first |",
@@ -176,7 +184,8 @@ def main(argv):
             continue
         ops = ", ".join(f"{k} {fmt(v['us_per_inference'])} µs ({fmt(v['calls_per_inference'], 0)}x)"
                         for k, v in list(prof["by_opcode"].items())[:6])
-        md.append(f"- {m}: {fmt(prof['host_us_per_inference'])} µs of host time in instructions per inference "
+        md.append(f"- {m}: {fmt(prof['host_us_per_inference'])} µs of host time in instructions per inference"
+                  f"{' (first run included)' if prof.get('first_run_included') else ''} "
                   f"(median latency of that run {fmt(prof.get('median_us'))} µs): {ops}")
     md += ["", "## Longest GPU kernels of the last cuda run (CUPTI)", ""]
     for m, r in rows.items():
