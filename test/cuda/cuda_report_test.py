@@ -198,6 +198,28 @@ class CudaReport(unittest.TestCase):
         self.assertTrue(r["report_md"].endswith("_fedcba9-dirty.md"))
         self.assertIn("with changes that commit does not have", md)
 
+    def add_step(self, name, rc):
+        with open(os.path.join(self.out, "plan.txt"), "a") as f:
+            f.write(name + "\n")
+        with open(os.path.join(self.out, "steps.tsv"), "a") as f:
+            f.write(f"{name}\t{rc}\n")
+
+    def test_a_run_without_test_onnx_is_a_row_of_its_own(self):
+        # A realistic model's second set: run only (the first row's test-onnx checked both).
+        shutil.copy(os.path.join(self.out, "run_mlp_dynamic_batch_cuda.json"),
+                    os.path.join(self.out, "run_mlp_set1_cuda.json"))
+        self.add_step("run mlp_set1 cuda", 0)
+        rc, r, md = self.report()
+        self.assertEqual(rc, 0, r["failures"])
+        self.assertEqual(r["models"]["mlp_set1"]["cuda"]["problems"], [])
+        self.assertIn("| mlp_set1 | cuda | run only |", md)
+
+    def test_a_step_past_the_time_budget_fails_and_says_so(self):
+        self.add_step("peers compile", "budget")
+        rc, r, _ = self.report()
+        self.assertEqual(rc, 1)
+        self.assertIn("step peers compile: not run: time budget", r["failures"])
+
     def test_gpu_label(self):
         spec = importlib.util.spec_from_file_location("cuda_report", REPORT)
         m = importlib.util.module_from_spec(spec)
@@ -238,6 +260,7 @@ sys.exit(0 if agrees else 1)
 '''
 
 FAKE_GTEST = r'''#!/usr/bin/env bash
+sleep "${FAKE_SLEEP:-0}"
 for a; do
   case $a in
     --gtest_output=json:*)
@@ -351,11 +374,59 @@ class RunCuda(unittest.TestCase):
         self.assertFalse(r["all_passed"])
         self.assertEqual({s["status"] for s in r["steps"]}, {"missing (did not finish)"})
 
+    def test_steps_past_the_time_budget_are_not_run(self):
+        # The test binary outlasts a one-second budget: every model step after it is not run.
+        p = self.run_cuda(HETPASS_GPU_SECONDS="1", FAKE_SLEEP="2")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        r = self.report()
+        self.assertEqual([s["status"] for s in r["steps"]], ["passed"] + ["not run: time budget"] * 6)
+        self.assertFalse(r["all_passed"])
+
     def test_refuses_without_a_driver(self):
         p = self.run_cuda(FAKE_DRIVER="")
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertIn("refused", p.stdout)
         self.assertFalse(os.path.exists(os.path.join(self.out, "plan.txt")))
+
+
+SPEED = os.path.join(SOURCE, "tools", "gpu", "speed_report.py")
+
+
+class SpeedReport(unittest.TestCase):
+    """speed_report.py on a synthetic folder: ratios, GPU busy and host cost per launch."""
+
+    def test_ratios_and_host_cost(self):
+        with tempfile.TemporaryDirectory() as out:
+            def put(name, d):
+                with open(os.path.join(out, name), "w") as f:
+                    json.dump(d, f)
+            counters = {"launches": 4, "syncs": 1}
+            put("run_m_cuda.json", {"times_us": {"median": 200.0, "cold": 900.0}, "counters": counters,
+                                    "cupti": {"kernels": 4, "kernel_us": 40.0, "memcpy_us": 10.0, "span_us": 150.0,
+                                              "top_kernels": [{"name": "k", "calls": 4, "us": 40.0}]}})
+            put("run_m_cpu.json", {"times_us": {"median": 300.0, "cold": 400.0}, "counters": counters})
+            # Two runs after the first: 4 launches of 25 us and one argument check each.
+            put("profile_m_cuda.json", {"function": "main", "profile_runs": 2, "times_us": {"median": 210.0},
+                                        "profile": [{"function": "main", "pc": 0, "opcode": "arg", "calls": 2,
+                                                     "total_us": 2.0},
+                                                    {"function": "main", "pc": 3, "opcode": "invoke_kernel",
+                                                     "calls": 8, "total_us": 200.0}]})
+            put("peers.json", {"torch": "x", "models": {"m": {"eager": {"median_us": 400.0, "first_us": 1.0},
+                                                              "compile": {"error": "boom"}}}})
+            p = subprocess.run([sys.executable, SPEED, out, "--commit=abc"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(os.path.join(out, "speed.json")) as f:
+                row = json.load(f)["models"]["m"]
+            self.assertAlmostEqual(row["cuda_over_eager"], 0.5)
+            self.assertIsNone(row["cuda_over_compile"])
+            self.assertAlmostEqual(row["cuda"]["gpu_busy"], 0.25)
+            self.assertAlmostEqual(row["profile"]["host_us_per_launch"], 25.0)
+            self.assertAlmostEqual(row["profile"]["host_us_per_inference"], 101.0)
+            self.assertFalse(row["profile"]["first_run_included"])
+            with open(os.path.join(out, "speed.md")) as f:
+                md = f.read()
+            self.assertIn("| m | 200.0 | 300.0 | 400.0 | - | - | 0.50 |", md)
+            self.assertIn("- m compile: boom", md)
 
 
 if __name__ == "__main__":
