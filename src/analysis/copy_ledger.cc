@@ -69,6 +69,7 @@ class LedgerBuilder {
         region_names_(RegionNames(f)) {}
 
   void Build() {
+    function_level_ = FunctionLevelSymbols(f_);
     for (const auto& p : f_.body().params()) value_ids_.Number(p.get());
     NumberValues(f_.body());
     IndexUses(f_.body());
@@ -177,6 +178,13 @@ class LedgerBuilder {
   }
 
   void Push(LedgerEntry e, int region, bool in_loop) {
+    // A copy in a region of this function sized by a symbol the region binds: `?` bytes
+    // (RegionCopyBytesStated; the VM compiler counts it apart by the same rule). By-value
+    // parameters keep their size: the VM counts no parameter apart.
+    if (region != region_ && e.direction != CopyDirection::kParam && !e.bytes.has_unknown() &&
+        !RegionCopyBytesStated(e.bytes, function_level_)) {
+      e.bytes = DimExpr::Unknown();
+    }
     e.region = region;
     e.in_loop = in_loop;
     ledger_.entries.push_back(std::move(e));
@@ -398,6 +406,7 @@ class LedgerBuilder {
 
   const Module& module_;
   const Function& f_;
+  std::set<std::string> function_level_;  // FunctionLevelSymbols(f_)
   CopyLedger& ledger_;
   const int region_;
   absl::flat_hash_set<std::string>& called_;
@@ -570,6 +579,26 @@ bool ScanPartBytesStated(const Node& loop, int result) {
   bytes.CollectSymbols(&needed);
   for (const DimExpr& d : stacked.shape()) d.CollectSymbols(&bound);
   return std::includes(bound.begin(), bound.end(), needed.begin(), needed.end());
+}
+
+std::set<std::string> FunctionLevelSymbols(const Function& f) {
+  std::set<std::string> out;
+  auto add = [&out](const Type& t) {
+    if (!t.is_tensor()) return;
+    for (const DimExpr& d : t.shape()) d.CollectSymbols(&out);
+  };
+  for (const auto& p : f.body().params()) add(p->type());
+  for (const auto& n : f.body().nodes()) {
+    for (int i = 0; i < n->num_results(); ++i) add(n->result(i)->type());
+  }
+  return out;
+}
+
+bool RegionCopyBytesStated(const DimExpr& bytes, const std::set<std::string>& function_level) {
+  if (bytes.has_unknown()) return false;
+  std::set<std::string> needed;
+  bytes.CollectSymbols(&needed);
+  return std::includes(function_level.begin(), function_level.end(), needed.begin(), needed.end());
 }
 
 namespace {

@@ -43,6 +43,7 @@ class ModuleCompiler {
     std::set<std::string> bound;  // symbols bound at this point of the code
     absl::flat_hash_map<const Value*, int32_t> storage_pc;  // alloc_storage instruction per value
     std::set<size_t> checked;  // the entry function's assumptions checked on this path
+    bool in_region = false;    // a region's VM function (a loop body, an if branch)
   };
 
   // Emits a kAssume for each assumption of the function being compiled whose symbols are all
@@ -237,6 +238,7 @@ class ModuleCompiler {
 
   absl::Status CompileEntry(const Function& f) {
     entry_ = &f;
+    function_level_ = FunctionLevelSymbols(f);
     assumption_index_.clear();
     ever_checked_.clear();
     names_ = std::make_unique<ValueNames>(f);
@@ -370,6 +372,7 @@ class ModuleCompiler {
     building_[index].name = name;
     Scope s{&building_[index], index, {}, {}, parent.bound};
     s.checked = parent.checked;
+    s.in_region = true;
     for (int i = 0; i < region.num_params(); ++i) NewReg(s, region.param(i));
     for (const Value* v : *captures) NewReg(s, v);
     s.fn->num_params = s.fn->num_registers;
@@ -536,9 +539,11 @@ class ModuleCompiler {
         if (!to) return absl::InvalidArgumentError(absl::StrCat(where, "unknown dst device"));
         const int32_t r = NewReg(s, n.result());
         // The ledger's rule for a copy's bytes (copy_ledger.cc): the type's size, `?` when
-        // some dim is unknown until run time.
+        // some dim is unknown until run time or, in a region, sized by a symbol the region
+        // binds (RegionCopyBytesStated).
         const Type& t = n.result()->type();
-        const bool runtime_sized = !t.is_tensor() || t.NumBytes().has_unknown();
+        const bool runtime_sized = !t.is_tensor() || t.NumBytes().has_unknown() ||
+                                   (s.in_region && !RegionCopyBytesStated(t.NumBytes(), function_level_));
         Push(s, Instruction{.op = Opcode::kDeviceCopy, .device = *to, .dst = r, .a = src,
                             .b = runtime_sized ? kCopyRuntimeSized : 0},
              Comment(n));
@@ -654,6 +659,7 @@ class ModuleCompiler {
   // The function CompileEntry compiles (its assumptions), which of them have an entry in
   // exe_.assumptions, and which some path checks.
   const Function* entry_ = nullptr;
+  std::set<std::string> function_level_;  // FunctionLevelSymbols(*entry_)
   absl::flat_hash_map<size_t, int32_t> assumption_index_;
   std::set<size_t> ever_checked_;
   // Names of the regions of the entry function being compiled (RegionNames: the copy ledger

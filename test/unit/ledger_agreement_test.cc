@@ -263,6 +263,44 @@ TEST(LedgerLoops, AnUnboundSymbolFailsTheComparison) {
   EXPECT_THAT(cmp.Table(), ::testing::HasSubstr("FAILED"));
 }
 
+// A copy inside a loop body sized by a count the body itself binds (argwhere's): the count may
+// differ between iterations and no single value of it is bound where the ledger is evaluated,
+// so the ledger states the copy's count and not its bytes (`?`), and the VM counts those bytes
+// apart by the same rule (RegionCopyBytesStated). Before, the ledger promised `$loop0*dyn1*8`
+// bytes, which no run could evaluate (found by gru_seq2seq on cuda).
+constexpr char kLoopLocalCount[] = R"(
+def @main(%m: i64[] @cpu, %c: bool[] @cpu, %x: f32[n] @sim, %one: f32[] @sim) {
+  %r, %s = loop(%m, %c, %x) (%i: i64[] @cpu, %ci: bool[] @cpu, %acc: f32[n] @sim) {
+    %nz = argwhere(%acc) @sim
+    %h = device_copy(%nz) {src = "sim", dst = "cpu"} @cpu
+    %t = sum(%h) @cpu
+    %next = subtract(%acc, %one) @sim
+    yield %ci, %next, %t
+  }
+  %rh = device_copy(%r) {src = "sim", dst = "cpu"} @cpu
+  return %rh, %s
+}
+)";
+
+TEST(LedgerRuntimeSized, ACopySizedByACountTheLoopBodyBindsIsOfARunTimeSize) {
+  auto p = CompileForVm(kLoopLocalCount, "infer-types,fuse-ops,manifest-alloc");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->ledger.HasUnknownBytes(CopyDirection::kDeviceToHost)) << p->ledger.ToText();
+  auto vm = vm::VirtualMachine::Load(p->executable);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  auto out = (*vm)->RunWithHostTensors(
+      "main", {I64({}, {3}), Tensor::FromDoubles(DType::kBool, {}, {1}),
+               Tensor::FromDoubles(DType::kF32, {4}, {3, 2, 1, 0}), Tensor::FromDoubles(DType::kF32, {}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Three iterations of three nonzero rows each ([3 2 1 0], [2 1 0 -1], [1 0 -1 -2]).
+  const auto& measured = (*vm)->LastRunRecord().runtime_sized[static_cast<int>(CopyDirection::kDeviceToHost)];
+  EXPECT_EQ(measured.calls, 3);
+  EXPECT_EQ(measured.bytes, 3 * 3 * 8);
+  const vm::LedgerComparison cmp = vm::CompareLedgerToRun(p->ledger, (*vm)->LastRunCounters(), (*vm)->LastRunRecord());
+  EXPECT_TRUE(cmp.agrees()) << cmp.Summary() << "\n" << cmp.Table();
+  EXPECT_FALSE(cmp.exact());
+}
+
 // Two results copied to the host: a slice whose size is known only at run time (`?`) and the
 // relu it slices (n*256 bytes). The `?` copy is counted apart by the VM, so the d2h bytes of
 // the other copy are still compared exactly, and a lie about them fails.

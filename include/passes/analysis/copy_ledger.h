@@ -30,6 +30,7 @@
 #define HETPASS_ANALYSIS_COPY_LEDGER_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,19 @@ struct CopyLedger {
 // is a copy of a run-time size (`?` bytes), counted apart by the VM like a `?`-sized
 // device_copy. The ledger and the VM compiler both ask this.
 bool ScanPartBytesStated(const Node& loop, int result);
+
+// The symbols function `f` binds at its top level: its parameters' dims and the dims of its
+// top-level bindings' results. A symbol that first appears inside a region (a loop body's
+// data-dependent count, say) is bound once per execution of that region and may differ
+// between iterations: the run binds no single value for it where the ledger is evaluated.
+std::set<std::string> FunctionLevelSymbols(const Function& f);
+
+// Whether `bytes`, the size of a copy made inside a region of a function, is stated: an
+// expression of the function-level symbols (`$loop1 * batch * 96` is the per-inference total
+// of a `f32[batch, 24]` copy per iteration). A copy sized by a symbol bound inside the region
+// is of a run-time size (`?` bytes), counted apart by the VM, as a `?`-sized device_copy is.
+// The ledger and the VM compiler both ask this.
+bool RegionCopyBytesStated(const DimExpr& bytes, const std::set<std::string>& function_level);
 
 // The ledger of one function (default: main), functions it calls included. Error if the
 // function does not exist.
