@@ -64,7 +64,7 @@ class CpuDevice final : public Device {
   absl::Status CopyHostToDevice(void* device_dst, const void* host_src, size_t bytes) override {
     if (bytes > 0 && (device_dst == nullptr || host_src == nullptr)) return NullCopy("h2d", bytes);
     if (bytes > 0) std::memmove(device_dst, host_src, bytes);
-    Count(counters_.h2d_calls, counters_.h2d_bytes, bytes);
+    Count(counters_.h2d_calls, counters_.h2d_bytes, counters_.h2d_empty, bytes);
     return absl::OkStatus();
   }
 
@@ -74,6 +74,7 @@ class CpuDevice final : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.d2h_calls;
     counters_.d2h_bytes += static_cast<int64_t>(bytes);
+    if (bytes == 0) ++counters_.d2h_empty;
     return absl::OkStatus();  // the host's wait is Synchronize() (device.h)
   }
 
@@ -82,7 +83,7 @@ class CpuDevice final : public Device {
       return NullCopy("d2d", bytes);
     }
     if (bytes > 0) std::memmove(device_dst, device_src, bytes);
-    Count(counters_.d2d_calls, counters_.d2d_bytes, bytes);
+    Count(counters_.d2d_calls, counters_.d2d_bytes, counters_.d2d_empty, bytes);
     return absl::OkStatus();
   }
 
@@ -116,10 +117,11 @@ class CpuDevice final : public Device {
     return absl::InvalidArgumentError(
         absl::StrCat("cpu ", direction, ": null pointer for a copy of ", bytes, " bytes"));
   }
-  void Count(int64_t& calls, int64_t& total, size_t bytes) {
+  void Count(int64_t& calls, int64_t& total, int64_t& empty, size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     ++calls;
     total += static_cast<int64_t>(bytes);
+    if (bytes == 0) ++empty;
   }
 
   mutable std::mutex mu_;

@@ -157,6 +157,31 @@ TEST(CpuDevice, CopiesCountedPerDirection) {
   cpu->Free(b);
 }
 
+// Tests that a copy of zero bytes is a call (the ledger promises it) and is counted apart as
+// empty, per direction, on cpu and sim alike: cuda makes no CUDA call for it, so a CUPTI trace
+// compares against the calls less the empty ones (tools/gpu/cuda_report.py).
+TEST(Devices, CopiesOfZeroBytesAreCallsCountedApartAsEmpty) {
+  for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kSim}) {
+    auto dev = MakeDevice(kind);
+    ASSERT_TRUE(dev.ok()) << dev.status();
+    char* a = static_cast<char*>(Alloc(**dev, 16));
+    char host[16] = {};
+    ASSERT_TRUE((*dev)->CopyHostToDevice(a, host, 0).ok());
+    ASSERT_TRUE((*dev)->CopyHostToDevice(a, host, 16).ok());
+    ASSERT_TRUE((*dev)->CopyDeviceToDevice(a, a, 0).ok());
+    ASSERT_TRUE((*dev)->CopyDeviceToHost(host, a, 0).ok());
+    ASSERT_TRUE((*dev)->CopyDeviceToHost(host, a, 8).ok());
+    const DeviceCounters& c = (*dev)->counters();
+    EXPECT_EQ(c.h2d_calls, 2) << DeviceName(kind);
+    EXPECT_EQ(c.h2d_empty, 1) << DeviceName(kind);
+    EXPECT_EQ(c.d2d_calls, 1) << DeviceName(kind);
+    EXPECT_EQ(c.d2d_empty, 1) << DeviceName(kind);
+    EXPECT_EQ(c.d2h_calls, 2) << DeviceName(kind);
+    EXPECT_EQ(c.d2h_empty, 1) << DeviceName(kind);
+    (*dev)->Free(a);
+  }
+}
+
 // Tests that a cpu Launch runs the kernel, returns its status and counts launches.
 TEST(CpuDevice, LaunchRunsKernel) {
   auto cpu = MakeCpuDevice();

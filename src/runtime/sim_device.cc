@@ -222,6 +222,7 @@ class SimDevice final : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.h2d_calls;
     counters_.h2d_bytes += static_cast<int64_t>(bytes);
+    if (bytes == 0) ++counters_.h2d_empty;
     return absl::OkStatus();
   }
 
@@ -233,6 +234,7 @@ class SimDevice final : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.d2h_calls;
     counters_.d2h_bytes += static_cast<int64_t>(bytes);
+    if (bytes == 0) ++counters_.d2h_empty;
     return absl::OkStatus();  // the host's wait is Synchronize() (device.h)
   }
 
@@ -244,6 +246,7 @@ class SimDevice final : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.d2d_calls;
     counters_.d2d_bytes += static_cast<int64_t>(bytes);
+    if (bytes == 0) ++counters_.d2d_empty;
     return absl::OkStatus();
   }
 
@@ -264,6 +267,7 @@ class SimDevice final : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.d2d_calls;
     counters_.d2d_bytes += static_cast<int64_t>(bytes);
+    if (bytes == 0) ++counters_.d2d_empty;
     return absl::OkStatus();
   }
 

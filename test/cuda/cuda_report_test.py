@@ -93,6 +93,20 @@ class CudaReport(unittest.TestCase):
         self.assertIn("calls NO, bytes yes", md)
         self.assertIn("all passed: False", md)
 
+    def test_copies_of_zero_bytes_are_calls_cupti_never_sees(self):
+        # Eight empty d2h copies: counted (the ledger promises them), never issued to CUDA.
+        def empty(d):
+            d["counters"]["d2h_calls"] += 8
+            d["counters"]["d2h_empty"] = 8
+        self.edit("run_maskrcnn_tiny_cuda.json", empty)
+        rc, r, _ = self.report()
+        row = r["models"]["maskrcnn_tiny"]["cuda"]
+        self.assertIs(row["cupti_agrees"], True, row["problems"])
+        # Without the empty count (an older hetpass), the same numbers differ.
+        self.edit("run_maskrcnn_tiny_cuda.json", lambda d: d["counters"].pop("d2h_empty"))
+        rc, r, _ = self.report()
+        self.assertIs(r["models"]["maskrcnn_tiny"]["cuda"]["cupti_agrees"], False)
+
     def test_d2d_bytes_mismatch_fails(self):
         self.edit("run_maskrcnn_tiny_cuda.json", lambda d: d["counters"].update(d2d_bytes=65532))
         rc, r, _ = self.report()
@@ -375,8 +389,10 @@ class RunCuda(unittest.TestCase):
         self.assertEqual({s["status"] for s in r["steps"]}, {"missing (did not finish)"})
 
     def test_steps_past_the_time_budget_are_not_run(self):
-        # The test binary outlasts a one-second budget: every model step after it is not run.
-        p = self.run_cuda(HETPASS_GPU_SECONDS="1", FAKE_SLEEP="2")
+        # The test binary outlasts a four-second budget (the budget counts whole seconds, so a
+        # shorter one could run out before the first step on a busy machine): every model step
+        # after it is not run.
+        p = self.run_cuda(HETPASS_GPU_SECONDS="4", FAKE_SLEEP="6")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         r = self.report()
         self.assertEqual([s["status"] for s in r["steps"]], ["passed"] + ["not run: time budget"] * 6)

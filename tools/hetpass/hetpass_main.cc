@@ -203,10 +203,11 @@ absl::StatusOr<Tensor> ParseInput(absl::string_view spec, const vm::ArgSpec& par
 std::string CountersJson(const runtime::DeviceCounters& c) {
   return absl::StrFormat(
       "{\"h2d_calls\": %d, \"h2d_bytes\": %d, \"d2h_calls\": %d, \"d2h_bytes\": %d, "
-      "\"d2d_calls\": %d, \"d2d_bytes\": %d, \"param_calls\": %d, \"param_bytes\": %d, "
+      "\"d2d_calls\": %d, \"d2d_bytes\": %d, \"h2d_empty\": %d, \"d2h_empty\": %d, "
+      "\"d2d_empty\": %d, \"param_calls\": %d, \"param_bytes\": %d, "
       "\"syncs\": %d, \"device_allocs\": %d, \"launches\": %d}",
-      c.h2d_calls, c.h2d_bytes, c.d2h_calls, c.d2h_bytes, c.d2d_calls, c.d2d_bytes,
-      c.param_calls, c.param_bytes, c.syncs, c.allocs, c.launches);
+      c.h2d_calls, c.h2d_bytes, c.d2h_calls, c.d2h_bytes, c.d2d_calls, c.d2d_bytes, c.h2d_empty,
+      c.d2h_empty, c.d2d_empty, c.param_calls, c.param_bytes, c.syncs, c.allocs, c.launches);
 }
 
 

@@ -44,6 +44,12 @@ struct DeviceCounters {
   int64_t d2h_bytes = 0;
   int64_t d2d_calls = 0;
   int64_t d2d_bytes = 0;
+  // Copies of zero bytes among the calls above, by direction (an empty detection list, say):
+  // the ledger promises them and they count as calls, but no device API call is made, so a
+  // driver-level trace (CUPTI) records none of them.
+  int64_t h2d_empty = 0;
+  int64_t d2h_empty = 0;
+  int64_t d2d_empty = 0;
   // Host data handed to kernels by value (LaunchArg::by_value): kernel parameters, not copies.
   int64_t param_calls = 0;
   int64_t param_bytes = 0;

@@ -240,21 +240,38 @@ __device__ __forceinline__ bool before(T va, long long ia, T vb, long long ib, b
   if (va == vb) return ia < ib;
   return ascend ? va < vb : va > vb;
 }
+// One thread per element (line, i): its rank is how many elements of its line come before it,
+// and it lands at that rank when the rank is below k. A line is split over blocks of 256
+// elements (a single line of 20k RPN scores is 79 blocks, not one), and each block walks its
+// line in tiles of 256 staged in shared memory, stopping once every thread's rank reached k.
+// The blocks walk (line, chunk) pairs grid-stride, so the whole block agrees on each pair and
+// the barriers are uniform.
 extern "C" __global__ void topk_lines(TopkP p) {
-  for (long long line = blockIdx.x; line < p.lines; line += gridDim.x) {
+  __shared__ T tile[256];
+  const long long chunks = (p.len + 255) / 256;
+  for (long long b = blockIdx.x; b < p.lines * chunks; b += gridDim.x) {
+    const long long line = b / chunks, i = (b % chunks) * 256 + threadIdx.x;
     const long long o = line / p.inner, in = line % p.inner;
     const T* x = p.x + o * p.len * p.inner + in;
-    for (long long i = threadIdx.x; i < p.len; i += blockDim.x) {
-      const T v = x[i * p.inner];
-      long long rank = 0;
-      for (long long j = 0; j < p.len && rank < p.k; ++j) {
-        if (before(x[j * p.inner], j, v, i, p.ascend)) ++rank;
+    const bool mine = i < p.len;
+    const T v = mine ? x[i * p.inner] : (T)0;
+    long long rank = 0;
+    for (long long j0 = 0; j0 < p.len; j0 += 256) {
+      const long long n = p.len - j0 < 256 ? p.len - j0 : 256;
+      if (threadIdx.x < n) tile[threadIdx.x] = x[(j0 + threadIdx.x) * p.inner];
+      __syncthreads();
+      if (mine) {
+        for (long long t = 0; t < n && rank < p.k; ++t) {
+          if (before(tile[t], j0 + t, v, i, p.ascend)) ++rank;
+        }
       }
-      if (rank < p.k) {
-        const long long dst = o * p.k * p.inner + rank * p.inner + in;
-        p.values[dst] = v;
-        p.indices[dst] = (IT)i;
-      }
+      // The tile is reused by the next step; stop when no thread of the block needs more.
+      if (!__syncthreads_or(mine && rank < p.k)) break;
+    }
+    if (mine && rank < p.k) {
+      const long long dst = o * p.k * p.inner + rank * p.inner + in;
+      p.values[dst] = v;
+      p.indices[dst] = (IT)i;
     }
   }
 }
@@ -608,7 +625,8 @@ class AlgorithmInstance final : public KernelInstance {
     p.lines = p.len == 0 ? 0 : x.num_elements() / p.len;
     if (p.lines == 0 || p.k == 0) return absl::OkStatus();
     void* params[] = {&p};
-    const int64_t blocks = std::clamp<int64_t>(p.lines, 1, int64_t{sms_} * 16);
+    // One block per 256 elements of each line (topk_lines), at most 16 per multiprocessor.
+    const int64_t blocks = std::clamp<int64_t>(p.lines * ((p.len + 255) / 256), 1, int64_t{sms_} * 16);
     return runtime::cuda_api::Launch(k_.topk, ctx.queue, static_cast<uint32_t>(blocks), 256, params, g.function);
   }
 

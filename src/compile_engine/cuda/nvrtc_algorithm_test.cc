@@ -60,12 +60,20 @@ def @f(%x: i32[n, 30], %k: i64[]) attributes {primitive = true} {
 }
 )";
 
+constexpr char kDynTopkLong[] = R"(
+def @f(%x: f32[n, m], %k: i64[]) attributes {primitive = true} {
+  %v, %i = dyn.topk(%x, %k) {dtype = i64} : f32[n, ?], i64[n, ?]
+  return %v, %i
+}
+)";
+
 // Tests that every op and element type compiles through NVRTC into PTX ptxas accepts, and
 // that other groups are Unimplemented.
 TEST(NvrtcAlgorithm, EveryKernelAssembles) {
   std::vector<std::string> texts = {ArgwhereText("bool[n, 3]", 2), ArgwhereText("f32[n]", 1),
                                     NmsText(false, 0, true),          NmsText(true, 1, false),
-                                    kTopk,                            kDynTopkAscend};
+                                    kTopk,                            kDynTopkAscend,
+                                    kDynTopkLong};
   for (const char* t : {"f32[n, 3]", "f64[n]", "i32[n]", "i64[n]", "i8[n]", "u8[n]", "bool[n]", "f16[n]", "bf16[n]"}) {
     texts.push_back(CountText(t));
   }
@@ -195,6 +203,11 @@ TEST(NvrtcAlgorithm, TopkMatchesTheReferenceOnGpu) {
   ExpectMatchesReference(kTopk, {x});
   Tensor xi = testing::RandomTensor(DType::kI32, {5, 30}, 5, -10, 10);
   for (int64_t k : {0, 4, 30, 45}) ExpectMatchesReference(kDynTopkAscend, {xi, Tensor::FromInt64s(DType::kI64, {}, {k})});
+  // Lines longer than a block (split over several, each walking the line in shared-memory
+  // tiles): an RPN-sized line, ties across tile boundaries, and k past the first tile.
+  Tensor big = testing::RandomTensor(DType::kF32, {2, 3000}, 6, -40, 40);
+  for (int64_t i = 0; i < big.num_elements(); ++i) big.mutable_data_as<float>()[i] = std::round(big.data_as<float>()[i]);
+  for (int64_t k : {1, 300, 1000, 3000}) ExpectMatchesReference(kDynTopkLong, {big, Tensor::FromInt64s(DType::kI64, {}, {k})});
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ class CudaDevice final : public Device {
       RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
                                "cudaMemcpyAsync (device to device, inside a kernel)"));
     }
-    return Count(&DeviceCounters::d2d_calls, &DeviceCounters::d2d_bytes, bytes);
+    return Count(&DeviceCounters::d2d_calls, &DeviceCounters::d2d_bytes, bytes, &DeviceCounters::d2d_empty);
   }
   uint32_t* error_word() const { return error_device_; }
   int multiprocessors() const { return multiprocessors_; }
@@ -152,11 +152,11 @@ class CudaDevice final : public Device {
   }
 
   absl::Status CopyHostToDevice(void* device_dst, const void* host_src, size_t bytes) override {
-    if (bytes == 0) return Count(&DeviceCounters::h2d_calls, &DeviceCounters::h2d_bytes, 0);
+    if (bytes == 0) return Count(&DeviceCounters::h2d_calls, &DeviceCounters::h2d_bytes, 0, &DeviceCounters::h2d_empty);
     RETURN_IF_ERROR(CheckDevice("h2d", "destination", device_dst, bytes));
     RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream_),
                              "cudaMemcpyAsync(host to device)"));
-    return Count(&DeviceCounters::h2d_calls, &DeviceCounters::h2d_bytes, bytes);
+    return Count(&DeviceCounters::h2d_calls, &DeviceCounters::h2d_bytes, bytes, &DeviceCounters::h2d_empty);
   }
 
   absl::Status CopyDeviceToHost(void* host_dst, const void* device_src, size_t bytes) override {
@@ -165,6 +165,7 @@ class CudaDevice final : public Device {
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.d2h_calls;
       counters_.d2h_bytes += static_cast<int64_t>(bytes);
+      if (bytes == 0) ++counters_.d2h_empty;
       // The sync is counted by the Synchronize() that follows (device.h): the wait below is
       // the one that Synchronize() then finds already done.
     }
@@ -190,7 +191,7 @@ class CudaDevice final : public Device {
       RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, stream_),
                                "cudaMemcpyAsync(device to device)"));
     }
-    return Count(&DeviceCounters::d2d_calls, &DeviceCounters::d2d_bytes, bytes);
+    return Count(&DeviceCounters::d2d_calls, &DeviceCounters::d2d_bytes, bytes, &DeviceCounters::d2d_empty);
   }
 
   absl::Status Synchronize() override {
@@ -234,10 +235,12 @@ class CudaDevice final : public Device {
  private:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {}
 
-  absl::Status Count(int64_t DeviceCounters::*calls, int64_t DeviceCounters::*total, size_t bytes) {
+  absl::Status Count(int64_t DeviceCounters::*calls, int64_t DeviceCounters::*total, size_t bytes,
+                     int64_t DeviceCounters::*empty) {
     std::lock_guard<std::mutex> lock(mu_);
     ++(counters_.*calls);
     counters_.*total += static_cast<int64_t>(bytes);
+    if (bytes == 0) ++(counters_.*empty);
     return absl::OkStatus();
   }
 
