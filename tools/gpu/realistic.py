@@ -2,7 +2,8 @@
 """Models at the sizes people run, built and exported on the GPU machine (their weights are too
 large to carry), then timed with PyTorch on the GPU: the realistic rows of run_cuda.sh.
 
-    realistic.py export DIR            # DIR/NAME/model.onnx + test_data_set_K (inputs, outputs)
+    realistic.py export DIR            # DIR/NAME/model.onnx + test_data_set_K (inputs, outputs);
+                                     # $HETPASS_REALISTIC_MODELS (names) narrows it
     realistic.py time DIR OUT.json [--deadline=UNIX_SECONDS] [--repeat=N]
 
 Models (seeded random weights: torch.manual_seed(0), then export_zoo.py's randomize_norms, so
@@ -72,7 +73,10 @@ def build(torch, export_zoo, name):
 def export(out):
     import onnx
     torch, export_zoo = peers.setup_torch(gpu=False)
+    only = os.environ.get("HETPASS_REALISTIC_MODELS", "").split()
     for name, (_, sets, ins, outs, axes) in definitions(torch, export_zoo).items():
+        if only and name not in only:
+            continue
         t0 = time.time()
         module = build(torch, export_zoo, name)
         d = os.path.join(out, name)

@@ -26,8 +26,10 @@
 #      as OUT_DIR/cuda_report.md) with cuda_report.py, and OUT_DIR/speed.{json,md} with
 #      speed_report.py (latency against the peers, GPU time, host cost per launch), however the
 #      run ends.
-# HETPASS_GPU_SECONDS (default 0: none) is the run's time budget: a step that would start after
-# it is recorded as not run (time budget), and the torch.compile rows stop at it.
+# HETPASS_REALISTIC_MODELS narrows the realistic models; HETPASS_GPU_REALISTIC_REPEAT and
+# HETPASS_GPU_ZOO_REPEAT set their repetitions. HETPASS_GPU_SECONDS (default 0: none) is the
+# run's time budget: a step that would start after it is recorded as not run (time budget),
+# and the torch.compile rows stop at it.
 # Every step is listed in OUT_DIR/plan.txt before the first one runs, and each one's exit status
 # is recorded in OUT_DIR/steps.tsv when it ends: a step that fails does not stop the later ones,
 # and the report fails on a step that failed or never finished.
@@ -40,6 +42,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 repeat=${HETPASS_GPU_REPEAT:-50}
 zoo_repeat=${HETPASS_GPU_ZOO_REPEAT:-30}
+realistic_repeat=${HETPASS_GPU_REALISTIC_REPEAT:-20}
 started=$(date +%s)
 deadline=0
 [ "${HETPASS_GPU_SECONDS:-0}" -gt 0 ] && deadline=$((started + HETPASS_GPU_SECONDS))
@@ -280,18 +283,27 @@ all_steps() {
       python3 "$repo/tools/gpu/realistic.py" export "$realistic_dir"
     # Fifty layers in float32 on two devices: the reference is PyTorch's CPU; 1e-3 both ways.
     tolerance=(--rtol=1e-3 --atol=1e-3)
-    for name in resnet50 bert_base; do
+    for name in ${HETPASS_REALISTIC_MODELS:-resnet50 bert_base}; do
       # The second set (batch 32; 8 x 384) is its own row, without a second test-onnx (the
       # first row's checks both sets).
-      model_steps "$realistic_dir/$name" "$name" 0 20 cuda cpu
+      model_steps "$realistic_dir/$name" "$name" 0 "$realistic_repeat" cuda cpu
       set_inputs "$realistic_dir/$name" 1
       for dev in cuda cpu; do
         cupti=()
         if [ "$dev" = cuda ]; then cupti=(--cupti); fi
         step models.txt "run ${name}_set1 $dev" "$out/run_${name}_set1_${dev}.json" "$out/run_${name}_set1_${dev}.err" \
           timeout 300 "$here/bin/hetpass" run "$realistic_dir/$name/model.onnx" --device="$dev" "${inputs[@]}" \
-          --repeat 20 --json "${cupti[@]}"
+          --repeat "$realistic_repeat" --json "${cupti[@]}"
       done
+      if [[ "$steps" == *" profile "* ]]; then
+        for k in 0 1; do
+          set_inputs "$realistic_dir/$name" "$k"
+          suffix=$([ "$k" = 0 ] && echo "" || echo "_set$k")
+          step models.txt "profile $name$suffix cuda" "$out/profile_$name${suffix}_cuda.json" \
+            "$out/profile_$name${suffix}_cuda.err" timeout 300 "$here/bin/hetpass" run "$realistic_dir/$name/model.onnx" \
+            --device=cuda "${inputs[@]}" --repeat 5 --profile --json
+        done
+      fi
     done
     tolerance=()
     step tests.txt "realistic eager" "$out/realistic_eager.log" - \
