@@ -173,6 +173,8 @@ def main(argv):
 
     torch, export_zoo = setup_torch()
     names = args.only.split(",") if args.only else list(export_zoo.MODELS)
+    # Only the models whose test data the zoo folder has (a run may point it at a subset).
+    names = [n for n in names if os.path.isdir(os.path.join(args.zoo, n, "test_data_set_0"))]
     previous = {}
     if args.phase == "compile" and os.path.exists(args.out):
         with open(args.out) as f:
