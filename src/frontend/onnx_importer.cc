@@ -32,11 +32,13 @@
 // between branches or change across iterations are unknown), infer-types then finds the
 // precise join.
 //
-// Known gaps: Scan, external tensor data, non-default domains, sparse initializers.
+// Known gaps: Scan, non-default domains, sparse initializers. External tensor data is read from
+// the model's folder (onnx_external_data.h).
 #include "passes/frontend/onnx_importer.h"
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -47,6 +49,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "frontend/onnx_context.h"
+#include "frontend/onnx_external_data.h"
 #include "frontend/onnx_mapped_model.h"
 #include "onnx/defs/schema.h"
 #include "onnx/onnx-data.pb.h"
@@ -294,10 +297,6 @@ namespace {
 // TensorFromProto; with `take` (t's own raw_data, given up by the caller) the bytes are moved.
 absl::StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& t, std::string* take) {
   ASSIGN_OR_RETURN(DType dtype, DTypeFromOnnx(t.data_type()));
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    return absl::UnimplementedError(
-        absl::StrFormat("tensor '%s' uses external data, which is not supported", t.name()));
-  }
   if (t.segment().begin() != 0 || t.segment().end() != 0) {
     return absl::UnimplementedError(absl::StrFormat("tensor '%s' is segmented", t.name()));
   }
@@ -307,6 +306,22 @@ absl::StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& t, std::stri
     return absl::InvalidArgumentError(
         absl::StrFormat("tensor '%s': %s", t.name(), count.status().message()));
   }
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    // Beside the model file (onnx_external_data.h): read once into the tensor's own buffer.
+    if (DTypeSize(dtype) == 0) {
+      return absl::UnimplementedError(absl::StrFormat("tensor '%s': external data of this dtype", t.name()));
+    }
+    int64_t expected = 0;
+    if (__builtin_mul_overflow(*count, static_cast<int64_t>(DTypeSize(dtype)), &expected)) {
+      return absl::InvalidArgumentError(absl::StrFormat("tensor '%s': its byte size overflows", t.name()));
+    }
+    ASSIGN_OR_RETURN(std::string bytes, ReadExternalData(t, expected));
+    auto r = Tensor::FromOwnedBytes(dtype, shape, std::move(bytes));
+    if (!r.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat("tensor '%s': %s", t.name(), r.status().message()));
+    }
+    return r;
+  }
   if (t.has_raw_data()) {
     // A marker of a mapped file's skeleton (onnx_mapped_model.h): the weight is copied out of
     // the mapping into the tensor's own buffer, the one copy of it the process holds.
@@ -315,9 +330,11 @@ absl::StatusOr<Tensor> TensorFromProtoImpl(const onnx::TensorProto& t, std::stri
       int64_t expected = -1;
       if (__builtin_mul_overflow(*count, static_cast<int64_t>(DTypeSize(dtype)), &expected)) expected = -1;
       if (std::optional<absl::string_view> payload = mapped->Resolve(t.raw_data(), expected)) {
+        // Chunk by chunk, each copied chunk's file pages dropped: the weight is held about once
+        // at the peak, not once in the mapping and once in the copy.
         copied.reserve(payload->size());
         PrefaultForWrite(copied.data(), payload->size());
-        copied.assign(payload->data(), payload->size());
+        AppendOutOfMapping(&copied, payload->data(), payload->size());
         mapped->Release(*payload);
         take = &copied;
       }
@@ -1158,6 +1175,8 @@ absl::StatusOr<std::unique_ptr<Module>> ImportOnnxFile(const std::string& path,
 
 absl::StatusOr<std::unique_ptr<Module>> onnx_frontend::ImportOnnxFileWith(
     const std::string& path, const OnnxImportOptions& options, size_t min_payload) {
+  // External data files are found in the model's folder (onnx_external_data.h).
+  const onnx_frontend::ExternalDataScope external(std::filesystem::path(path).parent_path().string());
   // Mapped, its weights copied once each (onnx_mapped_model.h). A file that cannot be mapped
   // or is not well-formed wire format is read and parsed whole, which names the problem.
   if (auto mapped = onnx_frontend::MappedModel::Open(path); mapped.ok()) {

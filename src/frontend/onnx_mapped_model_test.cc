@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "passes/frontend/onnx_importer.h"
 #include "passes/ir/structural.h"
-#include "support/onnx_one_node_model.h"  // the ONNX protos, with the frontend's definitions
+#include "support/onnx_weights_model.h"
 
 namespace hetpass {
 namespace {
@@ -24,60 +24,8 @@ namespace {
 using ::testing::HasSubstr;
 using onnx_frontend::MappedModel;
 
-void FillFloats(onnx::TensorProto& t, const std::string& name, std::vector<int64_t> dims, float seed) {
-  t.set_name(name);
-  t.set_data_type(onnx::TensorProto::FLOAT);
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    t.add_dims(d);
-    n *= d;
-  }
-  std::vector<float> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = seed + static_cast<float>(i % 1000) * 0.5f;
-  t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
-}
-
-void AddInput(onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims) {
-  auto* in = g.add_input();
-  in->set_name(name);
-  auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
-// y = (x + w) * c: w a large initializer, c a large Constant node's tensor attribute, and b a
-// small initializer added last (stays in the skeleton).
-onnx::ModelProto Model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  onnx::GraphProto& g = *m.mutable_graph();
-  g.set_name("mapped");
-  AddInput(g, "x", {64, 512});
-  FillFloats(*g.add_initializer(), "w", {64, 512}, 1.0f);
-  FillFloats(*g.add_initializer(), "b", {512}, 3.0f);
-  auto* c = g.add_node();
-  c->set_op_type("Constant");
-  c->add_output("c");
-  auto* attr = c->add_attribute();
-  attr->set_name("value");
-  attr->set_type(onnx::AttributeProto::TENSOR);
-  FillFloats(*attr->mutable_t(), "c", {64, 512}, 2.0f);
-  auto add = [&](const char* op, const char* a, const char* b, const char* out) {
-    auto* n = g.add_node();
-    n->set_op_type(op);
-    n->add_input(a);
-    n->add_input(b);
-    n->add_output(out);
-  };
-  add("Add", "x", "w", "s");
-  add("Mul", "s", "c", "p");
-  add("Add", "p", "b", "y");
-  auto* out = g.add_output();
-  out->set_name("y");
-  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  return m;
-}
+// y = (x + w) * c + b: w and the Constant's c are 128 KiB each (markers), b 2 KiB (stays).
+onnx::ModelProto Model() { return testing::WeightsModel(64, 512); }
 
 // A file of this test's own (tests of one binary may run in parallel processes).
 std::string WriteTemp(const std::string& bytes) {

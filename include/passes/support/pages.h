@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 namespace hetpass {
@@ -38,6 +39,21 @@ inline void PrefaultForWrite(void* p, size_t n) {
   (void)p;
   (void)n;
 #endif
+}
+
+// Appends n bytes of a read-only file mapping to *dst chunk by chunk (no zero-fill first),
+// dropping each chunk's whole pages from the process once copied (clean private file pages:
+// read again from the file if touched). The process then holds the bytes about once at the
+// peak, not twice: the copy grows as the mapped pages leave.
+inline void AppendOutOfMapping(std::string* dst, const char* src, size_t n) {
+  constexpr size_t kChunk = size_t{4} << 20;
+  for (size_t done = 0; done < n;) {
+    const size_t step = n - done < kChunk ? n - done : kChunk;
+    dst->append(src + done, step);
+    const auto [first, bytes] = InteriorPages(src + done, step);
+    if (bytes > 0) ::madvise(first, bytes, MADV_DONTNEED);
+    done += step;
+  }
 }
 
 }  // namespace hetpass
