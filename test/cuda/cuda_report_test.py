@@ -426,7 +426,8 @@ class SpeedReport(unittest.TestCase):
                                         "profile": [{"function": "main", "pc": 0, "opcode": "arg", "calls": 2,
                                                      "total_us": 2.0},
                                                     {"function": "main", "pc": 3, "opcode": "invoke_kernel",
-                                                     "calls": 8, "total_us": 200.0}]})
+                                                     "calls": 8, "total_us": 200.0,
+                                                     "what": "invoke @f(%x, %y)  [cudnn conv2d[bias]]"}]})
             put("peers.json", {"torch": "x", "models": {"m": {"eager": {"median_us": 400.0, "first_us": 1.0},
                                                               "compile": {"error": "boom"}}}})
             p = subprocess.run([sys.executable, SPEED, out, "--commit=abc"], capture_output=True, text=True)
@@ -439,10 +440,13 @@ class SpeedReport(unittest.TestCase):
             self.assertAlmostEqual(row["profile"]["host_us_per_launch"], 25.0)
             self.assertAlmostEqual(row["profile"]["host_us_per_inference"], 101.0)
             self.assertFalse(row["profile"]["first_run_included"])
+            with open(os.path.join(out, "speed.json")) as f:
+                self.assertEqual(json.load(f)["host_us_per_call_by_provider"], {"cudnn": [25.0]})
             with open(os.path.join(out, "speed.md")) as f:
                 md = f.read()
             self.assertIn("| m | 200.0 | 300.0 | 400.0 | - | - | 0.50 |", md)
             self.assertIn("- m compile: boom", md)
+            self.assertIn("| cudnn | 1 | 25.0 | 25.0 | 25.0 |", md)
 
 
 if __name__ == "__main__":

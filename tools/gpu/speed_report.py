@@ -131,10 +131,22 @@ def main(argv):
             row[f"cuda_over_{mode}"] = ratio(cm, p.get("median_us"))
         rows[m] = row
 
+    # Host µs per call by kernel provider, over every profile's invoke_kernel rows.
+    providers, providers_first = {}, False
+    for path in sorted(glob.glob(os.path.join(out, "profile_*_cuda.json"))):
+        p = load(path)
+        if not isinstance(p, dict) or not isinstance(p.get("profile"), list):
+            continue
+        providers_first |= "profile_runs" not in p
+        for e in p["profile"]:
+            if e.get("opcode") != "invoke_kernel" or not e.get("calls"):
+                continue
+            m = re.search(r"\[([a-z.]+)", e.get("what", ""))
+            providers.setdefault(m.group(1) if m else "?", []).append(e["total_us"] / e["calls"])
     report = {"commit": args.commit, "gpu": gpu, "peers_settings": {k: peers.get(k) for k in
                                                                     ("torch", "cuda", "settings", "compile_settings",
                                                                      "repeat")},
-              "models": rows}
+              "models": rows, "host_us_per_call_by_provider": providers}
     with open(os.path.join(out, "speed.json"), "w") as f:
         json.dump(report, f, indent=1)
 
@@ -187,6 +199,17 @@ def main(argv):
         md.append(f"- {m}: {fmt(prof['host_us_per_inference'])} µs of host time in instructions per inference"
                   f"{' (first run included)' if prof.get('first_run_included') else ''} "
                   f"(median latency of that run {fmt(prof.get('median_us'))} µs): {ops}")
+    md += ["", "## Host µs per kernel call on cuda, by provider (every --profile run)", "",
+           "Each invoke_kernel row of every profile gives its mean host time per call; the table takes, per "
+           "provider (the kernel description's first word: cudnn, cublaslt, nvptx, nvrtc; jit, onednn, native "
+           "and reference are host kernels), the smallest, the quartile and the median of those means."
+           + (" This run's profiles include the first run (one-time set-up), so these are upper bounds."
+              if providers_first else ""), "",
+           "| provider | kernel rows | min µs | p25 µs | median µs |", "|---|---|---|---|---|"]
+    for name, means in sorted(providers.items()):
+        means.sort()
+        md.append(f"| {name} | {len(means)} | {fmt(means[0])} | {fmt(means[len(means) // 4])} | "
+                  f"{fmt(means[len(means) // 2])} |")
     md += ["", "## Longest GPU kernels of the last cuda run (CUPTI)", ""]
     for m, r in rows.items():
         cuda = r["cuda"] or {}
