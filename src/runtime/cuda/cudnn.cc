@@ -18,11 +18,14 @@
 //   2. algorithm     the heuristic's ranking; the first that succeeded, is not a tensor-op
 //                    variant, and whose workspace (asked again under FMA math) fits kMaxWorkspace.
 //   3. epilogue      forward with bias and ReLU: cudnnConvolutionBiasActivationForward (RELU is
-//                    allowed with any algorithm; IDENTITY would need IMPLICIT_PRECOMP_GEMM, so a
-//                    bias alone is cudnnAddTensor after the convolution). If cuDNN answers
-//                    NOT_SUPPORTED for the fused call, the plan falls back for good to
-//                    convolution + cudnnAddTensor + cudnnActivationForward (in place). Transposed:
-//                    backward-data, then the same two in-place steps.
+//                    allowed with any algorithm). A bias alone is fused too, with an IDENTITY
+//                    activation, where the algorithm is IMPLICIT_PRECOMP_GEMM (the only one
+//                    IDENTITY allows); with another algorithm it is cudnnAddTensor after the
+//                    convolution. Each cuDNN call costs the host tens of microseconds (the H200
+//                    run of 386e3b8), so one call beats two. If cuDNN answers NOT_SUPPORTED for
+//                    the fused call, the plan falls back for good to convolution +
+//                    cudnnAddTensor (+ cudnnActivationForward), in place. Transposed:
+//                    backward-data, then the same in-place steps.
 // A problem with nothing to sum (C, KH or KW zero, or an empty transposed input) but a non-empty
 // output is the (ReLU'd) bias: cudnnSetTensor(0) then the epilogue steps. An empty output is no
 // work. Sizes past cuDNN's 32-bit descriptors are Unimplemented.
@@ -118,6 +121,7 @@ struct Descriptors {
   cudnnFilterDescriptor_t filter = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnActivationDescriptor_t relu = nullptr;
+  cudnnActivationDescriptor_t identity = nullptr;  // a forward bias without ReLU, fused
 
   Descriptors() = default;
   Descriptors(const Descriptors&) = delete;
@@ -130,6 +134,7 @@ struct Descriptors {
     if (filter != nullptr) api->filter_destroy(filter);
     if (conv != nullptr) api->conv_destroy(conv);
     if (relu != nullptr) api->act_destroy(relu);
+    if (identity != nullptr) api->act_destroy(identity);
   }
 
   absl::Status MakeTensor(cudnnTensorDescriptor_t& t, std::array<int64_t, 4> dims, const ConvProblem& p,
@@ -150,6 +155,10 @@ struct Descriptors {
       RETURN_IF_ERROR(Check(lib, lib.act_create(&relu), "CreateActivationDescriptor"));
       RETURN_IF_ERROR(Check(lib, lib.act_set(relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
                             "SetActivationDescriptor(relu)"));
+    } else if (p.bias && !p.transposed) {
+      RETURN_IF_ERROR(Check(lib, lib.act_create(&identity), "CreateActivationDescriptor"));
+      RETURN_IF_ERROR(Check(lib, lib.act_set(identity, CUDNN_ACTIVATION_IDENTITY, CUDNN_PROPAGATE_NAN, 0.0),
+                            "SetActivationDescriptor(identity)"));
     }
     if (NothingToSum(p)) return absl::OkStatus();
     RETURN_IF_ERROR(MakeTensor(data, {p.n, p.c, p.h, p.w}, p, "data"));
@@ -277,7 +286,8 @@ struct Convolutions::Impl {
                            [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
                              return api->fwd_workspace(handle, d.data, d.filter, d.conv, d.out, a, bytes);
                            })));
-      plan->fused = p.bias && p.relu;
+      // ReLU fuses with any algorithm, a bias alone (IDENTITY) only with IMPLICIT_PRECOMP_GEMM.
+      plan->fused = p.bias && (p.relu || plan->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
     } else if (d.conv != nullptr) {
       ASSIGN_OR_RETURN(std::tie(plan->algo, plan->workspace),
                        (ChooseAlgorithm<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
@@ -311,10 +321,10 @@ struct Convolutions::Impl {
     }
     const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(plan.algo);
     if (plan.fused) {
-      // z = out with alpha2 = 0: y = relu(conv(x) + bias).
+      // z = out with alpha2 = 0: y = relu(conv(x) + bias), or conv(x) + bias (IDENTITY).
       const cudnnStatus_t s = api->fwd_bias_act(handle, &one, d.data, ptr.data, d.filter, ptr.weight, d.conv, algo,
-                                                ws, plan.workspace, &zero, d.out, ptr.out, d.bias, ptr.bias, d.relu,
-                                                d.out, ptr.out);
+                                                ws, plan.workspace, &zero, d.out, ptr.out, d.bias, ptr.bias,
+                                                p.relu ? d.relu : d.identity, d.out, ptr.out);
       if (s != CUDNN_STATUS_NOT_SUPPORTED) {
         *fused_done = true;
         return Check(*api, s, "ConvolutionBiasActivationForward");
