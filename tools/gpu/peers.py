@@ -130,12 +130,13 @@ def max_diff(outs, refs):
     return worst
 
 
-def run_one(zoo, name, modes, repeat):
-    """One model in this process: the modes asked for; a failing mode records its error."""
+def run_one(zoo, name, modes, repeat, k=0, builder=None):
+    """One model in this process (set k; `builder(torch, export_zoo, name)` makes the module,
+    default build): the modes asked for; a failing mode records its error."""
     torch, export_zoo = setup_torch()
-    ins, refs = load_set(zoo, name)
+    ins, refs = load_set(zoo, name, k)
     host = [torch.from_numpy(x.copy()) for x in ins]
-    module = build(torch, export_zoo, name).cuda()
+    module = (builder or build)(torch, export_zoo, name).cuda()
     result = {}
     for mode in modes:
         try:

@@ -110,25 +110,7 @@ def export(out):
 
 
 def time_one(root, name, k, modes, repeat):
-    torch, export_zoo = peers.setup_torch()
-    ins, refs = peers.load_set(root, name, k)
-    host = [torch.from_numpy(x.copy()) for x in ins]
-    module = build(torch, export_zoo, name).cuda()
-    result = {}
-    for mode in modes:
-        try:
-            if mode == "eager":
-                fn = module
-            else:
-                torch._dynamo.reset()
-                fn = torch.compile(module, dynamic=True,
-                                   mode="reduce-overhead" if mode == "compile_graphs" else "default")
-            timing, outs = peers.time_calls(torch, fn, host, repeat)
-            timing["max_abs_diff_vs_reference"] = peers.max_diff(outs, refs)
-            result[mode] = timing
-        except Exception as e:
-            result[mode] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
-    return result
+    return peers.run_one(root, name, modes, repeat, k=k, builder=build)
 
 
 def time_all(root, out, deadline, repeat, phase):
