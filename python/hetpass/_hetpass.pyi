@@ -113,6 +113,9 @@ class Counters:
     alloc_bytes: int
     frees: int
     launches: int
+    graph_captures: int
+    graph_launches: int
+    graph_kernels: int
     peak_held_bytes: int
     ledger: CopyLedger
     def to_dict(self) -> Dict[str, int]: ...

@@ -341,6 +341,9 @@ constexpr std::pair<const char*, int64_t runtime::DeviceCounters::*> kCounterFie
     {"alloc_bytes", &runtime::DeviceCounters::alloc_bytes},
     {"frees", &runtime::DeviceCounters::frees},
     {"launches", &runtime::DeviceCounters::launches},
+    {"graph_captures", &runtime::DeviceCounters::graph_captures},
+    {"graph_launches", &runtime::DeviceCounters::graph_launches},
+    {"graph_kernels", &runtime::DeviceCounters::graph_kernels},
 };
 
 py::dict CountersDict(const runtime::DeviceCounters& c) {

@@ -38,6 +38,9 @@ DeviceCounters& DeviceCounters::operator+=(const DeviceCounters& o) {
   alloc_bytes += o.alloc_bytes;
   frees += o.frees;
   launches += o.launches;
+  graph_captures += o.graph_captures;
+  graph_launches += o.graph_launches;
+  graph_kernels += o.graph_kernels;
   bad_frees += o.bad_frees;
   held_bytes += o.held_bytes;
   peak_held_bytes += o.peak_held_bytes;
@@ -49,6 +52,10 @@ std::string DeviceCounters::ToString() const {
       "h2d %d (%d B), d2h %d (%d B), d2d %d (%d B), syncs %d, allocs %d, launches %d", h2d_calls,
       h2d_bytes, d2h_calls, d2h_bytes, d2d_calls, d2d_bytes, syncs, allocs, launches);
   if (param_calls != 0) absl::StrAppendFormat(&s, ", params %d (%d B)", param_calls, param_bytes);
+  if (graph_launches != 0 || graph_captures != 0) {
+    absl::StrAppendFormat(&s, ", graph launches %d (%d kernels), graphs captured %d", graph_launches,
+                          graph_kernels, graph_captures);
+  }
   if (bad_frees != 0) absl::StrAppend(&s, ", bad frees ", bad_frees);
   return s;
 }
@@ -95,6 +102,35 @@ absl::Status Device::CheckMemoryLimit(size_t rounded, size_t requested) const {
   return absl::ResourceExhaustedError(absl::StrCat(
       name(), ": device memory limit: requested ", requested, " bytes, ", available,
       " available (limit ", memory_limit_, " bytes, ", held, " held)"));
+}
+
+std::vector<LaunchArg> GraphNode::Args() const {
+  std::vector<LaunchArg> out = args;
+  size_t offset = 0;
+  for (LaunchArg& a : out) {
+    if (!a.by_value) continue;
+    a.data = const_cast<char*>(values.data()) + offset;
+    offset += a.bytes;
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceGraph>> Device::CaptureGraph(std::vector<GraphNode>) {
+  return absl::UnimplementedError(absl::StrCat(name(), " has no device graphs"));
+}
+
+absl::Status Device::LaunchGraph(DeviceGraph&) {
+  return absl::UnimplementedError(absl::StrCat(name(), " has no device graphs"));
+}
+
+absl::Status Device::LaunchNode(const GraphNode& node) {
+  std::vector<LaunchArg> args = node.Args();
+  return NodeError(node, Launch(absl::MakeSpan(args), [&]() { return node.kernel(args); }));
+}
+
+absl::Status NodeError(const GraphNode& node, absl::Status status) {
+  if (status.ok() || node.label.empty()) return status;
+  return absl::Status(status.code(), absl::StrCat(node.label, ": ", status.message()));
 }
 
 absl::Status Device::KernelCopy(void* dst, const void* src, size_t bytes) {

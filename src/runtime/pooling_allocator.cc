@@ -42,6 +42,10 @@
 //     arena blocks live then, else the cache (blocks handed out before were placed apart from
 //     everything live with them), and its end plans again. The arena only grows: a run with
 //     smaller shapes fits the old one and allocates nothing. Results (not released within the run) always come from the cache.
+//   - Device graphs (docs/runtime.md): every path that gives memory back to the device goes
+//     through FreeToDevice, which counts a generation (a graph that captured pointers into this
+//     pool's blocks is stale once it moves) and, while the VM holds the pool (Hold), keeps the
+//     memory aside until the deferred launches that may still read it have been issued.
 // Thread safety: one mutex guards the cache and the in-use map; it is not held across raw
 // device calls (the device is thread-safe itself).
 #include "passes/runtime/device.h"
@@ -105,6 +109,10 @@ struct PoolingAllocator::State {
   std::vector<Placed> plan;
   void* arena = nullptr;
   size_t arena_bytes = 0;
+
+  // Hold(): memory to give back to the device once the hold ends.
+  bool holding = false;
+  std::vector<void*> held;
 };
 
 namespace {
@@ -150,10 +158,34 @@ PoolingAllocator::PoolingAllocator(Device* device)
     : device_(device), state_(std::make_unique<State>()) {}
 
 PoolingAllocator::~PoolingAllocator() {
+  Hold(false);
   Trim();
   // Arena blocks still in use belong to owners that may use them (see the destructor note
   // above): the arena is then left allocated.
-  if (state_->arena != nullptr && state_->in_arena.empty()) device_->Free(state_->arena);
+  if (state_->arena != nullptr && state_->in_arena.empty()) FreeToDevice(state_->arena);
+}
+
+void PoolingAllocator::FreeToDevice(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->holding) {
+      state_->held.push_back(ptr);
+      return;
+    }
+  }
+  generation_.fetch_add(1, std::memory_order_relaxed);
+  device_->Free(ptr);
+}
+
+void PoolingAllocator::Hold(bool on) {
+  std::vector<void*> held;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->holding = on;
+    if (on) return;
+    held.swap(state_->held);
+  }
+  for (void* ptr : held) FreeToDevice(ptr);
 }
 
 absl::StatusOr<PoolingAllocator::Block> PoolingAllocator::Allocate(size_t bytes) {
@@ -271,7 +303,7 @@ void PoolingAllocator::Trim() {
     state_->cached_bytes = 0;
   }
   for (const auto& [capacity, blocks] : to_free) {
-    for (void* ptr : blocks) device_->Free(ptr);
+    for (void* ptr : blocks) FreeToDevice(ptr);
   }
 }
 
@@ -292,7 +324,7 @@ void PoolingAllocator::Shrink() {
       st.arena_usable = false;
     }
   }
-  if (arena != nullptr) device_->Free(arena);
+  if (arena != nullptr) FreeToDevice(arena);
   Trim();
 }
 
@@ -332,7 +364,7 @@ void PoolingAllocator::EndRun() {
     st.arena = nullptr;
     st.arena_bytes = 0;
   }
-  if (old_arena != nullptr) device_->Free(old_arena);
+  if (old_arena != nullptr) FreeToDevice(old_arena);
   Trim();  // the cache's blocks: the arena replaces them
   if (new_bytes == 0) return;
   absl::StatusOr<void*> raw = device_->Allocate(new_bytes);

@@ -36,6 +36,11 @@
 //           most kMaxKernelParamBytes in all, and the kernel gets that block's address: as on a
 //           GPU, where such data travels in the launch's parameter space. The block is internal
 //           (not an allocation in the counters) and freed when the kernel returns.
+//   Graphs  CaptureGraph checks every node's arguments as Launch would and keeps the nodes;
+//           LaunchGraph runs them in order, each checked and staged again as a launch (so a graph
+//           whose pointers went stale fails as a stray launch does), counted as graph kernels.
+//           The device side of a CUDA graph; what tests observe is the VM's side: which
+//           stretches of work become graphs, and that replays compute what eager runs compute.
 //   Counts  As device.h specifies: per-direction calls and bytes (a kernel's KernelCopy is a
 //           d2d copy, as on cuda), params (calls and bytes), one sync per Synchronize (where
 //           the host waits; a copy counts none), raw allocs/alloc_bytes/frees, launches,
@@ -273,7 +278,60 @@ class SimDevice final : public Device {
 
   absl::Status Launch(absl::Span<LaunchArg> args,
                       absl::FunctionRef<absl::Status()> kernel) override {
-    RETURN_IF_ERROR(LockedFault(FaultSite::kLaunch, 0));
+    return LaunchOne(args, kernel, /*in_graph=*/false);
+  }
+
+  // A sim graph keeps its nodes and runs them in order, each checked and staged as Launch
+  // does, with the arena opened once for the whole graph: the device work of a CUDA graph,
+  // while the VM's host side (what the graph saves) is what tests observe.
+  class SimGraph final : public DeviceGraph {
+   public:
+    explicit SimGraph(std::vector<GraphNode> nodes) : nodes_(std::move(nodes)) {}
+    int64_t nodes() const override { return static_cast<int64_t>(nodes_.size()); }
+    const std::vector<GraphNode>& node_list() const { return nodes_; }
+
+   private:
+    std::vector<GraphNode> nodes_;
+  };
+
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> CaptureGraph(std::vector<GraphNode> nodes) override {
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      std::vector<LaunchArg> args = nodes[n].Args();
+      absl::Status s = CheckLaunchArgs(args, nullptr);
+      if (!s.ok()) {
+        return NodeError(nodes[n], absl::Status(s.code(), absl::StrCat("graph node ", n, ": ", s.message())));
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.graph_captures;
+    return std::unique_ptr<DeviceGraph>(new SimGraph(std::move(nodes)));
+  }
+
+  absl::Status LaunchGraph(DeviceGraph& graph) override {
+    auto* g = dynamic_cast<SimGraph*>(&graph);
+    if (g == nullptr) return absl::InvalidArgumentError("sim: a graph captured by another device");
+    RETURN_IF_ERROR(OpenArena());
+    absl::Status status;
+    for (const GraphNode& node : g->node_list()) {
+      std::vector<LaunchArg> args = node.Args();
+      status = NodeError(node, LaunchOne(absl::MakeSpan(args), [&]() { return node.kernel(args); },
+                                         /*in_graph=*/true));
+      if (!status.ok()) break;
+    }
+    absl::Status closed = CloseArena();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.graph_launches;
+    }
+    if (!status.ok()) return status;
+    return closed;
+  }
+
+ private:
+  // Launch's checks: every by-value argument host memory, every other one live device memory,
+  // the parameters within kMaxKernelParamBytes. `out`, when given: the parameter bytes as
+  // staged (aligned) and how many by-value arguments there are.
+  absl::Status CheckLaunchArgs(absl::Span<const LaunchArg> args, std::pair<size_t, int64_t>* out) {
     size_t param_bytes = 0;
     int64_t params = 0;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -300,6 +358,16 @@ class SimDevice final : public Device {
           " bytes of kernel parameters (aligned to ", kParamAlignment, "); a launch passes at most ",
           kMaxKernelParamBytes));
     }
+    if (out != nullptr) *out = {param_bytes, params};
+    return absl::OkStatus();
+  }
+
+  absl::Status LaunchOne(absl::Span<LaunchArg> args, absl::FunctionRef<absl::Status()> kernel,
+                         bool in_graph) {
+    RETURN_IF_ERROR(LockedFault(FaultSite::kLaunch, 0));
+    std::pair<size_t, int64_t> staged;
+    RETURN_IF_ERROR(CheckLaunchArgs(args, &staged));
+    const auto [param_bytes, params] = staged;
     std::optional<size_t> block;
     if (params > 0) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -330,12 +398,14 @@ class SimDevice final : public Device {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.launches;
+      if (in_graph) ++counters_.graph_kernels;
       if (block.has_value()) allocator_.Free(*block);
     }
     if (!status.ok()) return status;
     return closed;
   }
 
+ public:
   // InjectSimFault: arms (k > 0) or disarms (k == 0) the fault of `site`.
   void Arm(FaultSite site, int64_t k) {
     std::lock_guard<std::mutex> lock(mu_);

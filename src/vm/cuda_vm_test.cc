@@ -134,6 +134,42 @@ TEST(VmCuda, SeedMlpRunsItsGemmsOnTheGpu) {
   }
 }
 
+// CUDA graphs (docs/runtime.md, "Device graphs") on the seed MLP: its three cuBLASLt launches
+// are one stretch; the first run of a batch size is eager, the second captures a CUDA graph and
+// launches it, later ones replay it with one graph launch, and every run computes what a VM
+// without graphs computes, with the same copies.
+TEST(VmCuda, SeedMlpReplaysACudaGraph) {
+  auto p = CompileForVm(testing::SeedMlp("n"), DefaultPipeline(DeviceKind::kCuda));
+  ASSERT_TRUE(p.ok()) << p.status();
+  HETPASS_SKIP_WITHOUT_GPU();
+  auto vm = VirtualMachine::Load(p->executable);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  VmOptions off;
+  off.device_graphs = false;
+  auto eager = VirtualMachine::Load(p->executable, off);
+  ASSERT_TRUE(eager.ok()) << eager.status();
+  for (int run = 0; run < 4; ++run) {
+    SCOPED_TRACE(run);
+    const Tensor x = RandomTensor(DType::kF32, {8, 1024}, static_cast<uint32_t>(run + 1));
+    auto out = (*vm)->RunWithHostTensors("main", {x});
+    ASSERT_TRUE(out.ok()) << out.status();
+    auto want = (*eager)->RunWithHostTensors("main", {x});
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_TRUE(TensorsNear((*out)[0], (*want)[0]));
+    const runtime::DeviceCounters& c = (*vm)->LastRunCounters();
+    EXPECT_EQ(c.graph_captures, run == 1 ? 1 : 0);
+    EXPECT_EQ(c.graph_launches, run >= 1 ? 1 : 0);
+    EXPECT_EQ(c.graph_kernels, run >= 1 ? 3 : 0);
+    EXPECT_EQ(c.launches, 3);
+    const absl::Status agree = CompareWithLedger(p->ledger, c, {{"n", 8}});
+    EXPECT_TRUE(agree.ok()) << agree;
+  }
+  const std::vector<GraphStretch> stats = (*vm)->GraphStats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].replays, 2) << stats[0].note;
+  EXPECT_EQ(stats[0].fallbacks, 0) << stats[0].note;
+}
+
 // A loop whose body runs on the accelerator (its dense is a device op) and stacks a scan output
 // there: the VM stacks the iterations' parts with a kernel on the parts' device, one
 // Device::KernelCopy per part: an asynchronous device-to-device copy on cuda's stream (which

@@ -10,6 +10,31 @@
 // Run: a switch over a flat instruction array and a register vector per call frame. Operands
 // were range-checked by Verify(), so the loop only checks what depends on run-time data (shapes,
 // dtypes, devices of arguments, sizes against storage capacities).
+//
+// Device graphs (VmOptions::device_graphs; docs/runtime.md, "Device graphs"). A stretch is a
+// run of a function's instructions from one accelerator launch to the last launch on the same
+// device before anything that makes the host wait for or hand data to the device (a copy in any
+// direction), or leaves the function's straight-line code (call, if, loop, ret): between its
+// launches only host work that reads no device memory (allocations, host kernels, shape
+// functions, kills). Stretches are found once per program from the bytecode alone, so sim and
+// cuda make the same ones. When a stretch starts, the VM looks up its key (the function, the
+// stretch, the values of every symbol slot) in an LRU cache:
+//   - a key seen fewer than graph_warmup times runs eagerly, as without graphs (a library's
+//     first call sets up plans and workspace, which capture would refuse);
+//   - next, the stretch's launches are deferred: each becomes a GraphNode (its arguments, its
+//     by-value bytes, the kernel instance), and at the stretch's end the device captures them as
+//     one graph (a CUDA graph) and launches it;
+//   - from then on a run of the stretch deferred again, but only to check: each launch is
+//     compared with its node (kernel site, every pointer, shape and by-value byte). When all
+//     match, one graph launch replaces the launches, and the kernels' host halves (cuDNN's
+//     descriptor set-up, argument marshalling) do not run. At the first launch that differs
+//     (a pool that moved a tensor, a host value that changed) the matching launches so far run
+//     one by one from their nodes, the rest of the stretch runs eagerly, and the key captures
+//     afresh next time (three divergences retire it: it runs eagerly from then on).
+// Deferring is safe because nothing inside a stretch reads device memory on the host or
+// touches it outside the launches; the pools hold the memory they would give back to the
+// device (PoolingAllocator::Hold) until the graph is launched, and a graph captured with
+// workspace from a pool that has since given memory back is dropped (its pointers may dangle).
 #include "passes/vm/vm.h"
 
 #include <malloc.h>
@@ -18,6 +43,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <list>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
@@ -81,9 +107,80 @@ struct Program::Impl {
   std::vector<std::shared_ptr<const CompiledKernel>> kernels;
   std::vector<std::shared_ptr<const ShapeFunction>> shape_funcs;
   std::vector<int32_t> kernel_outputs;  // per kernel site: how many trailing arguments it writes
+  // Device graphs: per function, its stretches, and per pc the stretch starting there (-1).
+  std::vector<std::vector<GraphStretch>> stretches;
+  std::vector<std::vector<int32_t>> stretch_at;
 
   absl::Status Compile(const VmOptions& options);
+  void FindStretches(int min_launches);
 };
+
+namespace {
+
+// Whether an instruction ends a device-graph stretch (the header's definition): the host waits
+// for or hands data to a device, or control leaves straight-line code.
+bool EndsStretch(const Instruction& in) {
+  switch (in.op) {
+    case Opcode::kDeviceCopy:
+    case Opcode::kCall:
+    case Opcode::kIf:
+    case Opcode::kLoop:
+    case Opcode::kRet:
+      return true;
+    case Opcode::kArg:
+    case Opcode::kConst:
+    case Opcode::kAllocStorage:
+    case Opcode::kAllocTensor:
+    case Opcode::kAllocTensorDyn:
+    case Opcode::kInvokeKernel:
+    case Opcode::kShapeFunc:
+    case Opcode::kShapeOf:
+    case Opcode::kTuple:
+    case Opcode::kGetItem:
+    case Opcode::kMove:
+    case Opcode::kKill:
+    case Opcode::kBuiltin:
+    case Opcode::kAssume:
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Program::Impl::FindStretches(int min_launches) {
+  stretches.assign(exe.functions.size(), {});
+  stretch_at.assign(exe.functions.size(), {});
+  for (size_t fi = 0; fi < exe.functions.size(); ++fi) {
+    const std::vector<Instruction>& code = exe.functions[fi].code;
+    stretch_at[fi].assign(code.size(), -1);
+    GraphStretch open;
+    auto close = [&]() {
+      if (open.launches >= std::max(1, min_launches)) {
+        stretch_at[fi][open.begin] = static_cast<int32_t>(stretches[fi].size());
+        stretches[fi].push_back(open);
+      }
+      open = GraphStretch();
+    };
+    for (size_t pc = 0; pc < code.size(); ++pc) {
+      const Instruction& in = code[pc];
+      if (EndsStretch(in)) {
+        close();
+        continue;
+      }
+      if (in.op != Opcode::kInvokeKernel || !IsAccelerator(in.device)) continue;
+      if (open.launches > 0 && open.device != in.device) close();
+      if (open.launches == 0) {
+        open.function = exe.functions[fi].name;
+        open.begin = static_cast<int32_t>(pc);
+        open.device = in.device;
+      }
+      open.end = static_cast<int32_t>(pc) + 1;  // up to the last launch
+      ++open.launches;
+    }
+    close();
+  }
+}
 
 absl::Status Program::Impl::Compile(const VmOptions& options) {
   RETURN_IF_ERROR(exe.Verify());
@@ -120,6 +217,7 @@ absl::Status Program::Impl::Compile(const VmOptions& options) {
     kernel_outputs[k] = static_cast<int32_t>(
         primitives->FindFunction(exe.kernels[k].primitive)->body().results().size());
   }
+  FindStretches(options.graph_min_launches);
   for (const VmFunction& f : exe.functions) {
     for (const Instruction& in : f.code) {
       if (in.op != Opcode::kInvokeKernel) continue;
@@ -301,6 +399,7 @@ struct VirtualMachine::Impl {
     }
     TrimHeap(release);
     frames.resize(exe.functions.size());
+    graph_stats = program->impl_->stretches;
     executions.assign(exe.functions.size(), 0);
     profile.resize(exe.functions.size());
     for (size_t i = 0; i < exe.functions.size(); ++i) profile[i].resize(exe.functions[i].code.size());
@@ -681,6 +780,305 @@ struct VirtualMachine::Impl {
     return dst;
   }
 
+  // ---- Device graphs (the header comment, "Device graphs") ----
+  // What a replay compares besides the node's pointers and by-value bytes: the kernel site,
+  // and per argument its dtype, rank and dims.
+  struct NodeCheck {
+    int32_t site = 0;
+    std::vector<int64_t> dims;
+  };
+  struct GraphEntry {
+    int64_t eager_runs = 0;  // warm-up runs of this key
+    int divergences = 0;
+    bool retired = false;    // runs eagerly from now on (capture refused, or kept diverging)
+    std::unique_ptr<runtime::DeviceGraph> graph;
+    std::vector<runtime::GraphNode> nodes;  // the graph's launches, for checks and fallbacks
+    std::vector<NodeCheck> checks;
+    uint64_t generation = 0;  // the workspace pool's generation at capture
+    std::list<std::string>::iterator lru;
+  };
+  absl::flat_hash_map<std::string, std::unique_ptr<GraphEntry>> graphs;
+  std::list<std::string> graph_lru;  // keys, most recently used first
+  std::vector<std::vector<GraphStretch>> graph_stats;  // per function, per stretch
+  // The arguments a deferred launch's kernel runs with, owned (TensorArg's shape is a span).
+  struct OwnedArgs {
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<TensorArg> args;
+  };
+  struct Active {
+    enum Mode : uint8_t { kNone, kCapture, kReplay };
+    Mode mode = kNone;
+    int32_t fi = -1, stretch = -1, end = 0;
+    DeviceKind device = DeviceKind::kUnset;
+    GraphEntry* entry = nullptr;
+    size_t cursor = 0;  // replay: launches matched so far
+    std::vector<runtime::GraphNode> nodes;  // capture: launches deferred so far
+    std::vector<NodeCheck> checks;
+  } active;
+
+  bool graphs_on() const { return options.device_graphs; }
+  GraphStretch& StatsOf() { return graph_stats[active.fi][active.stretch]; }
+  void HoldPools(DeviceKind d, bool on) {
+    pools[static_cast<int>(d)]->Hold(on);
+    scratch_pools[static_cast<int>(d)]->Hold(on);
+  }
+  static void DropGraph(GraphEntry& e) {
+    e.graph.reset();
+    e.nodes.clear();
+    e.checks.clear();
+  }
+
+  void EvictGraphs(size_t keep) {
+    while (graphs.size() > keep && !graph_lru.empty()) {
+      graphs.erase(graph_lru.back());
+      graph_lru.pop_back();
+    }
+  }
+
+  // At the first instruction of stretch `si` of function `fi`: eager (warm-up, retired), or
+  // deferring its launches to capture a graph or to replay the key's graph.
+  void BeginStretch(int32_t fi, int32_t si, const int64_t* syms) {
+    const GraphStretch& st = program->impl_->stretches[fi][si];
+    GraphStretch& stats = graph_stats[fi][si];
+    const size_t nsyms = exe.symbols.size();
+    std::string key(2 * sizeof(int32_t) + nsyms * sizeof(int64_t), '\0');
+    std::memcpy(key.data(), &fi, sizeof(int32_t));
+    std::memcpy(key.data() + sizeof(int32_t), &si, sizeof(int32_t));
+    if (nsyms > 0) std::memcpy(key.data() + 2 * sizeof(int32_t), syms, nsyms * sizeof(int64_t));
+    GraphEntry* e = nullptr;
+    if (auto it = graphs.find(key); it != graphs.end()) {
+      e = it->second.get();
+      graph_lru.splice(graph_lru.begin(), graph_lru, e->lru);
+    } else {
+      EvictGraphs(static_cast<size_t>(std::max(1, options.graph_cache_size)) - 1);
+      graph_lru.push_front(key);
+      auto entry = std::make_unique<GraphEntry>();
+      entry->lru = graph_lru.begin();
+      e = entry.get();
+      graphs.emplace(std::move(key), std::move(entry));
+    }
+    const uint64_t generation = scratch_pools[static_cast<int>(st.device)]->generation();
+    if (e->graph != nullptr && e->generation != generation) {
+      DropGraph(*e);
+      stats.note = "captured again: the workspace pool gave memory back to the device since the capture";
+    }
+    Active::Mode mode = Active::kCapture;
+    if (e->retired) {
+      mode = Active::kNone;
+    } else if (e->graph != nullptr) {
+      mode = Active::kReplay;
+    } else if (e->eager_runs < options.graph_warmup) {
+      ++e->eager_runs;
+      mode = Active::kNone;
+    }
+    if (mode == Active::kNone) {
+      ++stats.eager;
+      return;
+    }
+    active.mode = mode;
+    active.fi = fi;
+    active.stretch = si;
+    active.end = st.end;
+    active.device = st.device;
+    active.entry = e;
+    active.cursor = 0;
+    active.nodes.clear();
+    active.checks.clear();
+    HoldPools(st.device, true);
+  }
+
+  // Why the launch in arg_scratch/launch_scratch differs from `node` ("" when it matches).
+  std::string Differs(int32_t site, const runtime::GraphNode& node, const NodeCheck& check) const {
+    if (site != check.site) return "another kernel";
+    if (node.args.size() != launch_scratch.size()) return "another number of arguments";
+    size_t value = 0, dim = 0;
+    for (size_t i = 0; i < launch_scratch.size(); ++i) {
+      const runtime::LaunchArg& now = launch_scratch[i];
+      const runtime::LaunchArg& then = node.args[i];
+      if (now.by_value != then.by_value || now.bytes != then.bytes) {
+        return absl::StrCat("argument ", i, " has another size (", now.bytes, " bytes, captured ",
+                            then.bytes, ")");
+      }
+      if (now.by_value) {
+        if (now.bytes > 0 && std::memcmp(now.data, node.values.data() + value, now.bytes) != 0) {
+          return absl::StrCat("by-value argument ", i, " holds other values");
+        }
+        value += now.bytes;
+      } else if (now.data != then.data) {
+        return absl::StrCat("argument ", i, " is at another address");
+      }
+      const TensorArg& t = arg_scratch[i];
+      const int64_t rank = static_cast<int64_t>(t.shape.size());
+      bool same = check.dims[dim] == static_cast<int64_t>(t.dtype) && check.dims[dim + 1] == rank;
+      for (int64_t r = 0; same && r < rank; ++r) same = check.dims[dim + 2 + r] == t.shape[r];
+      if (!same) return absl::StrCat("argument ", i, " has another dtype or shape");
+      dim += 2 + static_cast<size_t>(rank);
+    }
+    return "";
+  }
+
+  // The first `n` of `nodes`, one by one (a stretch that stopped deferring).
+  absl::Status LaunchEagerly(const std::vector<runtime::GraphNode>& nodes, size_t n) {
+    absl::Status st;
+    Device* d = dev(active.device);
+    for (size_t i = 0; i < n && st.ok(); ++i) st = d->LaunchNode(nodes[i]);
+    return st;
+  }
+  // Deferring ends: the rest of the stretch runs eagerly, the pools give back what they held.
+  void StopDeferring() {
+    active.mode = Active::kNone;
+    active.nodes.clear();
+    active.checks.clear();
+    HoldPools(active.device, false);
+  }
+
+  // The stretch stops deferring: the launches matched so far run one by one from their nodes,
+  // the rest of the stretch eagerly; the key captures again next time (or retires).
+  absl::Status Diverge(const std::string& reason) {
+    GraphEntry& e = *active.entry;
+    GraphStretch& stats = StatsOf();
+    ++stats.fallbacks;
+    stats.note = absl::StrCat("fell back: ", reason);
+    absl::Status st = LaunchEagerly(e.nodes, active.cursor);
+    DropGraph(e);
+    if (++e.divergences >= 3) {
+      e.retired = true;
+      stats.note = absl::StrCat("runs eagerly after 3 fallbacks; the last: ", reason);
+    }
+    StopDeferring();
+    return st;
+  }
+
+  // Inside a deferring stretch, a launch on its device: recorded (capture) or checked against
+  // its node (replay). False: it was not deferred, and the caller launches it now.
+  absl::StatusOr<bool> DeferLaunch(const VmFunction& f, size_t pc, KernelInstance* k,
+                                   const KernelContext& ctx) {
+    const Instruction& in = f.code[pc];
+    if (active.mode == Active::kReplay) {
+      GraphEntry& e = *active.entry;
+      std::string why = active.cursor < e.nodes.size()
+                            ? Differs(in.a, e.nodes[active.cursor], e.checks[active.cursor])
+                            : "the stretch made more launches than its graph holds";
+      if (why.empty()) {
+        ++active.cursor;
+        return true;
+      }
+      RETURN_IF_ERROR(Diverge(absl::StrCat("launch ", active.cursor, ": ", why)));
+      return false;
+    }
+    runtime::GraphNode node;
+    node.args = launch_scratch;
+    node.label = Where(f, pc);
+    node.label.resize(node.label.size() - 2);  // Where's ": "
+    auto owned = std::make_shared<OwnedArgs>();
+    owned->args = arg_scratch;
+    owned->shapes.resize(arg_scratch.size());
+    NodeCheck check;
+    check.site = in.a;
+    for (size_t i = 0; i < arg_scratch.size(); ++i) {
+      const runtime::LaunchArg& a = launch_scratch[i];
+      if (a.by_value && a.bytes > 0) {
+        const char* p = static_cast<const char*>(a.data);
+        node.values.insert(node.values.end(), p, p + a.bytes);
+      }
+      owned->shapes[i].assign(arg_scratch[i].shape.begin(), arg_scratch[i].shape.end());
+      owned->args[i].shape = owned->shapes[i];
+      check.dims.push_back(static_cast<int64_t>(arg_scratch[i].dtype));
+      check.dims.push_back(static_cast<int64_t>(arg_scratch[i].shape.size()));
+      check.dims.insert(check.dims.end(), arg_scratch[i].shape.begin(), arg_scratch[i].shape.end());
+    }
+    node.kernel = [k, c = &ctx, owned](absl::Span<const runtime::LaunchArg> staged) {
+      for (size_t i = 0; i < owned->args.size(); ++i) owned->args[i].data = staged[i].data;
+      return k->Run(*c, owned->args);
+    };
+    active.nodes.push_back(std::move(node));
+    active.checks.push_back(std::move(check));
+    return true;
+  }
+
+  // After the stretch's last instruction: capture and launch, or launch the key's graph.
+  absl::Status EndStretch() {
+    GraphStretch& stats = StatsOf();
+    GraphEntry& e = *active.entry;
+    Device* d = dev(active.device);
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::Status st;
+    if (active.mode == Active::kReplay) {
+      if (active.cursor != e.nodes.size()) {
+        return Diverge(absl::StrCat("the stretch made ", active.cursor, " launches, its graph holds ",
+                                    e.nodes.size()));
+      }
+      st = d->LaunchGraph(*e.graph);
+      ++stats.replays;
+    } else {
+      const uint64_t generation = scratch_pools[static_cast<int>(active.device)]->generation();
+      absl::StatusOr<std::unique_ptr<runtime::DeviceGraph>> g = d->CaptureGraph(active.nodes);
+      if (g.ok()) {
+        e.graph = *std::move(g);
+        e.nodes = std::move(active.nodes);
+        e.checks = std::move(active.checks);
+        e.generation = generation;
+        st = d->LaunchGraph(*e.graph);
+        ++stats.captures;
+      } else if (absl::IsFailedPrecondition(g.status()) || absl::IsUnimplemented(g.status())) {
+        // Not capturable on this device: eager from now on, with the reason in the stats.
+        e.retired = true;
+        stats.note = absl::StrCat("capture refused: ", g.status().message());
+        ++stats.eager;
+        st = LaunchEagerly(active.nodes, active.nodes.size());
+      } else {
+        st = g.status();
+      }
+    }
+    StopDeferring();
+    stats.graph_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  }
+
+  // A deferring stretch that must stop now (an allocation failed while the pools held memory
+  // back): its deferred launches run, the holds end, the rest of the stretch runs eagerly.
+  absl::Status FlushStretch(const std::string& reason) {
+    if (active.mode == Active::kReplay) return Diverge(reason);
+    GraphStretch& stats = StatsOf();
+    ++stats.eager;
+    stats.note = absl::StrCat("ran eagerly: ", reason);
+    absl::Status st = LaunchEagerly(active.nodes, active.nodes.size());
+    StopDeferring();
+    return st;
+  }
+
+  // After instruction `pc` of function `fi`: the end of a deferring stretch launches it.
+  // Errors name the stretch (they start with "@", so Call keeps them as they are).
+  absl::Status MaybeEndStretch(const VmFunction& f, int32_t fi, size_t pc) {
+    if (active.mode == Active::kNone || active.fi != fi || static_cast<int32_t>(pc) + 1 != active.end) {
+      return absl::OkStatus();
+    }
+    const int32_t begin = program->impl_->stretches[fi][active.stretch].begin;
+    absl::Status g = EndStretch();
+    if (g.ok()) return g;
+    const std::string graph = absl::StrCat("the device graph of @", f.name, " pcs ", begin, "..", pc);
+    // A node's error starts with the launch's own location (GraphNode::label).
+    if (absl::StartsWith(g.message(), "@")) {
+      return absl::Status(g.code(), absl::StrCat(g.message(), " (in ", graph, ")"));
+    }
+    return absl::Status(g.code(), absl::StrCat(Where(f, pc), "in ", graph, ": ", g.message()));
+  }
+
+  // An error inside a deferring stretch: the call fails, its deferred launches never run.
+  void AbandonStretch() {
+    if (active.mode != Active::kNone) StopDeferring();
+  }
+
+  // An allocation inside a deferring stretch that fails for memory is retried once after the
+  // stretch stops holding memory back.
+  template <typename F>
+  auto AllocateRetrying(F allocate) -> decltype(allocate()) {
+    auto r = allocate();
+    if (r.ok() || !absl::IsResourceExhausted(r.status()) || active.mode == Active::kNone) return r;
+    RETURN_IF_ERROR(FlushStretch("a device allocation inside the stretch ran out of memory"));
+    return allocate();
+  }
+
   absl::StatusOr<std::vector<Object>> Call(int32_t fi, std::vector<Object> args, int64_t* syms);
   absl::Status Step(const VmFunction& f, int32_t fi, size_t pc, std::vector<Object>& regs,
                     int64_t* syms, std::vector<Object>* results);
@@ -721,20 +1119,30 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::Impl::Call(int32_t fi, std::
   for (size_t i = 0; i < args.size(); ++i) regs[i] = std::move(args[i]);
   std::vector<Object> results;
   const bool prof = options.profile;
+  // Only functions with stretches look them up (a host-only program pays nothing per step).
+  const std::vector<int32_t>* stretch_at =
+      graphs_on() && !program->impl_->stretches[fi].empty() ? &program->impl_->stretch_at[fi] : nullptr;
   for (size_t pc = 0; pc < f.code.size(); ++pc) {
     if (tracing) trace.Tick();
+    if (stretch_at != nullptr && (*stretch_at)[pc] >= 0 && active.mode == Active::kNone) {
+      BeginStretch(fi, (*stretch_at)[pc], syms);
+    }
     absl::Status st;
     if (prof) {
+      // A stretch's graph launch is timed with its last launch instruction.
       const auto t0 = std::chrono::steady_clock::now();
       st = Step(f, fi, pc, regs, syms, &results);
+      if (st.ok()) st = MaybeEndStretch(f, fi, pc);
       const auto t1 = std::chrono::steady_clock::now();
       Acc& acc = profile[fi][pc];
       ++acc.calls;
       acc.us += std::chrono::duration<double, std::micro>(t1 - t0).count();
     } else {
       st = Step(f, fi, pc, regs, syms, &results);
+      if (st.ok()) st = MaybeEndStretch(f, fi, pc);
     }
     if (!st.ok()) {
+      AbandonStretch();
       // Errors from nested calls already carry their own location.
       if (absl::StartsWith(st.message(), "@")) return st;
       return absl::Status(st.code(), absl::StrCat(Where(f, pc), st.message()));
@@ -763,7 +1171,9 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       // Every storage comes from the pool: in the steady state its run-time plan serves the
       // same requests from one arena (zero raw allocations), and a storage kept across calls
       // here would make each run's requests differ from the recorded ones.
-      ASSIGN_OR_RETURN(PoolingAllocator::Block block, pool(in.device)->Allocate(static_cast<size_t>(bytes)));
+      ASSIGN_OR_RETURN(PoolingAllocator::Block block, AllocateRetrying([&]() {
+                         return pool(in.device)->Allocate(static_cast<size_t>(bytes));
+                       }));
       o.storage = std::make_shared<runtime::Storage>(pool(in.device), block);
       return absl::OkStatus();
     }
@@ -828,7 +1238,9 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       for (int64_t d : shape) {
         if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dim ", d));
       }
-      ASSIGN_OR_RETURN(NDArray a, runtime::AllocateTensor(pool(in.device), t.dtype, std::move(shape)));
+      ASSIGN_OR_RETURN(NDArray a, AllocateRetrying([&]() {
+                         return runtime::AllocateTensor(pool(in.device), t.dtype, shape);
+                       }));
       regs[in.dst] = Object::FromTensor(std::move(a));
       return absl::OkStatus();
     }
@@ -854,6 +1266,10 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       }
       KernelInstance* k = instances[in.a].get();
       const KernelContext& ctx = contexts[static_cast<int>(in.device)];
+      if (active.mode != Active::kNone && in.device == active.device) {
+        ASSIGN_OR_RETURN(const bool deferred, DeferLaunch(f, pc, k, ctx));
+        if (deferred) return absl::OkStatus();
+      }
       return dev(in.device)->Launch(absl::MakeSpan(launch_scratch), [this, k, &ctx]() {
         for (size_t i = 0; i < arg_scratch.size(); ++i) arg_scratch[i].data = launch_scratch[i].data;
         return k->Run(ctx, arg_scratch);
@@ -1365,6 +1781,19 @@ void VirtualMachine::ResetProfile() {
   for (auto& f : impl_->profile) {
     for (auto& a : f) a = Impl::Acc();
   }
+  impl_->graph_stats = impl_->program->impl_->stretches;
+}
+
+std::vector<GraphStretch> VirtualMachine::GraphStats() const {
+  std::vector<GraphStretch> out;
+  for (const auto& f : impl_->graph_stats) out.insert(out.end(), f.begin(), f.end());
+  return out;
+}
+
+int64_t VirtualMachine::GraphsCached() const {
+  int64_t n = 0;
+  for (const auto& [key, e] : impl_->graphs) n += e->graph != nullptr;
+  return n;
 }
 
 }  // namespace hetpass::vm

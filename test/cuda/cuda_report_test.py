@@ -417,7 +417,9 @@ class SpeedReport(unittest.TestCase):
                 with open(os.path.join(out, name), "w") as f:
                     json.dump(d, f)
             counters = {"launches": 4, "syncs": 1}
-            put("run_m_cuda.json", {"times_us": {"median": 200.0, "cold": 900.0}, "counters": counters,
+            # On cuda three of the four launches ran in one graph launch.
+            put("run_m_cuda.json", {"times_us": {"median": 200.0, "cold": 900.0},
+                                    "counters": dict(counters, graph_launches=1, graph_kernels=3),
                                     "cupti": {"kernels": 4, "kernel_us": 40.0, "memcpy_us": 10.0, "span_us": 150.0,
                                               "top_kernels": [{"name": "k", "calls": 4, "us": 40.0}]}})
             put("run_m_cpu.json", {"times_us": {"median": 300.0, "cold": 400.0}, "counters": counters})
@@ -428,6 +430,9 @@ class SpeedReport(unittest.TestCase):
                                                     {"function": "main", "pc": 3, "opcode": "invoke_kernel",
                                                      "calls": 8, "total_us": 200.0,
                                                      "what": "invoke @f(%x, %y)  [cudnn conv2d[bias]]"}]})
+            # The same without graphs: a profile run of its own.
+            put("profile_m_cuda_nographs.json", {"function": "main", "profile_runs": 2, "times_us": {"median": 260.0},
+                                                 "profile": []})
             put("peers.json", {"torch": "x", "models": {"m": {"eager": {"median_us": 400.0, "first_us": 1.0},
                                                               "compile": {"error": "boom"}}}})
             p = subprocess.run([sys.executable, SPEED, out, "--commit=abc"], capture_output=True, text=True)
@@ -444,7 +449,8 @@ class SpeedReport(unittest.TestCase):
                 self.assertEqual(json.load(f)["host_us_per_call_by_provider"], {"cudnn": [25.0]})
             with open(os.path.join(out, "speed.md")) as f:
                 md = f.read()
-            self.assertIn("| m | 200.0 | 300.0 | 400.0 | - | - | 0.50 |", md)
+            self.assertIn("| m | 200.0 | 260.0 | 300.0 | 400.0 | - | - | 0.50 |", md)
+            self.assertIn("| 4 | 1 (3) | 1 |", md)
             self.assertIn("- m compile: boom", md)
             self.assertIn("| cudnn | 1 | 25.0 | 25.0 | 25.0 |", md)
 

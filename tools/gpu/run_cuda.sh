@@ -272,6 +272,11 @@ all_steps() {
       set_inputs "$m" 0
       step models.txt "profile $name cuda" "$out/profile_${name}_cuda.json" "$out/profile_${name}_cuda.err" \
         timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device=cuda "${inputs[@]}" --repeat 20 --profile --json
+      # The same without device graphs: every kernel launched one by one (the host's cost per
+      # launch that graphs amortise).
+      step models.txt "profile $name cuda no graphs" "$out/profile_${name}_cuda_nographs.json" \
+        "$out/profile_${name}_cuda_nographs.err" timeout 300 "$here/bin/hetpass" run "$m/model.onnx" --device=cuda \
+        "${inputs[@]}" --repeat 20 --profile --json --device_graphs=false
     done
   fi
   if [[ "$steps" == *" peers "* ]]; then

@@ -52,13 +52,23 @@ def ratio(a, b):
     return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b > 0 else None
 
 
+def graphs_cell(s):
+    """Graph launches of the last run and the kernels they ran: "45 (335)"; "-" for a run made
+    before device graphs existed or without them."""
+    if s.get("graph_launches") is None:
+        return "-"
+    return f"{s['graph_launches']} ({s.get('graph_kernels', 0)})"
+
+
 def run_summary(out, model, dev):
     r = load(os.path.join(out, f"run_{model}_{dev}.json"))
     if not isinstance(r, dict) or "times_us" not in r:
         return None
     c = r.get("counters") or {}
     s = {"median_us": r["times_us"].get("median"), "first_us": r["times_us"].get("cold"),
-         "launches": c.get("launches"), "syncs": c.get("syncs"), "compile_ms": r.get("compile_ms")}
+         "launches": c.get("launches"), "syncs": c.get("syncs"), "compile_ms": r.get("compile_ms"),
+         # Device graphs (docs/runtime.md): absent from runs made before they existed.
+         "graph_launches": c.get("graph_launches"), "graph_kernels": c.get("graph_kernels")}
     cu = r.get("cupti")
     if isinstance(cu, dict) and "kernels" in cu:
         s.update({"kernels": cu.get("kernels"), "kernel_us": cu.get("kernel_us"), "memcpy_us": cu.get("memcpy_us"),
@@ -69,8 +79,9 @@ def run_summary(out, model, dev):
     return s
 
 
-def profile_summary(out, model):
-    p = load(os.path.join(out, f"profile_{model}_cuda.json"))
+def profile_summary(out, model, suffix=""):
+    """The --profile run on cuda (suffix "_nographs": the same with --device_graphs=false)."""
+    p = load(os.path.join(out, f"profile_{model}_cuda{suffix}.json"))
     if not isinstance(p, dict) or not isinstance(p.get("profile"), list):
         return None
     entries = p["profile"]
@@ -124,6 +135,7 @@ def main(argv):
         src = peers if m in (peers.get("models") or {}) else realistic
         key = m if src is peers else f"{base} set {k}"
         row = {"cuda": cuda, "cpu": cpu, "profile": profile_summary(out, m),
+               "profile_nographs": profile_summary(out, m, "_nographs"),
                "peers": {mode: peer(src, key, mode) for mode in MODES}}
         cm = (cuda or {}).get("median_us")
         for mode in MODES:
@@ -155,19 +167,22 @@ def main(argv):
           f"PyTorch {peers.get('torch', '?')} (CUDA {peers.get('cuda', '?')}): {peers.get('settings', '-')}; "
           f"{peers.get('compile_settings', '-')}. hetpass: `hetpass run --repeat N` median after the first run "
           "(inputs from host memory, outputs back to it, like the peers); cpu is hetpass on this machine's CPU.", "",
-          "| model | hetpass cuda µs | hetpass cpu µs | eager µs | compile µs | compile+graphs µs | cuda/eager | "
-          "cuda/compile | cuda/graphs | launches | syncs | GPU kernels | GPU busy | host µs/launch | eager vs ref |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| model | hetpass cuda µs | cuda, graphs off µs | hetpass cpu µs | eager µs | compile µs | compile+graphs µs | cuda/eager | "
+          "cuda/compile | cuda/graphs | launches | graph launches (kernels) | syncs | GPU kernels | GPU busy | "
+          "host µs/launch | eager vs ref |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     notes = []
     for m, r in rows.items():
         cuda, cpu, prof = r["cuda"] or {}, r["cpu"] or {}, r["profile"] or {}
         pe = {mode: (r["peers"][mode] or {}) for mode in MODES}
         diff = pe["eager"].get("max_abs_diff_vs_reference")
-        md.append(f"| {m} | {fmt(cuda.get('median_us'))} | {fmt(cpu.get('median_us'))} | "
+        off = r["profile_nographs"] or {}
+        md.append(f"| {m} | {fmt(cuda.get('median_us'))} | {fmt(off.get('median_us'))} | {fmt(cpu.get('median_us'))} | "
                   f"{fmt(pe['eager'].get('median_us'))} | {fmt(pe['compile'].get('median_us'))} | "
                   f"{fmt(pe['compile_graphs'].get('median_us'))} | {fmt(r['cuda_over_eager'], 2)} | "
                   f"{fmt(r['cuda_over_compile'], 2)} | {fmt(r['cuda_over_compile_graphs'], 2)} | "
-                  f"{fmt(cuda.get('launches'), 0)} | {fmt(cuda.get('syncs'), 0)} | {fmt(cuda.get('kernels'), 0)} | "
+                  f"{fmt(cuda.get('launches'), 0)} | {graphs_cell(cuda)} | {fmt(cuda.get('syncs'), 0)} | "
+                  f"{fmt(cuda.get('kernels'), 0)} | "
                   f"{fmt(cuda.get('gpu_busy'), 2)} | {fmt(prof.get('host_us_per_launch'), 2)}"
                   f"{'*' if prof.get('first_run_included') else ''} | "
                   f"{fmt(diff, 6) if isinstance(diff, float) else fmt(diff)} |")

@@ -62,6 +62,10 @@ ABSL_FLAG(bool, cupti, false,
           "run: count the last run's CUDA memcpys with CUPTI (the driver's view, next to the "
           "device counters; GPU only)");
 ABSL_FLAG(bool, profile, false, "print a per-instruction time table");
+ABSL_FLAG(bool, device_graphs, true,
+          "capture each stretch of accelerator launches between host waits as a device graph "
+          "(CUDA graphs on cuda) once per shape key and replay it (docs/runtime.md, \"Device "
+          "graphs\"); false: every kernel is launched one by one");
 ABSL_FLAG(bool, flush_cache, false, "evict CPU caches before every repetition");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of text");
 ABSL_FLAG(std::string, output_dir, "", "write every output as DIR/output_<i>.npy");
@@ -205,11 +209,55 @@ std::string CountersJson(const runtime::DeviceCounters& c) {
       "{\"h2d_calls\": %d, \"h2d_bytes\": %d, \"d2h_calls\": %d, \"d2h_bytes\": %d, "
       "\"d2d_calls\": %d, \"d2d_bytes\": %d, \"h2d_empty\": %d, \"d2h_empty\": %d, "
       "\"d2d_empty\": %d, \"param_calls\": %d, \"param_bytes\": %d, "
-      "\"syncs\": %d, \"device_allocs\": %d, \"launches\": %d}",
+      "\"syncs\": %d, \"device_allocs\": %d, \"launches\": %d, \"graph_launches\": %d, "
+      "\"graph_kernels\": %d, \"graph_captures\": %d}",
       c.h2d_calls, c.h2d_bytes, c.d2h_calls, c.d2h_bytes, c.d2d_calls, c.d2d_bytes, c.h2d_empty,
-      c.d2h_empty, c.d2d_empty, c.param_calls, c.param_bytes, c.syncs, c.allocs, c.launches);
+      c.d2h_empty, c.d2d_empty, c.param_calls, c.param_bytes, c.syncs, c.allocs, c.launches,
+      c.graph_launches, c.graph_kernels, c.graph_captures);
 }
 
+
+// Device graphs (VmOptions::device_graphs) in text: the last run's launches; with `per_stretch`
+// (--profile) one line per stretch with what its runs became (the runs the profile covers).
+std::string GraphsText(const vm::VirtualMachine& machine, const runtime::DeviceCounters& last,
+                       bool per_stretch) {
+  const std::vector<vm::GraphStretch> stats = machine.GraphStats();
+  if (stats.empty()) return "";
+  // Launches one by one on the accelerators only (host kernels are launches of the cpu device).
+  // The cpu's counters are the last run's; the accelerators' include the read-back of results,
+  // which launches nothing.
+  const int64_t host_launches = machine.device(DeviceKind::kCpu) != nullptr
+                                    ? machine.CountersOf(DeviceKind::kCpu).launches
+                                    : 0;
+  std::string out = absl::StrFormat(
+      "device graphs (%s): %d stretches; last run: %d graph launches running %d kernels, %d "
+      "accelerator launches one by one, %d graphs captured; %d graphs cached\n",
+      absl::GetFlag(FLAGS_device_graphs) ? "on" : "off: --device_graphs=false", stats.size(),
+      last.graph_launches, last.graph_kernels, last.launches - last.graph_kernels - host_launches,
+      last.graph_captures, machine.GraphsCached());
+  if (!per_stretch) return out;
+  for (const vm::GraphStretch& g : stats) {
+    absl::StrAppendFormat(&out, "  @%s pcs %d..%d %s: %d launches; runs: eager %d, captured %d, replayed %d, fell back %d; %.1f us%s%s\n",
+                          g.function, g.begin, g.end - 1, DeviceName(g.device), g.launches, g.eager,
+                          g.captures, g.replays, g.fallbacks, g.graph_us, g.note.empty() ? "" : "; ",
+                          g.note);
+  }
+  return out;
+}
+
+std::string GraphsJson(const vm::VirtualMachine& machine) {
+  std::string out = absl::StrCat("{\"cached\": ", machine.GraphsCached(), ", \"stretches\": [");
+  bool first = true;
+  for (const vm::GraphStretch& g : machine.GraphStats()) {
+    absl::StrAppend(&out, first ? "" : ", ", "{\"function\": ", JsonString(g.function), ", \"begin\": ", g.begin,
+                    ", \"end\": ", g.end, ", \"device\": ", JsonString(DeviceName(g.device)),
+                    ", \"launches\": ", g.launches, ", \"eager\": ", g.eager, ", \"captures\": ", g.captures,
+                    ", \"replays\": ", g.replays, ", \"fallbacks\": ", g.fallbacks,
+                    ", \"graph_us\": ", absl::StrFormat("%.3f", g.graph_us), ", \"note\": ", JsonString(g.note), "}");
+    first = false;
+  }
+  return out + "]}";
+}
 
 // Per device: peak device bytes held and the liveness lower bound (docs/memory_planning.md).
 std::string MemoryJson(const std::vector<vm::MemoryStats>& memory) {
@@ -509,6 +557,7 @@ absl::StatusOr<Compiled> CompileForRun(const std::string& path, DeviceKind devic
   vm::VmOptions options;
   ASSIGN_OR_RETURN(options.device_memory_limit, DeviceMemoryLimitFlag());
   options.profile = absl::GetFlag(FLAGS_profile);
+  options.device_graphs = absl::GetFlag(FLAGS_device_graphs);
   options.trace_memory = false;  // only the last run is traced (Run)
   options.sim.guard = !absl::GetFlag(FLAGS_no_guard);
   options.engine.background_jit = absl::GetFlag(FLAGS_background_jit);
@@ -757,6 +806,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
       }
       absl::StrAppend(&out, "]");
     }
+    absl::StrAppend(&out, ", \"graphs\": ", GraphsJson(*machine));
     absl::StrAppend(&out, ", \"random_inputs\": [",
                     absl::StrJoin(randomised, ", ",
                                   [](std::string* o, const std::string& r) { o->append(JsonString(r)); }),
@@ -816,6 +866,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
   }
   std::cout << absl::StrFormat("device allocations: first run %d, later runs %d; kernel launches %d\n",
                                counters[0].allocs, steady_allocs, last.launches);
+  std::cout << GraphsText(*machine, last, absl::GetFlag(FLAGS_profile));
   std::cout << "device memory of the last run\n" << MemoryText(machine->LastRunMemory());
   std::cout << absl::StrFormat("time     first run %.1f us, then median %.1f us, min %.1f us (%d runs%s)\n",
                                times_us[0], median, warm.front(), repeat,

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,7 +58,14 @@ struct DeviceCounters {
   int64_t allocs = 0;  // raw device allocations (a pooling allocator's misses)
   int64_t alloc_bytes = 0;
   int64_t frees = 0;
+  // Kernels run: launched one by one or as nodes of a graph launch.
   int64_t launches = 0;
+  // Device graphs (Device::CaptureGraph; CUDA graphs on cuda): graphs captured, graph launches,
+  // and the kernels those launches ran (also counted in `launches`, so `launches -
+  // graph_kernels` are the launches the host made one by one).
+  int64_t graph_captures = 0;
+  int64_t graph_launches = 0;
+  int64_t graph_kernels = 0;
   // Free() of a pointer the device did not hand out, or freed twice: ignored (Free cannot fail),
   // but counted so tests can assert there were none. ToString shows it only when non-zero.
   int64_t bad_frees = 0;
@@ -92,6 +100,34 @@ struct LaunchArg {
   // reads it into the launch's parameters (cudaLaunchKernel copies them).
   bool by_value = false;
 };
+// One kernel launch a device graph holds (Device::CaptureGraph): what Launch takes, owned, so
+// the launch can be replayed after the VM's registers have moved on.
+struct GraphNode {
+  // As Launch's args, except that a by-value arg's bytes live in `values` (in argument order,
+  // each at the next offset) and its `data` is ignored.
+  std::vector<LaunchArg> args;
+  std::vector<char> values;
+  // Runs the kernel with the args as the device staged them (by-value data where the kernel
+  // reads it), as Launch's closure does.
+  std::function<absl::Status(absl::Span<const LaunchArg>)> kernel;
+  // Where the launch comes from ("@main pc 17 (invoke_kernel ...)"): errors of the node, when
+  // its graph launches or captures it, start with it.
+  std::string label;
+  // Launch's args for this node: by-value data pointing into `values`.
+  std::vector<LaunchArg> Args() const;
+};
+
+// `status` with the node's label in front (OK stays OK).
+absl::Status NodeError(const GraphNode& node, absl::Status status);
+
+// A captured graph (Device::CaptureGraph): owned by whoever captured it, launched any number of
+// times on the device that made it.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  virtual int64_t nodes() const = 0;
+};
+
 // A CUDA launch passes at most 4 KiB of kernel parameters (before Hopper's 32 KiB extension):
 // the limit every accelerator device here enforces, so what runs on sim fits a real GPU.
 inline constexpr size_t kMaxKernelParamBytes = 4096;
@@ -134,6 +170,19 @@ class Device {
   // same way; cpu: a memcpy in host memory, not counted. The VM stacks loop scan outputs with
   // it, one copy per iteration, and the copy ledger lists them (copy_ledger.cc).
   virtual absl::Status KernelCopy(void* dst, const void* src, size_t bytes);
+
+  // Device graphs (docs/runtime.md, "Device graphs"): `nodes` captured into one graph that
+  // LaunchGraph runs as a single launch, in node order, without the kernels' host halves (cuda:
+  // a CUDA graph from stream capture; sim: the nodes kept and run in order, checked as Launch
+  // checks them). Capturing runs no kernel. Each node's args are checked as Launch checks them.
+  // Errors: Unimplemented on a device without graphs (cpu); FailedPrecondition naming what
+  // refused the capture (a library call that cannot be captured, say): the caller then runs the
+  // nodes one by one (LaunchNode). Counts graph_captures; LaunchGraph counts graph_launches,
+  // and every node as a launch (launches, graph_kernels, by-value params) as Launch would.
+  virtual absl::StatusOr<std::unique_ptr<DeviceGraph>> CaptureGraph(std::vector<GraphNode> nodes);
+  virtual absl::Status LaunchGraph(DeviceGraph& graph);
+  // One node as an ordinary Launch.
+  absl::Status LaunchNode(const GraphNode& node);
 
   // True when `ptr` points into this device's memory (sim: inside the arena).
   virtual bool Owns(const void* ptr) const = 0;
@@ -254,6 +303,15 @@ class PoolingAllocator {
 
   struct State;  // opaque (pooling_allocator.cc)
 
+  // Counts the times the pool gave memory back to its device (a trim, a shrink, a replaced
+  // arena): a device graph that captured pointers into this pool's blocks (kernel workspace)
+  // is valid only while the count has not moved.
+  uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
+  // While held, memory the pool would give back to its device is kept aside instead, and given
+  // back at Hold(false): launches deferred into a device graph may still read blocks the host
+  // has released.
+  void Hold(bool on);
+
   Device* device() const { return device_; }
   int64_t blocks_in_use() const { return in_use_; }
   size_t cached_bytes() const;
@@ -264,6 +322,9 @@ class PoolingAllocator {
   // Atomic so blocks_in_use() may be read while other threads allocate (it is updated under
   // the State's mutex).
   std::atomic<int64_t> in_use_{0};
+  std::atomic<uint64_t> generation_{0};
+  // Gives `ptr` back to the device, or keeps it aside while held (Hold).
+  void FreeToDevice(void* ptr);
 };
 
 }  // namespace hetpass::runtime

@@ -75,6 +75,16 @@ struct VmOptions {
   // that asked, the bytes requested and those available (Device::SetMemoryLimit); the pool
   // first gives back its cache and idle arena and retries. The VM then runs the next call.
   int64_t device_memory_limit = 0;
+  // Device graphs (docs/runtime.md, "Device graphs"; vm.cc explains the algorithm): every
+  // stretch of launches on an accelerator between two host waits is captured once per shape key
+  // (the values of the symbols), after `graph_warmup` eager runs of that key, and replayed as
+  // one graph launch (CUDA graphs on cuda; sim keeps and runs the nodes, counting them as
+  // graph kernels). The cache keeps `graph_cache_size` keys, least recently used evicted.
+  // Stretches of fewer than `graph_min_launches` launches run eagerly. No effect on cpu.
+  bool device_graphs = true;
+  int graph_warmup = 1;
+  int graph_cache_size = 256;
+  int graph_min_launches = 1;
   // Replaces the compile engine for kernels (benchmarks of the dispatch loop use no-op kernels).
   std::function<absl::StatusOr<std::shared_ptr<const CompiledKernel>>(const Function&, DeviceKind)>
       kernel_factory;
@@ -127,6 +137,21 @@ struct ProfileEntry {
   std::string what;  // the IR binding, and for kernels the implementation
   int64_t calls = 0;
   double total_us = 0;
+};
+
+// One stretch of device-graph work (VmOptions::device_graphs) and what became of it.
+struct GraphStretch {
+  std::string function;
+  int32_t begin = 0;  // first instruction (a launch)
+  int32_t end = 0;    // one past the last launch
+  DeviceKind device = DeviceKind::kUnset;
+  int32_t launches = 0;  // launch instructions inside
+  // Runs of the stretch since the last ResetProfile: eagerly (warm-up, or retired), captured
+  // into a graph and launched, replayed from a graph, and fallen back (a launch differed from
+  // its graph's node: the stretch ran eagerly from there).
+  int64_t eager = 0, captures = 0, replays = 0, fallbacks = 0;
+  double graph_us = 0;  // host time of captures and graph launches
+  std::string note;     // why it last ran eagerly after warm-up (capture refused, a divergence)
 };
 
 // An executable compiled once for any number of VMs: verified, its primitives parsed, one
@@ -211,7 +236,12 @@ class VirtualMachine {
   void SetTraceMemory(bool on);
   // Per-instruction profile (VmOptions::profile), sorted by total time, descending.
   std::vector<ProfileEntry> Profile() const;
+  // Resets the profile and the device-graph statistics.
   void ResetProfile();
+  // Every device-graph stretch of the program, in function and pc order, with what became of
+  // it (always counted, profile or not); the graphs cached now (keys with a captured graph).
+  std::vector<GraphStretch> GraphStats() const;
+  int64_t GraphsCached() const;
 
  private:
   struct Impl;

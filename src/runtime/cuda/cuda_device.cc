@@ -25,6 +25,14 @@
 //           word becomes an error (then cleared), so a kernel's error is never silent. Errors of
 //           asynchronous work (a faulting kernel) surface at the same synchronisation, from
 //           cudaStreamSynchronize.
+//   Graphs  CaptureGraph runs each node's host half under stream capture (relaxed mode, so a
+//           library's own cudaMalloc is allowed) and instantiates the result: a CUDA graph
+//           launched by LaunchGraph with one cudaGraphLaunch. While capturing, raw allocations
+//           go through a side stream (a cudaMallocAsync on the captured stream would become a
+//           node of the graph) and device-to-device copies issued by kernels are tallied into
+//           the graph, which counts them at each launch. Whatever refuses capture (an
+//           uncapturable library call, a synchronisation) invalidates it: FailedPrecondition
+//           naming the call, and the caller launches the nodes one by one.
 //   Counts  Exactly as sim's (device.h): calls and bytes per direction (KernelCopy is d2d),
 //           one sync per Synchronize, raw allocations, launches, by-value params.
 // Thread safety: one mutex guards the live-block map and the counters, another the staging
@@ -70,6 +78,8 @@ class CudaDevice final : public Device {
     RETURN_IF_ERROR(CudaCall(cudaSetDevice(ordinal), "cudaSetDevice"));
     RETURN_IF_ERROR(CudaCall(cudaStreamCreateWithFlags(&d->stream_, cudaStreamNonBlocking),
                              "cudaStreamCreateWithFlags"));
+    RETURN_IF_ERROR(CudaCall(cudaStreamCreateWithFlags(&d->side_stream_, cudaStreamNonBlocking),
+                             "cudaStreamCreateWithFlags(side stream)"));
     cudaMemPool_t pool = nullptr;
     RETURN_IF_ERROR(CudaCall(cudaDeviceGetDefaultMemPool(&pool, ordinal), "cudaDeviceGetDefaultMemPool"));
     uint64_t threshold = UINT64_MAX;
@@ -99,6 +109,7 @@ class CudaDevice final : public Device {
       cudaStreamSynchronize(stream_);
       cudaStreamDestroy(stream_);
     }
+    if (side_stream_ != nullptr) cudaStreamDestroy(side_stream_);
     if (staging_ != nullptr) cudaFreeHost(staging_);
     if (error_host_ != nullptr) cudaFreeHost(error_host_);
   }
@@ -110,6 +121,12 @@ class CudaDevice final : public Device {
     if (bytes > 0) {
       RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
                                "cudaMemcpyAsync (device to device, inside a kernel)"));
+    }
+    if (capturing_) {  // a node of the graph: counted at each of its launches
+      ++capture_copies_.d2d_calls;
+      capture_copies_.d2d_bytes += static_cast<int64_t>(bytes);
+      if (bytes == 0) ++capture_copies_.d2d_empty;
+      return absl::OkStatus();
     }
     return Count(&DeviceCounters::d2d_calls, &DeviceCounters::d2d_bytes, bytes, &DeviceCounters::d2d_empty);
   }
@@ -123,7 +140,11 @@ class CudaDevice final : public Device {
     // Allocated under the lock, so the memory limit's check and the allocation are one step.
     std::lock_guard<std::mutex> lock(mu_);
     RETURN_IF_ERROR(CheckMemoryLimit(request, bytes));
-    const cudaError_t e = cudaMallocAsync(&p, request, stream_);
+    // While capturing, an allocation on the captured stream would become a graph node: the
+    // side stream allocates, and the host waits for it so the block is usable at once.
+    cudaStream_t on = capturing_ ? side_stream_ : stream_;
+    cudaError_t e = cudaMallocAsync(&p, request, on);
+    if (e == cudaSuccess && capturing_) e = cudaStreamSynchronize(side_stream_);
     if (e != cudaSuccess) {
       cudaGetLastError();  // clear the (non-sticky) error
       size_t free_bytes = 0, total = 0;
@@ -142,7 +163,14 @@ class CudaDevice final : public Device {
       std::lock_guard<std::mutex> lock(mu_);
       if (!live_.Freed(ptr, counters_)) return;
     }
-    // Stream-ordered: the memory returns to the pool after the work queued before it.
+    // Stream-ordered: the memory returns to the pool after the work queued before it. Not
+    // while capturing, where the free would become a node of the graph: the VM holds its pools'
+    // frees during a graph's stretch (PoolingAllocator::Hold), so only a library's own free
+    // gets here, and goes through the side stream.
+    if (capturing_) {
+      cudaFreeAsync(ptr, side_stream_);
+      return;
+    }
     cudaFreeAsync(ptr, stream_);
   }
 
@@ -223,6 +251,7 @@ class CudaDevice final : public Device {
           " bytes of kernel parameters; a launch passes at most ", kMaxKernelParamBytes));
     }
     absl::Status status = kernel();
+    if (capturing_) return status;  // counted when the graph launches
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.launches;
@@ -230,6 +259,80 @@ class CudaDevice final : public Device {
       counters_.param_bytes += static_cast<int64_t>(param_bytes);
     }
     return status;
+  }
+
+  class CudaGraph final : public DeviceGraph {
+   public:
+    ~CudaGraph() override {
+      if (exec != nullptr) cudaGraphExecDestroy(exec);
+    }
+    int64_t nodes() const override { return count; }
+    cudaGraphExec_t exec = nullptr;
+    int64_t count = 0;
+    int64_t param_calls = 0, param_bytes = 0;
+    DeviceCounters copies;  // kernels' device-to-device copies, per launch
+  };
+
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> CaptureGraph(std::vector<GraphNode> nodes) override {
+    auto graph = std::make_unique<CudaGraph>();
+    graph->count = static_cast<int64_t>(nodes.size());
+    for (const GraphNode& n : nodes) {
+      for (const LaunchArg& a : n.args) {
+        if (!a.by_value) continue;
+        ++graph->param_calls;
+        graph->param_bytes += static_cast<int64_t>(a.bytes);
+      }
+    }
+    RETURN_IF_ERROR(CudaCall(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed),
+                             "cudaStreamBeginCapture"));
+    capturing_ = true;
+    capture_copies_ = DeviceCounters();
+    absl::Status status;
+    for (size_t i = 0; i < nodes.size() && status.ok(); ++i) {
+      status = LaunchNode(nodes[i]);  // its errors start with the node's label
+      if (!status.ok()) {
+        status = absl::FailedPreconditionError(absl::StrCat("graph node ", i, " did not capture: ", status.message()));
+      }
+    }
+    capturing_ = false;
+    graph->copies = capture_copies_;
+    cudaGraph_t captured = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &captured);
+    if (status.ok() && ended != cudaSuccess) {
+      status = absl::FailedPreconditionError(
+          absl::StrCat("cudaStreamEndCapture failed with ", CudaErrorText(ended)));
+    }
+    if (status.ok()) {
+      const cudaError_t made = cudaGraphInstantiate(&graph->exec, captured, 0);
+      if (made != cudaSuccess) {
+        status = absl::FailedPreconditionError(
+            absl::StrCat("cudaGraphInstantiate failed with ", CudaErrorText(made)));
+      }
+    }
+    if (captured != nullptr) cudaGraphDestroy(captured);
+    if (!status.ok()) {
+      cudaGetLastError();  // capture errors are not sticky; the stream is usable again
+      return status;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.graph_captures;
+    return std::unique_ptr<DeviceGraph>(std::move(graph));
+  }
+
+  absl::Status LaunchGraph(DeviceGraph& graph) override {
+    auto* g = dynamic_cast<CudaGraph*>(&graph);
+    if (g == nullptr) return absl::InvalidArgumentError("cuda: a graph captured by another device");
+    RETURN_IF_ERROR(CudaCall(cudaGraphLaunch(g->exec, stream_), "cudaGraphLaunch"));
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.graph_launches;
+    counters_.launches += g->count;
+    counters_.graph_kernels += g->count;
+    counters_.param_calls += g->param_calls;
+    counters_.param_bytes += g->param_bytes;
+    counters_.d2d_calls += g->copies.d2d_calls;
+    counters_.d2d_bytes += g->copies.d2d_bytes;
+    counters_.d2d_empty += g->copies.d2d_empty;
+    return absl::OkStatus();
   }
 
  private:
@@ -284,6 +387,11 @@ class CudaDevice final : public Device {
 
   const int ordinal_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t side_stream_ = nullptr;  // raw allocations while the stream is captured
+  // CaptureGraph in progress (one VM thread uses a device at a time while capturing), and the
+  // device-to-device copies kernels issued into the graph.
+  bool capturing_ = false;
+  DeviceCounters capture_copies_;
   void* staging_ = nullptr;
   uint32_t* error_host_ = nullptr;
   uint32_t* error_device_ = nullptr;
