@@ -37,7 +37,7 @@ absl::StatusOr<bool> PassManager::Run(Module& module) {
     if (options_.timing) timings_.push_back(PassTiming{std::string(pass->name()), seconds, *changed});
     any_changed |= *changed;
     if (options_.verify_each) {
-      absl::Status v = VerifyModule(module);
+      absl::Status v = *changed || options_.verify_unchanged ? VerifyModule(module) : absl::OkStatus();
       if (v.ok()) v = pass->VerifyPostconditions(module);
       if (!v.ok()) {
         return absl::InternalError(absl::StrCat("verifier failed after pass '", pass->name(),

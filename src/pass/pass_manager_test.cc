@@ -77,15 +77,20 @@ TEST(PassManager, InstrumentationPrintsAndTimes) {
 }
 
 // A deliberately broken pass: leaves a use of a value defined later (breaks SSA dominance).
+// `says_changed` false: it also claims to have changed nothing ("silent-break").
 class BreakSsaPass : public Pass {
  public:
-  absl::string_view name() const override { return "break-ssa"; }
+  explicit BreakSsaPass(bool says_changed = true) : says_changed_(says_changed) {}
+  absl::string_view name() const override { return says_changed_ ? "break-ssa" : "silent-break"; }
   absl::StatusOr<bool> Run(Module& m) override {
     auto& nodes = m.functions()[0]->body().mutable_nodes();
     std::swap(nodes[0], nodes[1]);
     nodes[0]->set_operand(0, nodes[1]->result(0));
-    return true;
+    return says_changed_;
   }
+
+ private:
+  bool says_changed_;
 };
 
 // Tests that the verifier after each pass blames the pass that broke the IR.
@@ -154,6 +159,37 @@ TEST(PassManager, PostconditionsAreCheckedAfterThePass) {
   PassManager unchecked(o);
   unchecked.AddPass(std::make_unique<BrokenPromisePass>());
   EXPECT_TRUE(unchecked.Run(*m).ok());
+  // An unchanged module skips the structural verifier (verify_unchanged off), never the pass's
+  // own postconditions.
+  o.verify_each = true;
+  o.verify_unchanged = false;
+  PassManager lean(o);
+  lean.AddPass(std::make_unique<BrokenPromisePass>());
+  auto again = lean.Run(*m);
+  ASSERT_FALSE(again.ok());
+  EXPECT_THAT(again.status().message(), ::testing::HasSubstr("every value has a device"));
+}
+
+// A pass that breaks the module and says it changed nothing (a bug): the verifier after every
+// pass finds it; with verify_unchanged off the structural verifier trusts the pass's answer
+// (what `hetpass run` does).
+TEST(PassManager, UnchangedPassesAreVerifiedUnlessAskedNotTo) {
+  const char* text = "def @main(%x: f32[4]) {\n  %a = exp(%x)\n  %b = tanh(%a)\n  return %b\n}\n";
+  PassManagerOptions o;
+  o.verify_each = true;
+  {
+    auto m = testing::Parse(text);
+    PassManager pm(o);
+    pm.AddPass(std::make_unique<BreakSsaPass>(/*says_changed=*/false));
+    auto r = pm.Run(*m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(), ::testing::HasSubstr("verifier failed after pass 'silent-break'"));
+  }
+  o.verify_unchanged = false;
+  auto m = testing::Parse(text);
+  PassManager pm(o);
+  pm.AddPass(std::make_unique<BreakSsaPass>(/*says_changed=*/false));
+  EXPECT_TRUE(pm.Run(*m).ok());
 }
 
 }  // namespace
