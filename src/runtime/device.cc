@@ -9,6 +9,7 @@
 #include "passes/runtime/device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #ifdef HETPASS_HAS_CUDA
@@ -124,8 +125,22 @@ absl::Status Device::LaunchGraph(DeviceGraph&) {
 }
 
 absl::Status Device::LaunchNode(const GraphNode& node) {
+  switch (node.kind) {
+    case GraphNode::Kind::kCopyHostToDevice:
+      return NodeError(node, CopyHostToDevice(node.dst, node.src, node.bytes));
+    case GraphNode::Kind::kCopyDeviceToDevice:
+      return NodeError(node, CopyDeviceToDevice(node.dst, node.src, node.bytes));
+    case GraphNode::Kind::kKernel:
+      break;
+  }
   std::vector<LaunchArg> args = node.Args();
   return NodeError(node, Launch(absl::MakeSpan(args), [&]() { return node.kernel(args); }));
+}
+
+absl::StatusOr<std::shared_ptr<void>> Device::AllocateStaging(size_t bytes) {
+  void* p = std::malloc(std::max<size_t>(bytes, 1));
+  if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("staging: no ", bytes, " bytes of host memory"));
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
 absl::Status NodeError(const GraphNode& node, absl::Status status) {

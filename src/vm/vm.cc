@@ -122,6 +122,9 @@ namespace {
 bool EndsStretch(const Instruction& in) {
   switch (in.op) {
     case Opcode::kDeviceCopy:
+      // A copy to the host waits for the device; one to an accelerator (host-to-device through
+      // the graph's staging, or device-to-device) can be a node of the graph.
+      return !IsAccelerator(in.device);
     case Opcode::kCall:
     case Opcode::kIf:
     case Opcode::kLoop:
@@ -760,8 +763,14 @@ struct VirtualMachine::Impl {
 
   absl::StatusOr<NDArray> Copy(const NDArray& src, DeviceKind to) {
     ASSIGN_OR_RETURN(NDArray dst, runtime::AllocateTensor(pool(to), src.dtype, src.shape));
+    RETURN_IF_ERROR(CopyInto(dst, src));
+    return dst;
+  }
+  // `src`'s bytes into `dst` (allocated for them), across devices as the kinds say.
+  absl::Status CopyInto(const NDArray& dst, const NDArray& src) {
     const size_t n = src.nbytes();
     const DeviceKind from = src.device()->kind();
+    const DeviceKind to = dst.device()->kind();
     if (from == DeviceKind::kCpu && to == DeviceKind::kCpu) {
       if (n) std::memcpy(dst.data(), src.data(), n);
     } else if (from == DeviceKind::kCpu) {
@@ -777,7 +786,7 @@ struct VirtualMachine::Impl {
       return absl::UnimplementedError(absl::StrCat("copy from ", DeviceName(from), " to ",
                                                    DeviceName(to), " (two accelerators)"));
     }
-    return dst;
+    return absl::OkStatus();
   }
 
   // ---- Device graphs (the header comment, "Device graphs") ----
@@ -795,6 +804,8 @@ struct VirtualMachine::Impl {
     std::vector<runtime::GraphNode> nodes;  // the graph's launches, for checks and fallbacks
     std::vector<NodeCheck> checks;
     uint64_t generation = 0;  // the workspace pool's generation at capture
+    // Host staging of the graph's host-to-device copy nodes, refilled before each launch.
+    std::vector<std::shared_ptr<void>> staging;
     std::list<std::string>::iterator lru;
   };
   absl::flat_hash_map<std::string, std::unique_ptr<GraphEntry>> graphs;
@@ -814,6 +825,8 @@ struct VirtualMachine::Impl {
     size_t cursor = 0;  // replay: launches matched so far
     std::vector<runtime::GraphNode> nodes;  // capture: launches deferred so far
     std::vector<NodeCheck> checks;
+    std::vector<std::shared_ptr<void>> staging;  // capture: the copy nodes' staging
+    bool waited = false;  // replay: the graph's last launch has read its staging (WaitGraph)
   } active;
 
   bool graphs_on() const { return options.device_graphs; }
@@ -826,6 +839,7 @@ struct VirtualMachine::Impl {
     e.graph.reset();
     e.nodes.clear();
     e.checks.clear();
+    e.staging.clear();
   }
 
   void EvictGraphs(size_t keep) {
@@ -884,6 +898,8 @@ struct VirtualMachine::Impl {
     active.cursor = 0;
     active.nodes.clear();
     active.checks.clear();
+    active.staging.clear();
+    active.waited = false;
     HoldPools(st.device, true);
   }
 
@@ -929,6 +945,7 @@ struct VirtualMachine::Impl {
     active.mode = Active::kNone;
     active.nodes.clear();
     active.checks.clear();
+    active.staging.clear();
     HoldPools(active.device, false);
   }
 
@@ -996,6 +1013,69 @@ struct VirtualMachine::Impl {
     return true;
   }
 
+  // Inside a deferring stretch, a copy onto its device: a copy node of the graph (host data
+  // goes through the node's staging, filled now: the graph reads it when it launches). Returns
+  // the destination, allocated now as an eager copy's is.
+  absl::StatusOr<NDArray> DeferCopy(const VmFunction& f, size_t pc, const NDArray& src) {
+    const Instruction& in = f.code[pc];
+    ASSIGN_OR_RETURN(NDArray dst, AllocateRetrying([&]() {
+                       return runtime::AllocateTensor(pool(in.device), src.dtype, src.shape);
+                     }));
+    const bool from_host = src.device()->kind() == DeviceKind::kCpu;
+    const auto kind = from_host ? runtime::GraphNode::Kind::kCopyHostToDevice
+                                : runtime::GraphNode::Kind::kCopyDeviceToDevice;
+    const size_t bytes = src.nbytes();
+    NodeCheck check;
+    check.site = -1 - static_cast<int32_t>(kind);  // no kernel site is negative
+    check.dims.push_back(static_cast<int64_t>(src.dtype));
+    check.dims.push_back(static_cast<int64_t>(src.shape.size()));
+    check.dims.insert(check.dims.end(), src.shape.begin(), src.shape.end());
+    if (active.mode == Active::kReplay) {
+      GraphEntry& e = *active.entry;
+      std::string why;
+      if (active.cursor >= e.nodes.size()) {
+        why = "the stretch made more launches and copies than its graph holds";
+      } else {
+        const runtime::GraphNode& node = e.nodes[active.cursor];
+        if (e.checks[active.cursor].site != check.site || e.checks[active.cursor].dims != check.dims) {
+          why = "a copy of another kind or shape";
+        } else if (node.dst != dst.data() || node.bytes != bytes || (!from_host && node.src != src.data())) {
+          why = "a copy between other addresses";
+        }
+      }
+      if (why.empty()) {
+        const runtime::GraphNode& node = e.nodes[active.cursor];
+        if (from_host && bytes > 0) {
+          if (!active.waited) RETURN_IF_ERROR(dev(in.device)->WaitGraph(*e.graph));
+          active.waited = true;
+          std::memcpy(const_cast<void*>(node.src), src.data(), bytes);
+        }
+        ++active.cursor;
+        return dst;
+      }
+      RETURN_IF_ERROR(Diverge(absl::StrCat("copy ", active.cursor, ": ", why)));
+      RETURN_IF_ERROR(CopyInto(dst, src));
+      return dst;
+    }
+    runtime::GraphNode node;
+    node.kind = kind;
+    node.dst = dst.data();
+    node.bytes = bytes;
+    node.label = Where(f, pc);
+    node.label.resize(node.label.size() - 2);  // Where's ": "
+    if (from_host) {
+      ASSIGN_OR_RETURN(std::shared_ptr<void> staging, dev(in.device)->AllocateStaging(bytes));
+      if (bytes > 0) std::memcpy(staging.get(), src.data(), bytes);
+      node.src = staging.get();
+      active.staging.push_back(std::move(staging));
+    } else {
+      node.src = src.data();
+    }
+    active.nodes.push_back(std::move(node));
+    active.checks.push_back(std::move(check));
+    return dst;
+  }
+
   // After the stretch's last instruction: capture and launch, or launch the key's graph.
   absl::Status EndStretch() {
     GraphStretch& stats = StatsOf();
@@ -1017,6 +1097,7 @@ struct VirtualMachine::Impl {
         e.graph = *std::move(g);
         e.nodes = std::move(active.nodes);
         e.checks = std::move(active.checks);
+        e.staging = std::move(active.staging);
         e.generation = generation;
         st = d->LaunchGraph(*e.graph);
         ++stats.captures;
@@ -1304,7 +1385,17 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
     }
     case Opcode::kDeviceCopy: {
       RETURN_IF_ERROR(ExpectTensor(regs[in.a], "copy source"));
-      ASSIGN_OR_RETURN(NDArray a, Copy(regs[in.a].tensor, in.device));
+      const DeviceKind from = regs[in.a].tensor.device()->kind();
+      NDArray a;
+      if (active.mode != Active::kNone && in.device == active.device &&
+          (from == DeviceKind::kCpu || from == active.device)) {
+        ASSIGN_OR_RETURN(a, DeferCopy(f, pc, regs[in.a].tensor));
+      } else {
+        // Any other copy inside a deferring stretch (never expected: the stretches end before
+        // copies to the host) first issues what was deferred.
+        if (active.mode != Active::kNone) RETURN_IF_ERROR(FlushStretch("a copy the graph cannot hold"));
+        ASSIGN_OR_RETURN(a, Copy(regs[in.a].tensor, in.device));
+      }
       if (in.b == kCopyRuntimeSized) {
         const CopyDirection d = CopyDirectionBetween(regs[in.a].tensor.device()->kind(), in.device);
         RunRecord::RuntimeSized& r = runtime_sized[static_cast<int>(d)];

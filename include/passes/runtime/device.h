@@ -103,6 +103,14 @@ struct LaunchArg {
 // One kernel launch a device graph holds (Device::CaptureGraph): what Launch takes, owned, so
 // the launch can be replayed after the VM's registers have moved on.
 struct GraphNode {
+  // A kernel launch, or a copy the graph makes: `bytes` from `src` to `dst` on the device, where
+  // a host-to-device copy's `src` is host staging memory the graph's owner keeps and refills
+  // before each launch of the graph (Device::AllocateStaging, WaitGraph).
+  enum class Kind : uint8_t { kKernel, kCopyHostToDevice, kCopyDeviceToDevice };
+  Kind kind = Kind::kKernel;
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
   // As Launch's args, except that a by-value arg's bytes live in `values` (in argument order,
   // each at the next offset) and its `data` is ignored.
   std::vector<LaunchArg> args;
@@ -181,8 +189,15 @@ class Device {
   // and every node as a launch (launches, graph_kernels, by-value params) as Launch would.
   virtual absl::StatusOr<std::unique_ptr<DeviceGraph>> CaptureGraph(std::vector<GraphNode> nodes);
   virtual absl::Status LaunchGraph(DeviceGraph& graph);
-  // One node as an ordinary Launch.
+  // One node as an ordinary Launch (or copy).
   absl::Status LaunchNode(const GraphNode& node);
+  // Host memory a graph's host-to-device copy nodes read (pinned on cuda, so the copy can be
+  // captured); freed when the last reference goes.
+  virtual absl::StatusOr<std::shared_ptr<void>> AllocateStaging(size_t bytes);
+  // Before refilling a graph's staging: waits until the graph's last launch has read it (cuda:
+  // its completion event; usually already passed, as a host wait came between). Not a counted
+  // sync: the ledger's syncs are the program's waits, and this one is the staging's.
+  virtual absl::Status WaitGraph(DeviceGraph& graph) { return absl::OkStatus(); }
 
   // True when `ptr` points into this device's memory (sim: inside the arena).
   virtual bool Owns(const void* ptr) const = 0;

@@ -122,12 +122,6 @@ class CudaDevice final : public Device {
       RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
                                "cudaMemcpyAsync (device to device, inside a kernel)"));
     }
-    if (capturing_) {  // a node of the graph: counted at each of its launches
-      ++capture_copies_.d2d_calls;
-      capture_copies_.d2d_bytes += static_cast<int64_t>(bytes);
-      if (bytes == 0) ++capture_copies_.d2d_empty;
-      return absl::OkStatus();
-    }
     return Count(&DeviceCounters::d2d_calls, &DeviceCounters::d2d_bytes, bytes, &DeviceCounters::d2d_empty);
   }
   uint32_t* error_word() const { return error_device_; }
@@ -265,9 +259,12 @@ class CudaDevice final : public Device {
    public:
     ~CudaGraph() override {
       if (exec != nullptr) cudaGraphExecDestroy(exec);
+      if (done != nullptr) cudaEventDestroy(done);
     }
     int64_t nodes() const override { return count; }
     cudaGraphExec_t exec = nullptr;
+    cudaEvent_t done = nullptr;  // recorded after each launch (WaitGraph)
+    bool launched = false;
     int64_t count = 0;
     int64_t param_calls = 0, param_bytes = 0;
     DeviceCounters copies;  // kernels' device-to-device copies, per launch
@@ -275,7 +272,9 @@ class CudaDevice final : public Device {
 
   absl::StatusOr<std::unique_ptr<DeviceGraph>> CaptureGraph(std::vector<GraphNode> nodes) override {
     auto graph = std::make_unique<CudaGraph>();
-    graph->count = static_cast<int64_t>(nodes.size());
+    for (const GraphNode& n : nodes) graph->count += n.kind == GraphNode::Kind::kKernel;
+    RETURN_IF_ERROR(CudaCall(cudaEventCreateWithFlags(&graph->done, cudaEventDisableTiming),
+                             "cudaEventCreateWithFlags(graph)"));
     for (const GraphNode& n : nodes) {
       for (const LaunchArg& a : n.args) {
         if (!a.by_value) continue;
@@ -323,23 +322,42 @@ class CudaDevice final : public Device {
     auto* g = dynamic_cast<CudaGraph*>(&graph);
     if (g == nullptr) return absl::InvalidArgumentError("cuda: a graph captured by another device");
     RETURN_IF_ERROR(CudaCall(cudaGraphLaunch(g->exec, stream_), "cudaGraphLaunch"));
+    RETURN_IF_ERROR(CudaCall(cudaEventRecord(g->done, stream_), "cudaEventRecord(graph)"));
+    g->launched = true;
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.graph_launches;
     counters_.launches += g->count;
     counters_.graph_kernels += g->count;
     counters_.param_calls += g->param_calls;
     counters_.param_bytes += g->param_bytes;
-    counters_.d2d_calls += g->copies.d2d_calls;
-    counters_.d2d_bytes += g->copies.d2d_bytes;
-    counters_.d2d_empty += g->copies.d2d_empty;
+    counters_ += g->copies;  // the copies the graph makes, as the capture counted them
     return absl::OkStatus();
+  }
+
+  absl::Status WaitGraph(DeviceGraph& graph) override {
+    auto* g = dynamic_cast<CudaGraph*>(&graph);
+    if (g == nullptr || !g->launched) return absl::OkStatus();
+    return CudaCall(cudaEventSynchronize(g->done), "cudaEventSynchronize(graph)");
+  }
+
+  absl::StatusOr<std::shared_ptr<void>> AllocateStaging(size_t bytes) override {
+    void* p = nullptr;
+    RETURN_IF_ERROR(CudaCall(cudaMallocHost(&p, std::max<size_t>(bytes, 1)), "cudaMallocHost(graph staging)"));
+    return std::shared_ptr<void>(p, [](void* q) { cudaFreeHost(q); });
   }
 
  private:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {}
 
+  // Counts a copy; while capturing, into the graph, which counts it at each of its launches.
   absl::Status Count(int64_t DeviceCounters::*calls, int64_t DeviceCounters::*total, size_t bytes,
                      int64_t DeviceCounters::*empty) {
+    if (capturing_) {
+      ++(capture_copies_.*calls);
+      capture_copies_.*total += static_cast<int64_t>(bytes);
+      if (bytes == 0) ++(capture_copies_.*empty);
+      return absl::OkStatus();
+    }
     std::lock_guard<std::mutex> lock(mu_);
     ++(counters_.*calls);
     counters_.*total += static_cast<int64_t>(bytes);
