@@ -11,62 +11,25 @@
 // were range-checked by Verify(), so the loop only checks what depends on run-time data (shapes,
 // dtypes, devices of arguments, sizes against storage capacities).
 //
-// Device graphs (VmOptions::device_graphs; docs/runtime.md, "Device graphs"). A stretch is a
-// run of a function's instructions from one accelerator launch to the last launch on the same
-// device before anything that makes the host wait for or hand data to the device (a copy in any
-// direction), or leaves the function's straight-line code (call, if, loop, ret): between its
-// launches only host work that reads no device memory (allocations, host kernels, shape
-// functions, kills). Stretches are found once per program from the bytecode alone, so sim and
-// cuda make the same ones. When a stretch starts, the VM looks up its key (the function, the
-// stretch, the values of every symbol slot) in an LRU cache:
-//   - a key seen fewer than graph_warmup times runs eagerly, as without graphs (a library's
-//     first call sets up plans and workspace, which capture would refuse);
-//   - next, the stretch's launches are deferred: each becomes a GraphNode (its arguments, its
-//     by-value bytes, the kernel instance), and at the stretch's end the device captures them as
-//     one graph (a CUDA graph) and launches it;
-//   - from then on a run of the stretch deferred again, but only to check: each launch is
-//     compared with its node (kernel site, every pointer, shape and by-value byte). When all
-//     match, one graph launch replaces the launches, and the kernels' host halves (cuDNN's
-//     descriptor set-up, argument marshalling) do not run. At the first launch that differs
-//     (a pool that moved a tensor, a host value that changed) the matching launches so far run
-//     one by one from their nodes, the rest of the stretch runs eagerly, and the key captures
-//     afresh next time (three divergences retire it: it runs eagerly from then on).
-// Deferring is safe because nothing inside a stretch reads device memory on the host or
-// touches it outside the launches; the pools hold the memory they would give back to the
-// device (PoolingAllocator::Hold) until the graph is launched, and a graph captured with
-// workspace from a pool that has since given memory back is dropped (its pointers may dangle).
+// Device graphs (VmOptions::device_graphs) are in device_graphs.cc; builtins and loops in
+// vm_control.cc; the state all three share, VirtualMachine::Impl, in vm_impl.h.
 #include "passes/vm/vm.h"
 
 #include <malloc.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstring>
-#include <list>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "passes/ir/parser.h"
 #include "passes/support/status_macros.h"
-#include "vm/memory_trace.h"
+#include "vm/vm_impl.h"
 
 namespace hetpass::vm {
-namespace {
-
-using runtime::Device;
-using runtime::NDArray;
-using runtime::PoolingAllocator;
-
-// Every device kind of devices.def (kUnset included): a new kind needs no edit here.
-constexpr int kNumDevices = 0
-#define HETPASS_DEVICE(e, name, accel) +1
-#include "passes/ir/devices.def"
-#undef HETPASS_DEVICE
-    ;
 
 absl::StatusOr<int64_t> ReadInt(const NDArray& a, int64_t i) {
   const void* p = static_cast<const char*>(a.data()) + i * DTypeSize(a.dtype);
@@ -93,96 +56,6 @@ absl::Status ExpectHost(const NDArray& a, absl::string_view what) {
         ": plan-devices/manifest-alloc should have copied it"));
   }
   return absl::OkStatus();
-}
-
-}  // namespace
-
-// What every VM loaded from one executable shares, immutable once Compile returns: the
-// verified executable, its parsed primitives, the engine and one compiled kernel per site, the
-// shape functions. The engine is only used again for WaitForBackgroundCompiles (its own lock).
-struct Program::Impl {
-  Executable exe;
-  std::unique_ptr<Module> primitives;
-  std::unique_ptr<CompileEngine> engine;
-  std::vector<std::shared_ptr<const CompiledKernel>> kernels;
-  std::vector<std::shared_ptr<const ShapeFunction>> shape_funcs;
-  std::vector<int32_t> kernel_outputs;  // per kernel site: how many trailing arguments it writes
-  // Device graphs: per function, its stretches, and per pc the stretch starting there (-1).
-  std::vector<std::vector<GraphStretch>> stretches;
-  std::vector<std::vector<int32_t>> stretch_at;
-
-  absl::Status Compile(const VmOptions& options);
-  void FindStretches(int min_launches);
-};
-
-namespace {
-
-// Whether an instruction ends a device-graph stretch (the header's definition): the host waits
-// for or hands data to a device, or control leaves straight-line code.
-bool EndsStretch(const Instruction& in) {
-  switch (in.op) {
-    case Opcode::kDeviceCopy:
-      // A copy to the host waits for the device; one to an accelerator (host-to-device through
-      // the graph's staging, or device-to-device) can be a node of the graph.
-      return !IsAccelerator(in.device);
-    case Opcode::kCall:
-    case Opcode::kIf:
-    case Opcode::kLoop:
-    case Opcode::kRet:
-      return true;
-    case Opcode::kArg:
-    case Opcode::kConst:
-    case Opcode::kAllocStorage:
-    case Opcode::kAllocTensor:
-    case Opcode::kAllocTensorDyn:
-    case Opcode::kInvokeKernel:
-    case Opcode::kShapeFunc:
-    case Opcode::kShapeOf:
-    case Opcode::kTuple:
-    case Opcode::kGetItem:
-    case Opcode::kMove:
-    case Opcode::kKill:
-    case Opcode::kBuiltin:
-    case Opcode::kAssume:
-      return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-void Program::Impl::FindStretches(int min_launches) {
-  stretches.assign(exe.functions.size(), {});
-  stretch_at.assign(exe.functions.size(), {});
-  for (size_t fi = 0; fi < exe.functions.size(); ++fi) {
-    const std::vector<Instruction>& code = exe.functions[fi].code;
-    stretch_at[fi].assign(code.size(), -1);
-    GraphStretch open;
-    auto close = [&]() {
-      if (open.launches >= std::max(1, min_launches)) {
-        stretch_at[fi][open.begin] = static_cast<int32_t>(stretches[fi].size());
-        stretches[fi].push_back(open);
-      }
-      open = GraphStretch();
-    };
-    for (size_t pc = 0; pc < code.size(); ++pc) {
-      const Instruction& in = code[pc];
-      if (EndsStretch(in)) {
-        close();
-        continue;
-      }
-      if (in.op != Opcode::kInvokeKernel || !IsAccelerator(in.device)) continue;
-      if (open.launches > 0 && open.device != in.device) close();
-      if (open.launches == 0) {
-        open.function = exe.functions[fi].name;
-        open.begin = static_cast<int32_t>(pc);
-        open.device = in.device;
-      }
-      open.end = static_cast<int32_t>(pc) + 1;  // up to the last launch
-      ++open.launches;
-    }
-    close();
-  }
 }
 
 absl::Status Program::Impl::Compile(const VmOptions& options) {
@@ -253,919 +126,333 @@ absl::Status Program::WaitForKernels() const { return impl_->engine->WaitForBack
 
 int64_t Program::KernelsPending() const { return impl_->engine->background_pending(); }
 
-struct VirtualMachine::Impl {
-  // Declared first, destroyed last: the kernel instances below were made by its kernels.
-  std::shared_ptr<const Program> program;
-  const Executable& exe;
-  const Module& primitives;
-  const std::vector<std::shared_ptr<const CompiledKernel>>& kernels;
-  const std::vector<std::shared_ptr<const ShapeFunction>>& shape_funcs;
-  const std::vector<int32_t>& kernel_outputs;
-  VmOptions options;
-  // Declaration order is destruction order reversed: devices outlive pools, pools outlive every
-  // storage (constants, instances' scratch).
-  std::unique_ptr<Device> devices[kNumDevices];
-  std::unique_ptr<PoolingAllocator> pools[kNumDevices];
-  // Kernels' workspace (KernelContext::workspace), apart from the tensors' pool: a library's
-  // scratch request (cuDNN, cuBLASLt, NMS lists; taken and released within one launch) would
-  // otherwise borrow a larger cached tensor block, and the tensor that needed it would allocate
-  // afresh in the second run. Apart, each pool's request sequence repeats exactly from run to
-  // run, so the steady state (from the second run) allocates nothing.
-  std::unique_ptr<PoolingAllocator> scratch_pools[kNumDevices];
-  KernelContext contexts[kNumDevices];  // what kernels on each device run with
-  std::vector<Object> constants;
-  std::vector<std::unique_ptr<KernelInstance>> instances;  // per kernel site: this VM's own
-  std::vector<TensorArg> arg_scratch;
-  std::vector<runtime::LaunchArg> launch_scratch;
-  struct FrameCache {
-    std::vector<Object> regs;
-    bool active = false;
-  };
-  std::vector<FrameCache> frames;  // per function
-  // Per function: how many times it ran since the last reset (the copy ledger's region terms).
-  std::vector<int64_t> executions;
-  // Copies whose compile-time type has a `?` dim (Instruction::b of kDeviceCopy), per direction
-  // since the last reset: the ledger promises their count but not their bytes, so the ledger
-  // check takes their bytes out of the device's totals and compares the rest exactly.
-  std::array<RunRecord::RuntimeSized, 4> runtime_sized{};
-  // kAssume instructions executed since the last reset (RunRecord::assumption_checks).
-  int64_t assumption_checks = 0;
-  struct Acc {
-    int64_t calls = 0;
-    double us = 0;
-  };
-  std::vector<std::vector<Acc>> profile;
-  // VmOptions::trace_memory: the byte ranges each instruction reads and writes.
-  bool tracing = false;
-  MemoryTrace trace;
+absl::Status VirtualMachine::Impl::EnsureDevice(DeviceKind k) {
+  const int i = static_cast<int>(k);
+  if (k == DeviceKind::kUnset) return absl::InvalidArgumentError("instruction without a device");
+  if (devices[i]) return absl::OkStatus();
+  if (k == DeviceKind::kSim) {
+    ASSIGN_OR_RETURN(devices[i], runtime::MakeSimDevice(options.sim));
+  } else {
+    ASSIGN_OR_RETURN(devices[i], runtime::MakeDevice(k));
+  }
+  if (options.device_memory_limit > 0 && IsAccelerator(k)) {
+    devices[i]->SetMemoryLimit(options.device_memory_limit);
+  }
+  pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
+  scratch_pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
+  contexts[i] = KernelContext{devices[i].get(), devices[i]->native_queue(), scratch_pools[i].get()};
+  return absl::OkStatus();
+}
 
-  // Records a read or write of `a`'s bytes, when the device's allocator holds them (a
-  // borrowed host tensor is the caller's memory, not the device's).
-  void Trace(const NDArray& a, bool write) {
-    if (!tracing || !a.defined() || a.nbytes() == 0) return;
-    Device* d = a.device();
-    if (!d->Owns(a.data())) return;
-    if (write) {
-      trace.Write(d->kind(), a.data(), a.nbytes());
-    } else {
-      trace.Read(d->kind(), a.data(), a.nbytes());
-    }
+void VirtualMachine::Impl::BeginPlannedRun() {
+  for (int i = 0; i < kNumDevices; ++i) {
+    if (pools[i]) pools[i]->BeginRun();
+    if (scratch_pools[i]) scratch_pools[i]->BeginRun();
   }
-  void TraceRead(const NDArray& a) { Trace(a, /*write=*/false); }
-  void TraceWrite(const NDArray& a) { Trace(a, /*write=*/true); }
+}
 
-  Impl(std::shared_ptr<const Program> p, VmOptions o)
-      : program(std::move(p)),
-        exe(program->impl_->exe),
-        primitives(*program->impl_->primitives),
-        kernels(program->impl_->kernels),
-        shape_funcs(program->impl_->shape_funcs),
-        kernel_outputs(program->impl_->kernel_outputs),
-        options(std::move(o)),
-        tracing(options.trace_memory) {}
+void VirtualMachine::Impl::EndPlannedRun() {
+  for (int i = 0; i < kNumDevices; ++i) {
+    if (pools[i]) pools[i]->EndRun();
+    if (scratch_pools[i]) scratch_pools[i]->EndRun();
+  }
+}
 
-  absl::Status EnsureDevice(DeviceKind k) {
-    const int i = static_cast<int>(k);
-    if (k == DeviceKind::kUnset) return absl::InvalidArgumentError("instruction without a device");
-    if (devices[i]) return absl::OkStatus();
-    if (k == DeviceKind::kSim) {
-      ASSIGN_OR_RETURN(devices[i], runtime::MakeSimDevice(options.sim));
-    } else {
-      ASSIGN_OR_RETURN(devices[i], runtime::MakeDevice(k));
+absl::Status VirtualMachine::Impl::Load() {
+  RETURN_IF_ERROR(EnsureDevice(DeviceKind::kCpu));
+  for (const VmFunction& f : exe.functions) {
+    for (const ArgSpec& a : f.params) RETURN_IF_ERROR(EnsureDevice(a.device));
+    for (const Instruction& in : f.code) {
+      if (in.device != DeviceKind::kUnset) RETURN_IF_ERROR(EnsureDevice(in.device));
     }
-    if (options.device_memory_limit > 0 && IsAccelerator(k)) {
-      devices[i]->SetMemoryLimit(options.device_memory_limit);
-    }
-    pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
-    scratch_pools[i] = std::make_unique<PoolingAllocator>(devices[i].get());
-    contexts[i] = KernelContext{devices[i].get(), devices[i]->native_queue(), scratch_pools[i].get()};
-    return absl::OkStatus();
   }
-  Device* dev(DeviceKind k) const { return devices[static_cast<int>(k)].get(); }
-  PoolingAllocator* pool(DeviceKind k) const { return pools[static_cast<int>(k)].get(); }
+  for (const ConstantEntry& c : exe.constants) {
+    RETURN_IF_ERROR(EnsureDevice(c.device));
+    if (c.value.released()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          ConstantName(constants.size()),
+          " was released after the first VM loaded from this program prepacked it (that VM "
+          "was the program's only holder: docs/runtime.md, \"Released constants\"); to load "
+          "several VMs, hold the Program (Program::Compile) and load each from it"));
+    }
+    absl::StatusOr<NDArray> a = runtime::FromHost(c.value, pool(c.device));
+    if (!a.ok()) {
+      return absl::Status(a.status().code(),
+                          absl::StrCat("placing ", ConstantName(constants.size()), " (",
+                                       c.value.type().ToString(), ") on ", DeviceName(c.device),
+                                       ": ", a.status().message()));
+    }
+    constants.push_back(Object::FromTensor(*std::move(a)));
+  }
+  ReleasePlan release = PlanRelease();
+  for (size_t k = 0; k < exe.kernels.size(); ++k) {
+    const KernelSite& site = exe.kernels[k];
+    const Function* f = primitives.FindFunction(site.primitive);
+    std::vector<const Tensor*> consts(f->body().num_params(), nullptr);
+    for (size_t i = 0; i < site.constants.size() && i < consts.size(); ++i) {
+      if (site.constants[i] >= 0) consts[i] = &exe.constants[site.constants[i]].value;
+    }
+    ASSIGN_OR_RETURN(auto instance,
+                     kernels[k]->Instantiate(contexts[static_cast<int>(site.device)], consts));
+    instances.push_back(std::move(instance));
+    ReleaseAfter(release, k);
+  }
+  TrimHeap(release);
+  frames.resize(exe.functions.size());
+  graph_stats = program->impl_->stretches;
+  executions.assign(exe.functions.size(), 0);
+  profile.resize(exe.functions.size());
+  for (size_t i = 0; i < exe.functions.size(); ++i) profile[i].resize(exe.functions[i].code.size());
+  for (auto& d : devices) {
+    if (d) d->ResetCounters();
+  }
+  return absl::OkStatus();
+}
 
-  // One top-level call is one run of every pool's run-time plan (pooling_allocator.cc): the
-  // call's requests are recorded, and a call that repeats them is served from the arena.
-  void BeginPlannedRun() {
-    for (int i = 0; i < kNumDevices; ++i) {
-      if (pools[i]) pools[i]->BeginRun();
-      if (scratch_pools[i]) scratch_pools[i]->BeginRun();
-    }
+VirtualMachine::Impl::ReleasePlan VirtualMachine::Impl::PlanRelease() const {
+  ReleasePlan plan;
+  plan.pending.assign(exe.constants.size(), 0);
+  plan.kept.assign(exe.constants.size(), program.use_count() != 1);
+  plan.site_uses.resize(exe.kernels.size());
+  if (program.use_count() != 1) return plan;  // a shared program keeps everything: no scan
+  for (size_t c = 0; c < exe.constants.size(); ++c) {
+    if (exe.constants[c].device != DeviceKind::kCpu) plan.kept[c] = true;
   }
-  void EndPlannedRun() {
-    for (int i = 0; i < kNumDevices; ++i) {
-      if (pools[i]) pools[i]->EndRun();
-      if (scratch_pools[i]) scratch_pools[i]->EndRun();
+  absl::flat_hash_map<int32_t, int32_t> loaded;  // register -> the constant loaded into it
+  for (const VmFunction& f : exe.functions) {
+    loaded.clear();
+    for (const Instruction& in : f.code) {
+      if (in.op == Opcode::kConst) loaded[in.dst] = in.a;
     }
-  }
-
-  // The per-VM half of loading (the program is compiled): devices, constants placed, one
-  // kernel instance per site (which prepacks the site's constants), register files.
-  absl::Status Load() {
-    RETURN_IF_ERROR(EnsureDevice(DeviceKind::kCpu));
-    for (const VmFunction& f : exe.functions) {
-      for (const ArgSpec& a : f.params) RETURN_IF_ERROR(EnsureDevice(a.device));
-      for (const Instruction& in : f.code) {
-        if (in.device != DeviceKind::kUnset) RETURN_IF_ERROR(EnsureDevice(in.device));
+    if (loaded.empty()) continue;
+    auto keep = [&](int32_t r) {
+      if (auto it = loaded.find(r); it != loaded.end()) plan.kept[it->second] = true;
+    };
+    for (const Instruction& in : f.code) {
+      // The registers an instruction reads through its fields (as Executable::Verify checks
+      // them); no default, so a new opcode must say which of its fields are registers.
+      switch (in.op) {
+        case Opcode::kAllocTensor:
+        case Opcode::kAllocTensorDyn:
+        case Opcode::kDeviceCopy:
+        case Opcode::kShapeOf:
+        case Opcode::kMove:
+        case Opcode::kGetItem:
+          keep(in.a);
+          break;
+        case Opcode::kIf:
+          keep(in.c);
+          break;
+        case Opcode::kArg:
+        case Opcode::kConst:
+        case Opcode::kAllocStorage:
+        case Opcode::kInvokeKernel:
+        case Opcode::kShapeFunc:
+        case Opcode::kTuple:
+        case Opcode::kBuiltin:
+        case Opcode::kCall:
+        case Opcode::kLoop:
+        case Opcode::kRet:
+        case Opcode::kKill:
+        case Opcode::kAssume:
+          break;
       }
-    }
-    for (const ConstantEntry& c : exe.constants) {
-      RETURN_IF_ERROR(EnsureDevice(c.device));
-      if (c.value.released()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            ConstantName(constants.size()),
-            " was released after the first VM loaded from this program prepacked it (that VM "
-            "was the program's only holder: docs/runtime.md, \"Released constants\"); to load "
-            "several VMs, hold the Program (Program::Compile) and load each from it"));
-      }
-      absl::StatusOr<NDArray> a = runtime::FromHost(c.value, pool(c.device));
-      if (!a.ok()) {
-        return absl::Status(a.status().code(),
-                            absl::StrCat("placing ", ConstantName(constants.size()), " (",
-                                         c.value.type().ToString(), ") on ", DeviceName(c.device),
-                                         ": ", a.status().message()));
-      }
-      constants.push_back(Object::FromTensor(*std::move(a)));
-    }
-    ReleasePlan release = PlanRelease();
-    for (size_t k = 0; k < exe.kernels.size(); ++k) {
-      const KernelSite& site = exe.kernels[k];
-      const Function* f = primitives.FindFunction(site.primitive);
-      std::vector<const Tensor*> consts(f->body().num_params(), nullptr);
-      for (size_t i = 0; i < site.constants.size() && i < consts.size(); ++i) {
-        if (site.constants[i] >= 0) consts[i] = &exe.constants[site.constants[i]].value;
-      }
-      ASSIGN_OR_RETURN(auto instance,
-                       kernels[k]->Instantiate(contexts[static_cast<int>(site.device)], consts));
-      instances.push_back(std::move(instance));
-      ReleaseAfter(release, k);
-    }
-    TrimHeap(release);
-    frames.resize(exe.functions.size());
-    graph_stats = program->impl_->stretches;
-    executions.assign(exe.functions.size(), 0);
-    profile.resize(exe.functions.size());
-    for (size_t i = 0; i < exe.functions.size(); ++i) profile[i].resize(exe.functions[i].code.size());
-    for (auto& d : devices) {
-      if (d) d->ResetCounters();
-    }
-    return absl::OkStatus();
-  }
-
-  // Released constants: a cpu constant whose every use is a parameter of a cpu kernel site
-  // whose instance absorbed it (KernelInstance::Absorbed: prepacked, the bytes as stored never
-  // read again) is released as soon as the last of those instances is made, the VM's object
-  // and the program's tensor both, so a model's weights are resident once (packed) rather than
-  // twice: BERT-6's process peaked at 1.9x its file at vm-load with both held. Only
-  //  - where this VM is the program's only holder (VirtualMachine::Load of an Executable, or of
-  //    a Program nobody else holds): a program that other VMs load keeps every constant for
-  //    their instances (VmPool holds its Program);
-  //  - and for bytes nothing else shares (Tensor::ReleaseIfUnshared): a caller still holding
-  //    the IR module the executable came from keeps them, and the program's tensor with them.
-  // Registers are assigned once per value (compiler.cc), so a constant's uses are the
-  // instructions naming the register its kConst wrote; any use other than a cpu kernel site's
-  // constant parameter (a copy, a shape function, a region's operand, a result) keeps it.
-  struct ReleasePlan {
-    std::vector<int32_t> pending;  // per constant: kernel-site uses whose instance is not made yet
-    std::vector<bool> kept;        // per constant: some use needs the bytes
-    std::vector<std::vector<std::pair<int32_t, int32_t>>> site_uses;  // per site: (param, constant)
-    size_t untrimmed = 0;  // bytes released since the heap was last trimmed (TrimHeap)
-  };
-  ReleasePlan PlanRelease() const {
-    ReleasePlan plan;
-    plan.pending.assign(exe.constants.size(), 0);
-    plan.kept.assign(exe.constants.size(), program.use_count() != 1);
-    plan.site_uses.resize(exe.kernels.size());
-    if (program.use_count() != 1) return plan;  // a shared program keeps everything: no scan
-    for (size_t c = 0; c < exe.constants.size(); ++c) {
-      if (exe.constants[c].device != DeviceKind::kCpu) plan.kept[c] = true;
-    }
-    absl::flat_hash_map<int32_t, int32_t> loaded;  // register -> the constant loaded into it
-    for (const VmFunction& f : exe.functions) {
-      loaded.clear();
-      for (const Instruction& in : f.code) {
-        if (in.op == Opcode::kConst) loaded[in.dst] = in.a;
-      }
-      if (loaded.empty()) continue;
-      auto keep = [&](int32_t r) {
-        if (auto it = loaded.find(r); it != loaded.end()) plan.kept[it->second] = true;
-      };
-      for (const Instruction& in : f.code) {
-        // The registers an instruction reads through its fields (as Executable::Verify checks
-        // them); no default, so a new opcode must say which of its fields are registers.
-        switch (in.op) {
-          case Opcode::kAllocTensor:
-          case Opcode::kAllocTensorDyn:
-          case Opcode::kDeviceCopy:
-          case Opcode::kShapeOf:
-          case Opcode::kMove:
-          case Opcode::kGetItem:
-            keep(in.a);
-            break;
-          case Opcode::kIf:
-            keep(in.c);
-            break;
-          case Opcode::kArg:
-          case Opcode::kConst:
-          case Opcode::kAllocStorage:
-          case Opcode::kInvokeKernel:
-          case Opcode::kShapeFunc:
-          case Opcode::kTuple:
-          case Opcode::kBuiltin:
-          case Opcode::kCall:
-          case Opcode::kLoop:
-          case Opcode::kRet:
-          case Opcode::kKill:
-          case Opcode::kAssume:
-            break;
-        }
-        if (in.op == Opcode::kKill) continue;  // the end of a value's life reads nothing
-        if (in.op != Opcode::kInvokeKernel) {
-          // The whole operand range: entries that are not registers (a loop's scan types) can
-          // only keep a constant, never release one.
-          const int32_t end = in.list + in.count + in.count2 + (in.op == Opcode::kIf ? in.dst : 0);
-          for (int32_t i = in.list; i < end; ++i) keep(f.operands[i]);
-          continue;
-        }
-        const KernelSite& site = exe.kernels[in.a];
-        for (int32_t i = 0; i < in.count; ++i) {
-          auto it = loaded.find(f.operands[in.list + i]);
-          if (it == loaded.end()) continue;
-          const int32_t c = it->second;
-          if (site.device == DeviceKind::kCpu && i < static_cast<int32_t>(site.constants.size()) &&
-              site.constants[i] == c) {
-            plan.site_uses[in.a].emplace_back(i, c);
-            ++plan.pending[c];
-          } else {
-            plan.kept[c] = true;
-          }
-        }
-      }
-    }
-    return plan;
-  }
-  // After site `k`'s instance is made: the constants whose last use it was are released if
-  // every instance absorbed them.
-  void ReleaseAfter(ReleasePlan& plan, size_t k) {
-    for (const auto& [param, c] : plan.site_uses[k]) {
-      if (!instances[k]->Absorbed(param)) plan.kept[c] = true;
-      if (--plan.pending[c] > 0 || plan.kept[c]) continue;
-      NDArray& a = constants[c].tensor;
-      // The VM's object first: it borrows the program's bytes (FromHost keeps a Tensor alive).
-      a.storage = std::make_shared<runtime::Storage>(a.device(), nullptr, 0, nullptr);
-      a.offset = 0;
-      Tensor& value = program->impl_->exe.constants[c].value;  // this VM's alone
-      const size_t bytes = value.nbytes();
-      if (value.ReleaseIfUnshared()) plan.untrimmed += bytes;
-    }
-    if (plan.untrimmed >= kTrimEvery) TrimHeap(plan);
-  }
-  // glibc keeps freed blocks in its heap (its mmap threshold rises as large blocks are freed,
-  // so later weights are heap blocks too): without giving the released weights' pages back
-  // while packing, BERT-6's load still peaked 60 MB higher. A trim costs about a millisecond
-  // on a model's heap, hence every 16 MiB released and once at the end.
-  static constexpr size_t kTrimEvery = size_t{16} << 20;
-  static void TrimHeap(ReleasePlan& plan) {
-#if defined(__GLIBC__)
-    if (plan.untrimmed > 0) malloc_trim(0);
-#endif
-    plan.untrimmed = 0;
-  }
-
-  // "constant 3 (%fc1_weight = constant ...)": the IR binding of the first instruction that
-  // loads constant `index`, for errors at load.
-  std::string ConstantName(size_t index) const {
-    for (const VmFunction& f : exe.functions) {
-      for (size_t pc = 0; pc < f.code.size(); ++pc) {
-        if (f.code[pc].op == Opcode::kConst && f.code[pc].a == static_cast<int32_t>(index) &&
-            pc < f.comments.size()) {
-          return absl::StrCat("constant ", index, " (", f.comments[pc], ")");
-        }
-      }
-    }
-    return absl::StrCat("constant ", index);
-  }
-
-  std::string Where(const VmFunction& f, size_t pc) const {
-    return absl::StrCat("@", f.name, " pc ", pc, " (", OpcodeName(f.code[pc].op), " ",
-                        pc < f.comments.size() ? f.comments[pc] : "", "): ");
-  }
-
-  absl::Status CheckArg(const VmFunction& f, int param, const Object& o, int64_t* syms) {
-    const ArgSpec& spec = f.params[param];
-    const std::string what = absl::StrCat("argument ", param, " (%", spec.name, ") of @", f.name);
-    if (spec.container != ArgSpec::kTensor) return CheckContainerArg(spec, what, o, syms);
-    if (o.kind != Object::Kind::kTensor) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": expected a tensor ", spec.type_text));
-    }
-    return CheckTensorArg(spec, what, o.tensor, syms);
-  }
-
-  // An optional (present or not) and/or a sequence: each element against the tensor part.
-  absl::Status CheckContainerArg(const ArgSpec& spec, const std::string& what, const Object& o,
-                                 int64_t* syms) {
-    const Object* seq = &o;
-    if (spec.container == ArgSpec::kOptional || spec.container == ArgSpec::kOptionalSequence) {
-      if (o.kind != Object::Kind::kOptional || o.fields == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": expected an optional ", spec.type_text));
-      }
-      if (o.fields->empty()) return absl::OkStatus();
-      seq = &(*o.fields)[0];
-      if (spec.container == ArgSpec::kOptional) {
-        if (seq->kind != Object::Kind::kTensor) {
-          return absl::InvalidArgumentError(absl::StrCat(what, ": expected ", spec.type_text));
-        }
-        return CheckTensorArg(spec, what, seq->tensor, syms);
-      }
-    }
-    if (seq->kind != Object::Kind::kSequence || seq->fields == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": expected a sequence ", spec.type_text));
-    }
-    for (size_t k = 0; k < seq->fields->size(); ++k) {
-      const Object& e = (*seq->fields)[k];
-      const std::string elem = absl::StrCat(what, " element ", k);
-      if (e.kind != Object::Kind::kTensor) {
-        return absl::InvalidArgumentError(absl::StrCat(elem, ": not a tensor"));
-      }
-      if (spec.any_element) {
-        if (e.tensor.device()->kind() != spec.device) {
-          return absl::InvalidArgumentError(absl::StrCat(elem, ": expected on ", DeviceName(spec.device)));
-        }
+      if (in.op == Opcode::kKill) continue;  // the end of a value's life reads nothing
+      if (in.op != Opcode::kInvokeKernel) {
+        // The whole operand range: entries that are not registers (a loop's scan types) can
+        // only keep a constant, never release one.
+        const int32_t end = in.list + in.count + in.count2 + (in.op == Opcode::kIf ? in.dst : 0);
+        for (int32_t i = in.list; i < end; ++i) keep(f.operands[i]);
         continue;
       }
-      RETURN_IF_ERROR(CheckTensorArg(spec, elem, e.tensor, syms));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status CheckTensorArg(const ArgSpec& spec, const std::string& what, const NDArray& a,
-                              int64_t* syms) {
-    auto mismatch = [&](absl::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": expected ", spec.type_text, ", got ",
-                                                     a.TypeString(), " (", why, ")"));
-    };
-    if (a.dtype != spec.dtype) return mismatch("dtype");
-    if (a.device()->kind() != spec.device) return mismatch("device");
-    if (a.shape.size() != spec.dims.size()) return mismatch("rank");
-    for (size_t i = 0; i < spec.dims.size(); ++i) {
-      const ArgDim& d = spec.dims[i];
-      const int64_t got = a.shape[i];
-      switch (d.kind) {
-        case ArgDim::kAny: break;
-        case ArgDim::kStatic:
-          if (got != d.value) return mismatch(absl::StrCat("dim ", i, " is ", got, ", expected ", d.value));
-          break;
-        case ArgDim::kBind:
-          syms[d.value] = got;
-          break;
-        case ArgDim::kCheck: {
-          ASSIGN_OR_RETURN(int64_t want, EvalDim(exe.dims[d.value], {syms, exe.symbols.size()}));
-          if (got != want) {
-            return mismatch(absl::StrCat("dim ", i, " is ", got, ", the other arguments make it ", want));
-          }
-          break;
+      const KernelSite& site = exe.kernels[in.a];
+      for (int32_t i = 0; i < in.count; ++i) {
+        auto it = loaded.find(f.operands[in.list + i]);
+        if (it == loaded.end()) continue;
+        const int32_t c = it->second;
+        if (site.device == DeviceKind::kCpu && i < static_cast<int32_t>(site.constants.size()) &&
+            site.constants[i] == c) {
+          plan.site_uses[in.a].emplace_back(i, c);
+          ++plan.pending[c];
+        } else {
+          plan.kept[c] = true;
         }
       }
     }
-    return absl::OkStatus();
   }
+  return plan;
+}
 
-  absl::StatusOr<runtime::Shape> EvalShape(const TypeSpec& t, const int64_t* syms) {
-    runtime::Shape s;
-    for (int32_t d : t.dims) {
-      ASSIGN_OR_RETURN(int64_t v, EvalDim(exe.dims[d], {syms, exe.symbols.size()}));
-      if (v < 0) return absl::InvalidArgumentError(absl::StrCat("negative dim ", v));
-      s.push_back(v);
-    }
-    return s;
+void VirtualMachine::Impl::ReleaseAfter(ReleasePlan& plan, size_t k) {
+  for (const auto& [param, c] : plan.site_uses[k]) {
+    if (!instances[k]->Absorbed(param)) plan.kept[c] = true;
+    if (--plan.pending[c] > 0 || plan.kept[c]) continue;
+    NDArray& a = constants[c].tensor;
+    // The VM's object first: it borrows the program's bytes (FromHost keeps a Tensor alive).
+    a.storage = std::make_shared<runtime::Storage>(a.device(), nullptr, 0, nullptr);
+    a.offset = 0;
+    Tensor& value = program->impl_->exe.constants[c].value;  // this VM's alone
+    const size_t bytes = value.nbytes();
+    if (value.ReleaseIfUnshared()) plan.untrimmed += bytes;
   }
+  if (plan.untrimmed >= kTrimEvery) TrimHeap(plan);
+}
 
-  absl::StatusOr<NDArray> HostI64(absl::Span<const int64_t> values, DType dtype) {
-    ASSIGN_OR_RETURN(NDArray a, runtime::AllocateTensor(pool(DeviceKind::kCpu), dtype,
-                                                        {static_cast<int64_t>(values.size())}));
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (dtype == DType::kI32) {
-        static_cast<int32_t*>(a.data())[i] = static_cast<int32_t>(values[i]);
-      } else {
-        static_cast<int64_t*>(a.data())[i] = values[i];
-      }
-    }
-    TraceWrite(a);
-    return a;
-  }
+void VirtualMachine::Impl::TrimHeap(ReleasePlan& plan) {
+#if defined(__GLIBC__)
+  if (plan.untrimmed > 0) malloc_trim(0);
+#endif
+  plan.untrimmed = 0;
+}
 
-  // A sequence/optional builtin (ir/builtins.def). Containers share their element objects, so
-  // inserting or indexing never touches element data; only a position is read, on the host.
-  absl::StatusOr<Object> RunBuiltin(Builtin b, const std::vector<const Object*>& args) {
-    const absl::string_view name = BuiltinName(b);
-    auto container = [&](int i, Object::Kind kind) -> absl::StatusOr<const std::vector<Object>*> {
-      const Object& o = *args[i];
-      if (o.kind != kind || o.fields == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            name, ": operand ", i, " is not ", kind == Object::Kind::kSequence ? "a sequence" : "an optional"));
-      }
-      return o.fields.get();
-    };
-    auto make = [](Object::Kind kind, std::vector<Object> fields) {
-      Object o;
-      o.kind = kind;
-      o.fields = std::make_shared<std::vector<Object>>(std::move(fields));
-      return o;
-    };
-    // Reads position operand `i` and resolves it against `size` (ONNX: -size..size-1, or up to
-    // size inclusive where inserting may append).
-    auto position = [&](int i, int64_t size, bool allow_end) -> absl::StatusOr<int64_t> {
-      RETURN_IF_ERROR(ExpectTensor(*args[i], absl::StrCat(name, " position")));
-      const NDArray& a = args[i]->tensor;
-      RETURN_IF_ERROR(ExpectHost(a, absl::StrCat(name, " position")));
-      if (a.num_elements() != 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, ": position has ", a.num_elements(), " elements, expected 1"));
-      }
-      TraceRead(a);
-      ASSIGN_OR_RETURN(int64_t pos, ReadInt(a, 0));
-      const int64_t hi = allow_end ? size : size - 1;
-      if (pos < -size || pos > hi) {
-        return absl::OutOfRangeError(absl::StrFormat(
-            "%s: position %d is out of range for a sequence of length %d (valid: %d..%d)", name,
-            pos, size, -size, hi));
-      }
-      return pos < 0 ? pos + size : pos;
-    };
-    auto host_scalar = [&](DType dtype, int64_t v) -> absl::StatusOr<Object> {
-      ASSIGN_OR_RETURN(NDArray a, runtime::AllocateTensor(pool(DeviceKind::kCpu), dtype, {}));
-      if (dtype == DType::kBool) {
-        *static_cast<uint8_t*>(a.data()) = v != 0;
-      } else {
-        *static_cast<int64_t*>(a.data()) = v;
-      }
-      TraceWrite(a);
-      return Object::FromTensor(std::move(a));
-    };
-    switch (b) {
-      case Builtin::kSeqConstruct: {
-        std::vector<Object> fields;
-        for (const Object* o : args) fields.push_back(*o);
-        return make(Object::Kind::kSequence, std::move(fields));
-      }
-      case Builtin::kSeqEmpty:
-        return make(Object::Kind::kSequence, {});
-      case Builtin::kSeqInsert: {
-        ASSIGN_OR_RETURN(const std::vector<Object>* s, container(0, Object::Kind::kSequence));
-        const int64_t size = static_cast<int64_t>(s->size());
-        int64_t pos = size;
-        if (args.size() == 3) {
-          ASSIGN_OR_RETURN(pos, position(2, size, /*allow_end=*/true));
-        }
-        std::vector<Object> fields = *s;
-        fields.insert(fields.begin() + pos, *args[1]);
-        return make(Object::Kind::kSequence, std::move(fields));
-      }
-      case Builtin::kSeqAt: {
-        ASSIGN_OR_RETURN(const std::vector<Object>* s, container(0, Object::Kind::kSequence));
-        ASSIGN_OR_RETURN(int64_t pos, position(1, static_cast<int64_t>(s->size()), false));
-        return (*s)[pos];
-      }
-      case Builtin::kSeqErase: {
-        ASSIGN_OR_RETURN(const std::vector<Object>* s, container(0, Object::Kind::kSequence));
-        const int64_t size = static_cast<int64_t>(s->size());
-        if (size == 0) return absl::OutOfRangeError(absl::StrCat(name, ": the sequence is empty"));
-        int64_t pos = size - 1;
-        if (args.size() == 2) {
-          ASSIGN_OR_RETURN(pos, position(1, size, false));
-        }
-        std::vector<Object> fields = *s;
-        fields.erase(fields.begin() + pos);
-        return make(Object::Kind::kSequence, std::move(fields));
-      }
-      case Builtin::kSeqLength: {
-        ASSIGN_OR_RETURN(const std::vector<Object>* s, container(0, Object::Kind::kSequence));
-        return host_scalar(DType::kI64, static_cast<int64_t>(s->size()));
-      }
-      case Builtin::kOptSome:
-        return make(Object::Kind::kOptional, {*args[0]});
-      case Builtin::kOptNone:
-        return make(Object::Kind::kOptional, {});
-      case Builtin::kOptHas: {
-        ASSIGN_OR_RETURN(const std::vector<Object>* o, container(0, Object::Kind::kOptional));
-        return host_scalar(DType::kBool, o->empty() ? 0 : 1);
-      }
-      case Builtin::kOptGet: {
-        ASSIGN_OR_RETURN(const std::vector<Object>* o, container(0, Object::Kind::kOptional));
-        if (o->empty()) {
-          return absl::FailedPreconditionError(absl::StrCat(name, ": the optional holds no value"));
-        }
-        return (*o)[0];
+std::string VirtualMachine::Impl::ConstantName(size_t index) const {
+  for (const VmFunction& f : exe.functions) {
+    for (size_t pc = 0; pc < f.code.size(); ++pc) {
+      if (f.code[pc].op == Opcode::kConst && f.code[pc].a == static_cast<int32_t>(index) &&
+          pc < f.comments.size()) {
+        return absl::StrCat("constant ", index, " (", f.comments[pc], ")");
       }
     }
-    return absl::InternalError("bad builtin");
   }
+  return absl::StrCat("constant ", index);
+}
 
-  absl::StatusOr<NDArray> Copy(const NDArray& src, DeviceKind to) {
-    ASSIGN_OR_RETURN(NDArray dst, runtime::AllocateTensor(pool(to), src.dtype, src.shape));
-    RETURN_IF_ERROR(CopyInto(dst, src));
-    return dst;
+std::string VirtualMachine::Impl::Where(const VmFunction& f, size_t pc) const {
+  return absl::StrCat("@", f.name, " pc ", pc, " (", OpcodeName(f.code[pc].op), " ",
+                      pc < f.comments.size() ? f.comments[pc] : "", "): ");
+}
+
+absl::Status VirtualMachine::Impl::CheckArg(const VmFunction& f, int param, const Object& o,
+                                            int64_t* syms) {
+  const ArgSpec& spec = f.params[param];
+  const std::string what = absl::StrCat("argument ", param, " (%", spec.name, ") of @", f.name);
+  if (spec.container != ArgSpec::kTensor) return CheckContainerArg(spec, what, o, syms);
+  if (o.kind != Object::Kind::kTensor) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": expected a tensor ", spec.type_text));
   }
-  // `src`'s bytes into `dst` (allocated for them), across devices as the kinds say.
-  absl::Status CopyInto(const NDArray& dst, const NDArray& src) {
-    const size_t n = src.nbytes();
-    const DeviceKind from = src.device()->kind();
-    const DeviceKind to = dst.device()->kind();
-    if (from == DeviceKind::kCpu && to == DeviceKind::kCpu) {
-      if (n) std::memcpy(dst.data(), src.data(), n);
-    } else if (from == DeviceKind::kCpu) {
-      RETURN_IF_ERROR(dst.device()->CopyHostToDevice(dst.data(), src.data(), n));
-    } else if (to == DeviceKind::kCpu) {
-      RETURN_IF_ERROR(src.device()->CopyDeviceToHost(dst.data(), src.data(), n));
-      // The host reads the value next: it waits here (one counted sync per device-to-host
-      // copy, the ledger's promise).
-      RETURN_IF_ERROR(src.device()->Synchronize());
-    } else if (from == to) {
-      RETURN_IF_ERROR(dst.device()->CopyDeviceToDevice(dst.data(), src.data(), n));
-    } else {
-      return absl::UnimplementedError(absl::StrCat("copy from ", DeviceName(from), " to ",
-                                                   DeviceName(to), " (two accelerators)"));
+  return CheckTensorArg(spec, what, o.tensor, syms);
+}
+
+absl::Status VirtualMachine::Impl::CheckContainerArg(const ArgSpec& spec, const std::string& what,
+                                                     const Object& o, int64_t* syms) {
+  const Object* seq = &o;
+  if (spec.container == ArgSpec::kOptional || spec.container == ArgSpec::kOptionalSequence) {
+    if (o.kind != Object::Kind::kOptional || o.fields == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": expected an optional ", spec.type_text));
     }
-    return absl::OkStatus();
+    if (o.fields->empty()) return absl::OkStatus();
+    seq = &(*o.fields)[0];
+    if (spec.container == ArgSpec::kOptional) {
+      if (seq->kind != Object::Kind::kTensor) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": expected ", spec.type_text));
+      }
+      return CheckTensorArg(spec, what, seq->tensor, syms);
+    }
   }
+  if (seq->kind != Object::Kind::kSequence || seq->fields == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": expected a sequence ", spec.type_text));
+  }
+  for (size_t k = 0; k < seq->fields->size(); ++k) {
+    const Object& e = (*seq->fields)[k];
+    const std::string elem = absl::StrCat(what, " element ", k);
+    if (e.kind != Object::Kind::kTensor) {
+      return absl::InvalidArgumentError(absl::StrCat(elem, ": not a tensor"));
+    }
+    if (spec.any_element) {
+      if (e.tensor.device()->kind() != spec.device) {
+        return absl::InvalidArgumentError(absl::StrCat(elem, ": expected on ", DeviceName(spec.device)));
+      }
+      continue;
+    }
+    RETURN_IF_ERROR(CheckTensorArg(spec, elem, e.tensor, syms));
+  }
+  return absl::OkStatus();
+}
 
-  // ---- Device graphs (the header comment, "Device graphs") ----
-  // What a replay compares besides the node's pointers and by-value bytes: the kernel site,
-  // and per argument its dtype, rank and dims.
-  struct NodeCheck {
-    int32_t site = 0;
-    std::vector<int64_t> dims;
+absl::Status VirtualMachine::Impl::CheckTensorArg(const ArgSpec& spec, const std::string& what,
+                                                  const NDArray& a, int64_t* syms) {
+  auto mismatch = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": expected ", spec.type_text, ", got ",
+                                                   a.TypeString(), " (", why, ")"));
   };
-  struct GraphEntry {
-    int64_t eager_runs = 0;  // warm-up runs of this key
-    int divergences = 0;
-    bool retired = false;    // runs eagerly from now on (capture refused, or kept diverging)
-    std::unique_ptr<runtime::DeviceGraph> graph;
-    std::vector<runtime::GraphNode> nodes;  // the graph's launches, for checks and fallbacks
-    std::vector<NodeCheck> checks;
-    uint64_t generation = 0;  // the workspace pool's generation at capture
-    // Host staging of the graph's host-to-device copy nodes, refilled before each launch.
-    std::vector<std::shared_ptr<void>> staging;
-    std::list<std::string>::iterator lru;
-  };
-  absl::flat_hash_map<std::string, std::unique_ptr<GraphEntry>> graphs;
-  std::list<std::string> graph_lru;  // keys, most recently used first
-  std::vector<std::vector<GraphStretch>> graph_stats;  // per function, per stretch
-  // The arguments a deferred launch's kernel runs with, owned (TensorArg's shape is a span).
-  struct OwnedArgs {
-    std::vector<std::vector<int64_t>> shapes;
-    std::vector<TensorArg> args;
-  };
-  struct Active {
-    enum Mode : uint8_t { kNone, kCapture, kReplay };
-    Mode mode = kNone;
-    int32_t fi = -1, stretch = -1, end = 0;
-    DeviceKind device = DeviceKind::kUnset;
-    GraphEntry* entry = nullptr;
-    size_t cursor = 0;  // replay: launches matched so far
-    std::vector<runtime::GraphNode> nodes;  // capture: launches deferred so far
-    std::vector<NodeCheck> checks;
-    std::vector<std::shared_ptr<void>> staging;  // capture: the copy nodes' staging
-    bool waited = false;  // replay: the graph's last launch has read its staging (WaitGraph)
-  } active;
-
-  bool graphs_on() const { return options.device_graphs; }
-  GraphStretch& StatsOf() { return graph_stats[active.fi][active.stretch]; }
-  void HoldPools(DeviceKind d, bool on) {
-    pools[static_cast<int>(d)]->Hold(on);
-    scratch_pools[static_cast<int>(d)]->Hold(on);
-  }
-  static void DropGraph(GraphEntry& e) {
-    e.graph.reset();
-    e.nodes.clear();
-    e.checks.clear();
-    e.staging.clear();
-  }
-
-  void EvictGraphs(size_t keep) {
-    while (graphs.size() > keep && !graph_lru.empty()) {
-      graphs.erase(graph_lru.back());
-      graph_lru.pop_back();
-    }
-  }
-
-  // At the first instruction of stretch `si` of function `fi`: eager (warm-up, retired), or
-  // deferring its launches to capture a graph or to replay the key's graph.
-  void BeginStretch(int32_t fi, int32_t si, const int64_t* syms) {
-    const GraphStretch& st = program->impl_->stretches[fi][si];
-    GraphStretch& stats = graph_stats[fi][si];
-    const size_t nsyms = exe.symbols.size();
-    std::string key(2 * sizeof(int32_t) + nsyms * sizeof(int64_t), '\0');
-    std::memcpy(key.data(), &fi, sizeof(int32_t));
-    std::memcpy(key.data() + sizeof(int32_t), &si, sizeof(int32_t));
-    if (nsyms > 0) std::memcpy(key.data() + 2 * sizeof(int32_t), syms, nsyms * sizeof(int64_t));
-    GraphEntry* e = nullptr;
-    if (auto it = graphs.find(key); it != graphs.end()) {
-      e = it->second.get();
-      graph_lru.splice(graph_lru.begin(), graph_lru, e->lru);
-    } else {
-      EvictGraphs(static_cast<size_t>(std::max(1, options.graph_cache_size)) - 1);
-      graph_lru.push_front(key);
-      auto entry = std::make_unique<GraphEntry>();
-      entry->lru = graph_lru.begin();
-      e = entry.get();
-      graphs.emplace(std::move(key), std::move(entry));
-    }
-    const uint64_t generation = scratch_pools[static_cast<int>(st.device)]->generation();
-    if (e->graph != nullptr && e->generation != generation) {
-      DropGraph(*e);
-      stats.note = "captured again: the workspace pool gave memory back to the device since the capture";
-    }
-    Active::Mode mode = Active::kCapture;
-    if (e->retired) {
-      mode = Active::kNone;
-    } else if (e->graph != nullptr) {
-      mode = Active::kReplay;
-    } else if (e->eager_runs < options.graph_warmup) {
-      ++e->eager_runs;
-      mode = Active::kNone;
-    }
-    if (mode == Active::kNone) {
-      ++stats.eager;
-      return;
-    }
-    active.mode = mode;
-    active.fi = fi;
-    active.stretch = si;
-    active.end = st.end;
-    active.device = st.device;
-    active.entry = e;
-    active.cursor = 0;
-    active.nodes.clear();
-    active.checks.clear();
-    active.staging.clear();
-    active.waited = false;
-    HoldPools(st.device, true);
-  }
-
-  // Why the launch in arg_scratch/launch_scratch differs from `node` ("" when it matches).
-  std::string Differs(int32_t site, const runtime::GraphNode& node, const NodeCheck& check) const {
-    if (site != check.site) return "another kernel";
-    if (node.args.size() != launch_scratch.size()) return "another number of arguments";
-    size_t value = 0, dim = 0;
-    for (size_t i = 0; i < launch_scratch.size(); ++i) {
-      const runtime::LaunchArg& now = launch_scratch[i];
-      const runtime::LaunchArg& then = node.args[i];
-      if (now.by_value != then.by_value || now.bytes != then.bytes) {
-        return absl::StrCat("argument ", i, " has another size (", now.bytes, " bytes, captured ",
-                            then.bytes, ")");
-      }
-      if (now.by_value) {
-        if (now.bytes > 0 && std::memcmp(now.data, node.values.data() + value, now.bytes) != 0) {
-          return absl::StrCat("by-value argument ", i, " holds other values");
+  if (a.dtype != spec.dtype) return mismatch("dtype");
+  if (a.device()->kind() != spec.device) return mismatch("device");
+  if (a.shape.size() != spec.dims.size()) return mismatch("rank");
+  for (size_t i = 0; i < spec.dims.size(); ++i) {
+    const ArgDim& d = spec.dims[i];
+    const int64_t got = a.shape[i];
+    switch (d.kind) {
+      case ArgDim::kAny: break;
+      case ArgDim::kStatic:
+        if (got != d.value) return mismatch(absl::StrCat("dim ", i, " is ", got, ", expected ", d.value));
+        break;
+      case ArgDim::kBind:
+        syms[d.value] = got;
+        break;
+      case ArgDim::kCheck: {
+        ASSIGN_OR_RETURN(int64_t want, EvalDim(exe.dims[d.value], {syms, exe.symbols.size()}));
+        if (got != want) {
+          return mismatch(absl::StrCat("dim ", i, " is ", got, ", the other arguments make it ", want));
         }
-        value += now.bytes;
-      } else if (now.data != then.data) {
-        return absl::StrCat("argument ", i, " is at another address");
+        break;
       }
-      const TensorArg& t = arg_scratch[i];
-      const int64_t rank = static_cast<int64_t>(t.shape.size());
-      bool same = check.dims[dim] == static_cast<int64_t>(t.dtype) && check.dims[dim + 1] == rank;
-      for (int64_t r = 0; same && r < rank; ++r) same = check.dims[dim + 2 + r] == t.shape[r];
-      if (!same) return absl::StrCat("argument ", i, " has another dtype or shape");
-      dim += 2 + static_cast<size_t>(rank);
     }
-    return "";
   }
+  return absl::OkStatus();
+}
 
-  // The first `n` of `nodes`, one by one (a stretch that stopped deferring).
-  absl::Status LaunchEagerly(const std::vector<runtime::GraphNode>& nodes, size_t n) {
-    absl::Status st;
-    Device* d = dev(active.device);
-    for (size_t i = 0; i < n && st.ok(); ++i) st = d->LaunchNode(nodes[i]);
-    return st;
+absl::StatusOr<runtime::Shape> VirtualMachine::Impl::EvalShape(const TypeSpec& t,
+                                                               const int64_t* syms) {
+  runtime::Shape s;
+  for (int32_t d : t.dims) {
+    ASSIGN_OR_RETURN(int64_t v, EvalDim(exe.dims[d], {syms, exe.symbols.size()}));
+    if (v < 0) return absl::InvalidArgumentError(absl::StrCat("negative dim ", v));
+    s.push_back(v);
   }
-  // Deferring ends: the rest of the stretch runs eagerly, the pools give back what they held.
-  void StopDeferring() {
-    active.mode = Active::kNone;
-    active.nodes.clear();
-    active.checks.clear();
-    active.staging.clear();
-    HoldPools(active.device, false);
-  }
+  return s;
+}
 
-  // The stretch stops deferring: the launches matched so far run one by one from their nodes,
-  // the rest of the stretch eagerly; the key captures again next time (or retires).
-  absl::Status Diverge(const std::string& reason) {
-    GraphEntry& e = *active.entry;
-    GraphStretch& stats = StatsOf();
-    ++stats.fallbacks;
-    stats.note = absl::StrCat("fell back: ", reason);
-    absl::Status st = LaunchEagerly(e.nodes, active.cursor);
-    DropGraph(e);
-    if (++e.divergences >= 3) {
-      e.retired = true;
-      stats.note = absl::StrCat("runs eagerly after 3 fallbacks; the last: ", reason);
-    }
-    StopDeferring();
-    return st;
-  }
-
-  // Inside a deferring stretch, a launch on its device: recorded (capture) or checked against
-  // its node (replay). False: it was not deferred, and the caller launches it now.
-  absl::StatusOr<bool> DeferLaunch(const VmFunction& f, size_t pc, KernelInstance* k,
-                                   const KernelContext& ctx) {
-    const Instruction& in = f.code[pc];
-    if (active.mode == Active::kReplay) {
-      GraphEntry& e = *active.entry;
-      std::string why = active.cursor < e.nodes.size()
-                            ? Differs(in.a, e.nodes[active.cursor], e.checks[active.cursor])
-                            : "the stretch made more launches than its graph holds";
-      if (why.empty()) {
-        ++active.cursor;
-        return true;
-      }
-      RETURN_IF_ERROR(Diverge(absl::StrCat("launch ", active.cursor, ": ", why)));
-      return false;
-    }
-    runtime::GraphNode node;
-    node.args = launch_scratch;
-    node.label = Where(f, pc);
-    node.label.resize(node.label.size() - 2);  // Where's ": "
-    auto owned = std::make_shared<OwnedArgs>();
-    owned->args = arg_scratch;
-    owned->shapes.resize(arg_scratch.size());
-    NodeCheck check;
-    check.site = in.a;
-    for (size_t i = 0; i < arg_scratch.size(); ++i) {
-      const runtime::LaunchArg& a = launch_scratch[i];
-      if (a.by_value && a.bytes > 0) {
-        const char* p = static_cast<const char*>(a.data);
-        node.values.insert(node.values.end(), p, p + a.bytes);
-      }
-      owned->shapes[i].assign(arg_scratch[i].shape.begin(), arg_scratch[i].shape.end());
-      owned->args[i].shape = owned->shapes[i];
-      check.dims.push_back(static_cast<int64_t>(arg_scratch[i].dtype));
-      check.dims.push_back(static_cast<int64_t>(arg_scratch[i].shape.size()));
-      check.dims.insert(check.dims.end(), arg_scratch[i].shape.begin(), arg_scratch[i].shape.end());
-    }
-    node.kernel = [k, c = &ctx, owned](absl::Span<const runtime::LaunchArg> staged) {
-      for (size_t i = 0; i < owned->args.size(); ++i) owned->args[i].data = staged[i].data;
-      return k->Run(*c, owned->args);
-    };
-    active.nodes.push_back(std::move(node));
-    active.checks.push_back(std::move(check));
-    return true;
-  }
-
-  // Inside a deferring stretch, a copy onto its device: a copy node of the graph (host data
-  // goes through the node's staging, filled now: the graph reads it when it launches). Returns
-  // the destination, allocated now as an eager copy's is.
-  absl::StatusOr<NDArray> DeferCopy(const VmFunction& f, size_t pc, const NDArray& src) {
-    const Instruction& in = f.code[pc];
-    ASSIGN_OR_RETURN(NDArray dst, AllocateRetrying([&]() {
-                       return runtime::AllocateTensor(pool(in.device), src.dtype, src.shape);
-                     }));
-    const bool from_host = src.device()->kind() == DeviceKind::kCpu;
-    const auto kind = from_host ? runtime::GraphNode::Kind::kCopyHostToDevice
-                                : runtime::GraphNode::Kind::kCopyDeviceToDevice;
-    const size_t bytes = src.nbytes();
-    NodeCheck check;
-    check.site = -1 - static_cast<int32_t>(kind);  // no kernel site is negative
-    check.dims.push_back(static_cast<int64_t>(src.dtype));
-    check.dims.push_back(static_cast<int64_t>(src.shape.size()));
-    check.dims.insert(check.dims.end(), src.shape.begin(), src.shape.end());
-    if (active.mode == Active::kReplay) {
-      GraphEntry& e = *active.entry;
-      std::string why;
-      if (active.cursor >= e.nodes.size()) {
-        why = "the stretch made more launches and copies than its graph holds";
-      } else {
-        const runtime::GraphNode& node = e.nodes[active.cursor];
-        if (e.checks[active.cursor].site != check.site || e.checks[active.cursor].dims != check.dims) {
-          why = "a copy of another kind or shape";
-        } else if (node.dst != dst.data() || node.bytes != bytes || (!from_host && node.src != src.data())) {
-          why = "a copy between other addresses";
-        }
-      }
-      if (why.empty()) {
-        const runtime::GraphNode& node = e.nodes[active.cursor];
-        if (from_host && bytes > 0) {
-          if (!active.waited) RETURN_IF_ERROR(dev(in.device)->WaitGraph(*e.graph));
-          active.waited = true;
-          std::memcpy(const_cast<void*>(node.src), src.data(), bytes);
-        }
-        ++active.cursor;
-        return dst;
-      }
-      RETURN_IF_ERROR(Diverge(absl::StrCat("copy ", active.cursor, ": ", why)));
-      RETURN_IF_ERROR(CopyInto(dst, src));
-      return dst;
-    }
-    runtime::GraphNode node;
-    node.kind = kind;
-    node.dst = dst.data();
-    node.bytes = bytes;
-    node.label = Where(f, pc);
-    node.label.resize(node.label.size() - 2);  // Where's ": "
-    if (from_host) {
-      ASSIGN_OR_RETURN(std::shared_ptr<void> staging, dev(in.device)->AllocateStaging(bytes));
-      if (bytes > 0) std::memcpy(staging.get(), src.data(), bytes);
-      node.src = staging.get();
-      active.staging.push_back(std::move(staging));
+absl::StatusOr<NDArray> VirtualMachine::Impl::HostI64(absl::Span<const int64_t> values, DType dtype) {
+  ASSIGN_OR_RETURN(NDArray a, runtime::AllocateTensor(pool(DeviceKind::kCpu), dtype,
+                                                      {static_cast<int64_t>(values.size())}));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::kI32) {
+      static_cast<int32_t*>(a.data())[i] = static_cast<int32_t>(values[i]);
     } else {
-      node.src = src.data();
+      static_cast<int64_t*>(a.data())[i] = values[i];
     }
-    active.nodes.push_back(std::move(node));
-    active.checks.push_back(std::move(check));
-    return dst;
   }
+  TraceWrite(a);
+  return a;
+}
 
-  // After the stretch's last instruction: capture and launch, or launch the key's graph.
-  absl::Status EndStretch() {
-    GraphStretch& stats = StatsOf();
-    GraphEntry& e = *active.entry;
-    Device* d = dev(active.device);
-    const auto t0 = std::chrono::steady_clock::now();
-    absl::Status st;
-    if (active.mode == Active::kReplay) {
-      if (active.cursor != e.nodes.size()) {
-        return Diverge(absl::StrCat("the stretch made ", active.cursor, " launches, its graph holds ",
-                                    e.nodes.size()));
-      }
-      st = d->LaunchGraph(*e.graph);
-      ++stats.replays;
-    } else {
-      const uint64_t generation = scratch_pools[static_cast<int>(active.device)]->generation();
-      absl::StatusOr<std::unique_ptr<runtime::DeviceGraph>> g = d->CaptureGraph(active.nodes);
-      if (g.ok()) {
-        e.graph = *std::move(g);
-        e.nodes = std::move(active.nodes);
-        e.checks = std::move(active.checks);
-        e.staging = std::move(active.staging);
-        e.generation = generation;
-        st = d->LaunchGraph(*e.graph);
-        ++stats.captures;
-      } else if (absl::IsFailedPrecondition(g.status()) || absl::IsUnimplemented(g.status())) {
-        // Not capturable on this device: eager from now on, with the reason in the stats.
-        e.retired = true;
-        stats.note = absl::StrCat("capture refused: ", g.status().message());
-        ++stats.eager;
-        st = LaunchEagerly(active.nodes, active.nodes.size());
-      } else {
-        st = g.status();
-      }
-    }
-    StopDeferring();
-    stats.graph_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    return st;
+absl::StatusOr<NDArray> VirtualMachine::Impl::Copy(const NDArray& src, DeviceKind to) {
+  ASSIGN_OR_RETURN(NDArray dst, runtime::AllocateTensor(pool(to), src.dtype, src.shape));
+  RETURN_IF_ERROR(CopyInto(dst, src));
+  return dst;
+}
+
+absl::Status VirtualMachine::Impl::CopyInto(const NDArray& dst, const NDArray& src) {
+  const size_t n = src.nbytes();
+  const DeviceKind from = src.device()->kind();
+  const DeviceKind to = dst.device()->kind();
+  if (from == DeviceKind::kCpu && to == DeviceKind::kCpu) {
+    if (n) std::memcpy(dst.data(), src.data(), n);
+  } else if (from == DeviceKind::kCpu) {
+    RETURN_IF_ERROR(dst.device()->CopyHostToDevice(dst.data(), src.data(), n));
+  } else if (to == DeviceKind::kCpu) {
+    RETURN_IF_ERROR(src.device()->CopyDeviceToHost(dst.data(), src.data(), n));
+    // The host reads the value next: it waits here (one counted sync per device-to-host
+    // copy, the ledger's promise).
+    RETURN_IF_ERROR(src.device()->Synchronize());
+  } else if (from == to) {
+    RETURN_IF_ERROR(dst.device()->CopyDeviceToDevice(dst.data(), src.data(), n));
+  } else {
+    return absl::UnimplementedError(absl::StrCat("copy from ", DeviceName(from), " to ",
+                                                 DeviceName(to), " (two accelerators)"));
   }
-
-  // A deferring stretch that must stop now (an allocation failed while the pools held memory
-  // back): its deferred launches run, the holds end, the rest of the stretch runs eagerly.
-  absl::Status FlushStretch(const std::string& reason) {
-    if (active.mode == Active::kReplay) return Diverge(reason);
-    GraphStretch& stats = StatsOf();
-    ++stats.eager;
-    stats.note = absl::StrCat("ran eagerly: ", reason);
-    absl::Status st = LaunchEagerly(active.nodes, active.nodes.size());
-    StopDeferring();
-    return st;
-  }
-
-  // After instruction `pc` of function `fi`: the end of a deferring stretch launches it.
-  // Errors name the stretch (they start with "@", so Call keeps them as they are).
-  absl::Status MaybeEndStretch(const VmFunction& f, int32_t fi, size_t pc) {
-    if (active.mode == Active::kNone || active.fi != fi || static_cast<int32_t>(pc) + 1 != active.end) {
-      return absl::OkStatus();
-    }
-    const int32_t begin = program->impl_->stretches[fi][active.stretch].begin;
-    absl::Status g = EndStretch();
-    if (g.ok()) return g;
-    const std::string graph = absl::StrCat("the device graph of @", f.name, " pcs ", begin, "..", pc);
-    // A node's error starts with the launch's own location (GraphNode::label).
-    if (absl::StartsWith(g.message(), "@")) {
-      return absl::Status(g.code(), absl::StrCat(g.message(), " (in ", graph, ")"));
-    }
-    return absl::Status(g.code(), absl::StrCat(Where(f, pc), "in ", graph, ": ", g.message()));
-  }
-
-  // An error inside a deferring stretch: the call fails, its deferred launches never run.
-  void AbandonStretch() {
-    if (active.mode != Active::kNone) StopDeferring();
-  }
-
-  // An allocation inside a deferring stretch that fails for memory is retried once after the
-  // stretch stops holding memory back.
-  template <typename F>
-  auto AllocateRetrying(F allocate) -> decltype(allocate()) {
-    auto r = allocate();
-    if (r.ok() || !absl::IsResourceExhausted(r.status()) || active.mode == Active::kNone) return r;
-    RETURN_IF_ERROR(FlushStretch("a device allocation inside the stretch ran out of memory"));
-    return allocate();
-  }
-
-  absl::StatusOr<std::vector<Object>> Call(int32_t fi, std::vector<Object> args, int64_t* syms);
-  absl::Status Step(const VmFunction& f, int32_t fi, size_t pc, std::vector<Object>& regs,
-                    int64_t* syms, std::vector<Object>* results);
-  absl::Status Loop(const VmFunction& f, const Instruction& in, std::vector<Object>& regs,
-                    int64_t* syms);
-};
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<Object>> VirtualMachine::Impl::Call(int32_t fi, std::vector<Object> args,
                                                                int64_t* syms) {
@@ -1504,110 +791,6 @@ absl::Status VirtualMachine::Impl::Step(const VmFunction& f, int32_t fi, size_t 
       return absl::OkStatus();
   }
   return absl::InternalError("bad opcode");
-}
-
-// ONNX Loop: operands (max_trips, cond, carried..., captures...), results (carried..., scans...).
-// The body gets (iter, cond, carried..., captures...) and returns (cond, carried..., scans...).
-absl::Status VirtualMachine::Impl::Loop(const VmFunction& f, const Instruction& in,
-                                        std::vector<Object>& regs, int64_t* syms) {
-  const int32_t* list = f.operands.data() + in.list;
-  const int32_t carried = in.b;
-  const int32_t captures = in.count - 2 - carried;
-  const int32_t scans = in.count2 - carried;
-  if (scans < 0) return absl::InvalidArgumentError("loop has fewer results than carried values");
-  auto host_int = [&](int32_t reg, absl::string_view what) -> absl::StatusOr<int64_t> {
-    RETURN_IF_ERROR(ExpectTensor(regs[reg], what));
-    RETURN_IF_ERROR(ExpectHost(regs[reg].tensor, what));
-    if (regs[reg].tensor.num_elements() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " is not a scalar"));
-    }
-    TraceRead(regs[reg].tensor);
-    return ReadInt(regs[reg].tensor, 0);
-  };
-  ASSIGN_OR_RETURN(int64_t max_trips, host_int(list[0], "loop max_trips"));
-  ASSIGN_OR_RETURN(int64_t cond, host_int(list[1], "loop condition"));
-  std::vector<Object> state;
-  for (int32_t i = 0; i < carried; ++i) state.push_back(regs[list[2 + i]]);
-  std::vector<std::vector<NDArray>> scan_values(scans);
-  Object cond_obj = regs[list[1]];
-  int64_t iter = 0;
-  for (; iter < max_trips && cond != 0; ++iter) {
-    std::vector<Object> args;
-    ASSIGN_OR_RETURN(NDArray it, HostI64({&iter, 1}, DType::kI64));
-    it.shape.clear();  // a scalar
-    args.push_back(Object::FromTensor(std::move(it)));
-    args.push_back(cond_obj);
-    for (Object& s : state) args.push_back(s);
-    for (int32_t i = 0; i < captures; ++i) args.push_back(regs[list[2 + carried + i]]);
-    ASSIGN_OR_RETURN(auto out, Call(in.a, std::move(args), syms));
-    if (static_cast<int32_t>(out.size()) != 1 + carried + scans) {
-      return absl::InvalidArgumentError("loop body returned the wrong number of values");
-    }
-    RETURN_IF_ERROR(ExpectTensor(out[0], "loop body condition"));
-    RETURN_IF_ERROR(ExpectHost(out[0].tensor, "loop body condition"));
-    TraceRead(out[0].tensor);
-    ASSIGN_OR_RETURN(cond, ReadInt(out[0].tensor, 0));
-    cond_obj = out[0];
-    for (int32_t i = 0; i < carried; ++i) state[i] = std::move(out[1 + i]);
-    for (int32_t i = 0; i < scans; ++i) {
-      RETURN_IF_ERROR(ExpectTensor(out[1 + carried + i], "scan output"));
-      scan_values[i].push_back(out[1 + carried + i].tensor);
-    }
-  }
-  const int32_t* dsts = list + in.count;
-  for (int32_t i = 0; i < carried; ++i) regs[dsts[i]] = std::move(state[i]);
-  for (int32_t i = 0; i < scans; ++i) {
-    // Stack along a new axis 0 on the device of the parts (a kernel there, not a transfer).
-    const std::vector<NDArray>& parts = scan_values[i];
-    const DeviceKind where = parts.empty() ? (in.device == DeviceKind::kUnset ? DeviceKind::kCpu : in.device)
-                                           : parts[0].device()->kind();
-    runtime::Shape shape = {static_cast<int64_t>(parts.size())};
-    DType dtype = DType::kF32;
-    if (parts.empty()) {
-      // No iteration: [0, element dims...] of the declared type; an element dim the type does
-      // not know (or that is over a symbol no run bound) is 0, the tensor being empty anyway.
-      const TypeSpec& t = exe.types[f.operands[in.c + i]];
-      dtype = t.dtype;
-      for (size_t k = 1; k < t.dims.size(); ++k) {
-        absl::StatusOr<int64_t> d =
-            t.dims[k] >= 0 ? EvalDim(exe.dims[t.dims[k]], {syms, exe.symbols.size()}) : int64_t{0};
-        shape.push_back(d.ok() && *d >= 0 ? *d : 0);
-      }
-    } else {
-      dtype = parts[0].dtype;
-      shape.insert(shape.end(), parts[0].shape.begin(), parts[0].shape.end());
-      for (const NDArray& p : parts) {
-        if (p.shape != parts[0].shape || p.dtype != dtype) {
-          return absl::InvalidArgumentError(absl::StrCat("scan output ", i, " changes shape between iterations: ",
-                                                         parts[0].TypeString(), " vs ", p.TypeString()));
-        }
-      }
-    }
-    ASSIGN_OR_RETURN(NDArray stacked, runtime::AllocateTensor(pool(where), dtype, std::move(shape)));
-    if (tracing) {
-      trace.Tick();
-      for (const NDArray& p : parts) TraceRead(p);
-      TraceWrite(stacked);
-    }
-    Device* d = dev(where);
-    // Accelerators count each part's KernelCopy as a d2d copy (device.h); the ledger's bytes for
-    // them are `?` when this flag is set: count them apart too.
-    if (where != DeviceKind::kCpu && f.operands[in.c + scans + i] == kCopyRuntimeSized) {
-      RunRecord::RuntimeSized& r = runtime_sized[static_cast<int>(CopyDirection::kDeviceToDevice)];
-      r.calls += static_cast<int64_t>(parts.size());
-      for (const NDArray& p : parts) r.bytes += static_cast<int64_t>(p.nbytes());
-    }
-    RETURN_IF_ERROR(d->Launch([&]() -> absl::Status {
-      size_t off = 0;
-      for (const NDArray& p : parts) {
-        RETURN_IF_ERROR(d->KernelCopy(static_cast<char*>(stacked.data()) + off, p.data(), p.nbytes()));
-        off += p.nbytes();
-      }
-      return absl::OkStatus();
-    }));
-    regs[dsts[carried + i]] = Object::FromTensor(std::move(stacked));
-  }
-  return absl::OkStatus();
 }
 
 VirtualMachine::VirtualMachine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)), exe_(impl_->exe) {}
