@@ -106,6 +106,9 @@ class Counters:
     d2h_bytes: int
     d2d_calls: int
     d2d_bytes: int
+    h2d_empty: int
+    d2h_empty: int
+    d2d_empty: int
     param_calls: int
     param_bytes: int
     syncs: int
@@ -116,6 +119,8 @@ class Counters:
     graph_captures: int
     graph_launches: int
     graph_kernels: int
+    bad_frees: int
+    held_bytes: int
     peak_held_bytes: int
     ledger: CopyLedger
     def to_dict(self) -> Dict[str, int]: ...

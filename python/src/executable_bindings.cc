@@ -326,29 +326,10 @@ struct PyExecutable {
   }
 };
 
-// The counters Python sees, by name: the attributes of Counters and the keys of to_dict().
-constexpr std::pair<const char*, int64_t runtime::DeviceCounters::*> kCounterFields[] = {
-    {"h2d_calls", &runtime::DeviceCounters::h2d_calls},
-    {"h2d_bytes", &runtime::DeviceCounters::h2d_bytes},
-    {"d2h_calls", &runtime::DeviceCounters::d2h_calls},
-    {"d2h_bytes", &runtime::DeviceCounters::d2h_bytes},
-    {"d2d_calls", &runtime::DeviceCounters::d2d_calls},
-    {"d2d_bytes", &runtime::DeviceCounters::d2d_bytes},
-    {"param_calls", &runtime::DeviceCounters::param_calls},
-    {"param_bytes", &runtime::DeviceCounters::param_bytes},
-    {"syncs", &runtime::DeviceCounters::syncs},
-    {"allocs", &runtime::DeviceCounters::allocs},
-    {"alloc_bytes", &runtime::DeviceCounters::alloc_bytes},
-    {"frees", &runtime::DeviceCounters::frees},
-    {"launches", &runtime::DeviceCounters::launches},
-    {"graph_captures", &runtime::DeviceCounters::graph_captures},
-    {"graph_launches", &runtime::DeviceCounters::graph_launches},
-    {"graph_kernels", &runtime::DeviceCounters::graph_kernels},
-};
 
 py::dict CountersDict(const runtime::DeviceCounters& c) {
   py::dict d;
-  for (const auto& [field, member] : kCounterFields) d[field] = c.*member;
+  for (const auto& [field, member] : runtime::kDeviceCounterFields) d[field] = c.*member;
   return d;
 }
 
@@ -366,9 +347,8 @@ void BindExecutable(py::module_& m) {
   py::class_<runtime::DeviceCounters> counters(m, "Counters", py::dynamic_attr(),
                                                 "What the devices did: transfers (calls and "
                                                 "bytes), syncs, raw allocations, kernel launches.");
-  for (const auto& [field, member] : kCounterFields) counters.def_readonly(field, member);
-  counters.def_readonly("peak_held_bytes", &runtime::DeviceCounters::peak_held_bytes)
-      .def("to_dict", &CountersDict)
+  for (const auto& [field, member] : runtime::kDeviceCounterFields) counters.def_readonly(field, member);
+  counters.def("to_dict", &CountersDict)
       .def("__str__", &runtime::DeviceCounters::ToString)
       .def("__repr__", [](const runtime::DeviceCounters& c) { return absl::StrCat("Counters(", c.ToString(), ")"); });
 

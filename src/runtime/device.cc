@@ -23,28 +23,7 @@
 namespace hetpass::runtime {
 
 DeviceCounters& DeviceCounters::operator+=(const DeviceCounters& o) {
-  h2d_calls += o.h2d_calls;
-  h2d_bytes += o.h2d_bytes;
-  d2h_calls += o.d2h_calls;
-  d2h_bytes += o.d2h_bytes;
-  d2d_calls += o.d2d_calls;
-  d2d_bytes += o.d2d_bytes;
-  h2d_empty += o.h2d_empty;
-  d2h_empty += o.d2h_empty;
-  d2d_empty += o.d2d_empty;
-  param_calls += o.param_calls;
-  param_bytes += o.param_bytes;
-  syncs += o.syncs;
-  allocs += o.allocs;
-  alloc_bytes += o.alloc_bytes;
-  frees += o.frees;
-  launches += o.launches;
-  graph_captures += o.graph_captures;
-  graph_launches += o.graph_launches;
-  graph_kernels += o.graph_kernels;
-  bad_frees += o.bad_frees;
-  held_bytes += o.held_bytes;
-  peak_held_bytes += o.peak_held_bytes;
+  for (const DeviceCounterField& f : kDeviceCounterFields) this->*f.member += o.*f.member;
   return *this;
 }
 

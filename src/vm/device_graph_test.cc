@@ -53,23 +53,8 @@ int64_t OneByOne(const VirtualMachine& vm) {
 
 // argwhere's count crosses to the host between the two halves: two stretches, neither of which
 // spans an instruction that waits for or hands data to the device.
-constexpr char kTwoStretches[] = R"(
-def @main(%x: f32[n, 4], %w: f32[2, 4]) {
-  %c0 = constant<0> : i64[]
-  %col = take(%x, %c0) {axis = 1}
-  %z = constant<0.0> : f32[]
-  %pos = greater(%col, %z)
-  %nz = argwhere(%pos)
-  %rows = squeeze(%nz) {axis = [1]}
-  %g = take(%x, %rows) {mode = "wrap"}
-  %y = nn.dense(%g, %w)
-  %s = nn.softmax(%y)
-  return %s
-}
-)";
-
 TEST(DeviceGraphs, StretchesEndWhereTheHostWaits) {
-  VmProgram p = MustCompile(kTwoStretches);
+  VmProgram p = MustCompile(testing::ArgwhereGatherDense(/*softmax=*/true));
   auto vm = MustLoad(p.executable);
   ASSERT_NE(vm, nullptr);
   const std::vector<GraphStretch> stretches = vm->GraphStats();

@@ -117,12 +117,15 @@ void VirtualMachine::Impl::BeginStretch(int32_t fi, int32_t si, const int64_t* s
   const GraphStretch& st = program->impl_->stretches[fi][si];
   GraphStretch& stats = graph_stats[fi][si];
   const size_t nsyms = exe.symbols.size();
-  std::string key(2 * sizeof(int32_t) + nsyms * sizeof(int64_t), '\0');
+  // The key is built in a buffer kept between stretches and looked up as a string_view: only a
+  // key seen for the first time allocates (its copy in the map and in the LRU list).
+  std::string& key = graph_key_scratch;
+  key.resize(2 * sizeof(int32_t) + nsyms * sizeof(int64_t));
   std::memcpy(key.data(), &fi, sizeof(int32_t));
   std::memcpy(key.data() + sizeof(int32_t), &si, sizeof(int32_t));
   if (nsyms > 0) std::memcpy(key.data() + 2 * sizeof(int32_t), syms, nsyms * sizeof(int64_t));
   GraphEntry* e = nullptr;
-  if (auto it = graphs.find(key); it != graphs.end()) {
+  if (auto it = graphs.find(absl::string_view(key)); it != graphs.end()) {
     e = it->second.get();
     graph_lru.splice(graph_lru.begin(), graph_lru, e->lru);
   } else {
@@ -131,7 +134,7 @@ void VirtualMachine::Impl::BeginStretch(int32_t fi, int32_t si, const int64_t* s
     auto entry = std::make_unique<GraphEntry>();
     entry->lru = graph_lru.begin();
     e = entry.get();
-    graphs.emplace(std::move(key), std::move(entry));
+    graphs.emplace(key, std::move(entry));
   }
   const uint64_t generation = scratch_pools[static_cast<int>(st.device)]->generation();
   if (e->graph != nullptr && e->generation != generation) {

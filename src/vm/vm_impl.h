@@ -219,6 +219,7 @@ struct VirtualMachine::Impl {
   };
   absl::flat_hash_map<std::string, std::unique_ptr<GraphEntry>> graphs;
   std::list<std::string> graph_lru;  // keys, most recently used first
+  std::string graph_key_scratch;     // BeginStretch's key, reused
   std::vector<std::vector<GraphStretch>> graph_stats;  // per function, per stretch
   // The arguments a deferred launch's kernel runs with, owned (TensorArg's shape is a span).
   struct OwnedArgs {

@@ -248,20 +248,7 @@ def @main(%x: f32[n], %k: f32[m]) {
 // symbol with no shape function, the ledger's bytes over dyn1 are checked exactly, and a loop
 // body rebinds its own symbol every iteration (counts 3, 2, 1 over the trips).
 TEST(Vm, DataDependentSymbolsAreBoundWhereAllocated) {
-  VmProgram p = MustCompile(R"(
-def @main(%x: f32[n, 4], %w: f32[2, 4]) {
-  %c0 = constant<0> : i64[]
-  %col = take(%x, %c0) {axis = 1}
-  %z = constant<0.0> : f32[]
-  %pos = greater(%col, %z)
-  %nz = argwhere(%pos)
-  %rows = squeeze(%nz) {axis = [1]}
-  %g = take(%x, %rows) {mode = "wrap"}
-  %y = nn.dense(%g, %w)
-  return %y
-}
-)",
-                            DeviceKind::kSim);
+  VmProgram p = MustCompile(::hetpass::testing::ArgwhereGatherDense(/*softmax=*/false), DeviceKind::kSim);
   const std::string listing = p.executable.ToListing();
   EXPECT_THAT(listing, HasSubstr("=dyn1"));
   EXPECT_EQ(listing.find("shape_func"), std::string::npos) << listing;

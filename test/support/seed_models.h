@@ -33,6 +33,22 @@ inline std::string SeedMlp(const std::string& batch) {
 )");
 }
 
+// A data-dependent gather: the rows of %x whose first column is positive (argwhere, a count the
+// host reads), through a dense layer, and with `softmax` a softmax after it. Two runs of device
+// work with a device-to-host copy between them (device graphs' two stretches).
+inline std::string ArgwhereGatherDense(bool softmax) {
+  return absl::StrCat(R"(def @main(%x: f32[n, 4], %w: f32[2, 4]) {
+  %c0 = constant<0> : i64[]
+  %col = take(%x, %c0) {axis = 1}
+  %z = constant<0.0> : f32[]
+  %pos = greater(%col, %z)
+  %nz = argwhere(%pos)
+  %rows = squeeze(%nz) {axis = [1]}
+  %g = take(%x, %rows) {mode = "wrap"}
+  %y = nn.dense(%g, %w)
+)", softmax ? "  %s = nn.softmax(%y)\n  return %s\n}\n" : "  return %y\n}\n");
+}
+
 // The exact-count programs of the planner tests (5a, 5c-5f). The ledger tests assert their
 // copy counts, the VM tests run them and compare the device counters with those ledgers.
 

@@ -89,6 +89,41 @@ struct DeviceCounters {
   std::string ToString() const;
 };
 
+// Every field of DeviceCounters by name, in declaration order. operator+=, `hetpass run`'s JSON
+// and the Python bindings iterate it, so a new counter is declared in the struct and named here,
+// nowhere else (the static_assert below fails when a field is missing here).
+struct DeviceCounterField {
+  const char* name;
+  int64_t DeviceCounters::*member;
+};
+inline constexpr DeviceCounterField kDeviceCounterFields[] = {
+    {"h2d_calls", &DeviceCounters::h2d_calls},
+    {"h2d_bytes", &DeviceCounters::h2d_bytes},
+    {"d2h_calls", &DeviceCounters::d2h_calls},
+    {"d2h_bytes", &DeviceCounters::d2h_bytes},
+    {"d2d_calls", &DeviceCounters::d2d_calls},
+    {"d2d_bytes", &DeviceCounters::d2d_bytes},
+    {"h2d_empty", &DeviceCounters::h2d_empty},
+    {"d2h_empty", &DeviceCounters::d2h_empty},
+    {"d2d_empty", &DeviceCounters::d2d_empty},
+    {"param_calls", &DeviceCounters::param_calls},
+    {"param_bytes", &DeviceCounters::param_bytes},
+    {"syncs", &DeviceCounters::syncs},
+    {"allocs", &DeviceCounters::allocs},
+    {"alloc_bytes", &DeviceCounters::alloc_bytes},
+    {"frees", &DeviceCounters::frees},
+    {"launches", &DeviceCounters::launches},
+    {"graph_captures", &DeviceCounters::graph_captures},
+    {"graph_launches", &DeviceCounters::graph_launches},
+    {"graph_kernels", &DeviceCounters::graph_kernels},
+    {"bad_frees", &DeviceCounters::bad_frees},
+    {"held_bytes", &DeviceCounters::held_bytes},
+    {"peak_held_bytes", &DeviceCounters::peak_held_bytes},
+};
+static_assert(sizeof(DeviceCounters) ==
+                  sizeof(kDeviceCounterFields) / sizeof(DeviceCounterField) * sizeof(int64_t),
+              "a DeviceCounters field is missing from kDeviceCounterFields");
+
 // One buffer a kernel launch hands its kernel.
 struct LaunchArg {
   void* data = nullptr;
