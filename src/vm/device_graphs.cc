@@ -25,6 +25,8 @@
 // device (PoolingAllocator::Hold) until the graph is launched, and a graph captured with
 // workspace from a pool that has since given memory back is dropped (its pointers may dangle).
 
+#include "vm/vm_impl.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -32,7 +34,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "passes/support/status_macros.h"
-#include "vm/vm_impl.h"
 
 namespace hetpass::vm {
 

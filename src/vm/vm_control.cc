@@ -1,12 +1,13 @@
 // The VM's control and container instructions that are more than a dispatch: sequence and
 // optional builtins (ir/builtins.def), and ONNX Loop (a host-driven loop over a body function,
 // with carried values and scan outputs stacked on their device).
+#include "vm/vm_impl.h"
+
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "passes/support/status_macros.h"
-#include "vm/vm_impl.h"
 
 namespace hetpass::vm {
 
