@@ -500,14 +500,14 @@ absl::StatusOr<std::vector<Object>> VirtualMachine::Impl::Call(int32_t fi, std::
       // A stretch's graph launch is timed with its last launch instruction.
       const auto t0 = std::chrono::steady_clock::now();
       st = Step(f, fi, pc, regs, syms, &results);
-      if (st.ok()) st = MaybeEndStretch(f, fi, pc);
+      if (st.ok() && active.mode != Active::kNone) st = MaybeEndStretch(f, fi, pc);
       const auto t1 = std::chrono::steady_clock::now();
       Acc& acc = profile[fi][pc];
       ++acc.calls;
       acc.us += std::chrono::duration<double, std::micro>(t1 - t0).count();
     } else {
       st = Step(f, fi, pc, regs, syms, &results);
-      if (st.ok()) st = MaybeEndStretch(f, fi, pc);
+      if (st.ok() && active.mode != Active::kNone) st = MaybeEndStretch(f, fi, pc);
     }
     if (!st.ok()) {
       AbandonStretch();
