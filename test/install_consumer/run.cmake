@@ -13,4 +13,10 @@ run_step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/install_consumer -B ${WORK_DIR}/
          -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
 run_step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run_step(${WORK_DIR}/build/consumer)
+# The consumer asked for LLVM's static components (HETPASS_LLVM_STATIC in its CMakeLists): it
+# must not load libLLVM (the test would otherwise pass with the property ignored).
+execute_process(COMMAND ldd ${WORK_DIR}/build/consumer OUTPUT_VARIABLE deps RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR deps MATCHES "libLLVM")
+  message(FATAL_ERROR "ldd failed, or the consumer set HETPASS_LLVM_STATIC and loads libLLVM anyway:\n${deps}")
+endif()
 message(STATUS "find_package(hetpass) consumer built and ran")
