@@ -13,9 +13,9 @@
 #   ir, shape_funcs, transforms    every fuzzer (parser, registry, verifier, printer)
 #   frontend                       the ONNX fuzzers
 #   runtime, vm/executable.cc,     the loader fuzzer: VirtualMachine::Load places constants on
-#   vm/vm.cc, compile_engine.cc    cpu/sim and asks the compile engine for kernels; the engine's
-#                                  native providers (oneDNN, LLVM JIT) are left out: the provider
-#                                  lists are test/fuzz/no_kernel_providers.cc's (view copy and
+#   vm/vm.cc, vm/device_graphs.cc, cpu/sim and asks the compile engine for kernels; the engine's
+#   vm/vm_control.cc,              native providers (oneDNN, LLVM JIT) are left out: the provider
+#   compile_engine.cc              lists are test/fuzz/no_kernel_providers.cc's (view copy and
 #                                  reference only), so every kernel site gets the reference
 #                                  kernel, the engine's own fallback
 # and `hetpass_fuzz_seed`, for fuzz_seed_tool only: the pipeline that compiles the loader's seed
@@ -53,6 +53,8 @@ list(FILTER HETPASS_FUZZ_CORE_SOURCES EXCLUDE REGEX "/src/runtime/npy\\.cc$")  #
 list(APPEND HETPASS_FUZZ_CORE_SOURCES
      ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/executable.cc ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/vm.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/memory_trace.cc
+     # The interpreter's other halves (vm_impl.h): device graphs, builtins and loops.
+     ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/device_graphs.cc ${CMAKE_CURRENT_SOURCE_DIR}/src/vm/vm_control.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/src/compile_engine/compile_engine.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/src/compile_engine/kernel_cache.cc
      ${CMAKE_CURRENT_SOURCE_DIR}/src/compile_engine/tiered_kernel.cc
