@@ -17,7 +17,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "common/huge_page_heap.h"
 
 #ifndef HETPASS_VERSION
 #define HETPASS_VERSION "unknown"
@@ -79,11 +78,9 @@ inline std::string ToolHelp(const ToolCommandLine& tool) {
 // Parses the command line after handling --help and --version itself (absl's exit with status
 // 1 after --help and print its own library's build type: a Release tool said "Debug build").
 // Dashed spellings (--list-ops, as the docs write them) are accepted for absl's underscore flag
-// names. Returns the positional arguments (argv[0] first). First of all, it asks for huge pages
-// for the heap (huge_page_heap.h).
+// names. Returns the positional arguments (argv[0] first).
 inline std::vector<std::string> ParseToolCommandLine(int argc, char** argv,
                                                      const ToolCommandLine& tool) {
-  UseHugePageHeap();  // every tool calls this first: before its heap holds anything large
   absl::SetProgramUsageMessage(tool.usage);
   static std::string file;
   file = tool.main_file;

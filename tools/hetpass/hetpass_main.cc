@@ -33,6 +33,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 #include "common/command_line.h"
+#include "common/huge_page_heap.h"
 #include "passes/analysis/baseline_masks.h"
 #include "passes/analysis/copy_ledger.h"
 #include "passes/frontend/onnx_importer.h"
@@ -1104,6 +1105,8 @@ absl::Status TestOnnx(const std::string& dir) {
 }  // namespace hetpass
 
 int main(int argc, char** argv) {
+  // A process policy the tool chooses for itself, before its heap holds anything large.
+  hetpass::tools::UseHugePageHeap();
   // --input may repeat and its values contain commas: take them out before absl parses the rest.
   std::vector<std::string> input_specs;
   std::vector<char*> rest;

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/command_line.h"
+#include "common/huge_page_heap.h"
 #include "passes/analysis/baseline_masks.h"
 #include "passes/analysis/copy_ledger.h"
 #include "passes/analysis/symbol_origins.h"
@@ -230,6 +231,8 @@ absl::StatusOr<std::string> ProcessModule(const std::string& text, const std::st
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A process policy the tool chooses for itself, before its heap holds anything large.
+  hetpass::tools::UseHugePageHeap();
   const std::vector<std::string> args = hetpass::tools::ParseToolCommandLine(
       argc, argv,
       {.name = "hetpass-opt",

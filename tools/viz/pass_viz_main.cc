@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/command_line.h"
+#include "common/huge_page_heap.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -188,6 +189,8 @@ int Run(const std::string& input) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A process policy the tool chooses for itself, before its heap holds anything large.
+  hetpass::tools::UseHugePageHeap();
   const std::vector<std::string> args = hetpass::tools::ParseToolCommandLine(
       argc, argv,
       {.name = "pass-viz",
