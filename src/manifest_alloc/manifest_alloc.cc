@@ -62,21 +62,56 @@ class Manifester {
       : options_(o),
         module_(m),
         f_(f),
-        names_(f),
         registry_(OpRegistry::Global()),
         bound_(BoundSymbols(f)) {}
 
   absl::StatusOr<bool> Run() {
+    RETURN_IF_ERROR(CheckPreconditions());
     RETURN_IF_ERROR(RewriteBlock(f_.body()));
     return changed_;
   }
 
  private:
-  absl::Status Error(const Node& n, absl::string_view msg) const {
-    std::string names;
-    for (const auto& r : n.results()) absl::StrAppend(&names, " ", names_.Name(r.get()));
-    return absl::InvalidArgumentError(
-        absl::StrCat(FormatLocation(&module_, n.loc()), ": ", n.OpName(), names, ": ", msg));
+  // The pipeline-order errors, found before anything changes: the module is left as it was,
+  // and the printer's value names (costly to assign for a whole function: a tenth of this
+  // pass at 100k ops) are needed only here, where the function is still whole.
+  absl::Status CheckPreconditions() const {
+    const Node* bad = nullptr;
+    absl::string_view why;
+    WalkNodes(f_.body(), [&](const Node& n) {
+      if (bad != nullptr) return;
+      if (n.kind() == NodeKind::kCall && n.op()->role() == OpRole::kCompute) {
+        bad = &n;
+        why = "manifest-alloc expects every computation inside a primitive function: run "
+              "fuse-ops first";
+        return;
+      }
+      if (!IsPlainInvoke(n) || !IsPrimitive(module_.FindFunction(n.callee()))) return;
+      if (n.device() == DeviceKind::kUnset) {
+        bad = &n;
+        why = "manifest-alloc needs devices: run plan-devices first";
+        return;
+      }
+      for (const auto& r : n.results()) {
+        if (!r->type().is_unset()) continue;
+        bad = &n;
+        why = "manifest-alloc needs typed IR: run infer-types first";
+        return;
+      }
+    });
+    if (bad == nullptr) return absl::OkStatus();
+    const ValueNames names(f_);
+    std::string results;
+    for (const auto& r : bad->results()) absl::StrAppend(&results, " ", names.Name(r.get()));
+    return absl::InvalidArgumentError(absl::StrCat(FormatLocation(&module_, bad->loc()), ": ",
+                                                   bad->OpName(), results, ": ", why));
+  }
+
+  // An error at an invoke found while rewriting (the function is then in pieces, so it is
+  // named by its callee rather than by the printer's names of its results).
+  absl::Status Error(const Node& invoke, absl::string_view msg) const {
+    return absl::InvalidArgumentError(absl::StrCat(FormatLocation(&module_, invoke.loc()),
+                                                   ": invoke @", invoke.callee(), ": ", msg));
   }
 
   bool Known(const Type& t) const { return ShapeKnown(t, bound_); }
@@ -323,18 +358,9 @@ class Manifester {
         bound_ = std::move(outer);
         RETURN_IF_ERROR(st);
       }
-      if (n->kind() == NodeKind::kCall && n->op()->role() == OpRole::kCompute) {
-        return Error(*n, "manifest-alloc expects every computation inside a primitive function: "
-                         "run fuse-ops first");
-      }
+      // CheckPreconditions ruled out compute calls, unplaced and untyped kernels.
       Function* callee = IsPlainInvoke(*n) ? module_.FindFunction(n->callee()) : nullptr;
       if (IsPrimitive(callee)) {
-        if (n->device() == DeviceKind::kUnset) {
-          return Error(*n, "manifest-alloc needs devices: run plan-devices first");
-        }
-        for (const auto& r : n->results()) {
-          if (r->type().is_unset()) return Error(*n, "manifest-alloc needs typed IR: run infer-types first");
-        }
         RETURN_IF_ERROR(RewriteInvoke(std::move(n), callee));
         continue;
       }
@@ -349,7 +375,6 @@ class Manifester {
   const ManifestAllocOptions& options_;
   Module& module_;
   Function& f_;
-  ValueNames names_;
   const OpRegistry& registry_;
   std::set<std::string> bound_;
   absl::flat_hash_map<OpRole, std::unique_ptr<Node>> alloc_protos_;  // AllocCall's, per role

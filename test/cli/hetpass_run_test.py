@@ -48,6 +48,15 @@ for device in ["sim", "cpu"]:
         check(r["bindings"].get("dyn1") == 15 and r["bindings"].get("dyn2") == 126,
               f"sim: data-dependent symbols bound as {r['bindings']}")
     check(r["outputs"][0]["shape"] == [15, 126], f"{device}: output shape {r['outputs'][0]['shape']}")
+    # Compile stages: drawing the random weights is its own stage, and the passes stage is
+    # itemised per pass (their sum is the stage, give or take the timer's reads between them).
+    stages, passes = r["compile_stages_ms"], r["compile_passes_ms"]
+    check(list(stages)[:4] == ["import", "verify", "random-weights", "pipeline"],
+          f"{device}: compile stages {list(stages)}")
+    check("infer-types" in passes and "manifest-alloc" in passes and "plan-memory" in passes,
+          f"{device}: compile_passes_ms {passes}")
+    check(abs(sum(passes.values()) - stages["passes"]) <= 1 + 0.05 * stages["passes"],
+          f"{device}: passes {sum(passes.values())} ms against the stage's {stages['passes']} ms")
     check(r["steady_state_device_allocs"] == 0, f"{device}: steady-state allocs {r['steady_state_device_allocs']}")
     # cpu has no device_copy instructions (the input upload and the result download); the
     # kill points plan-memory inserts count too (sim 10, cpu 8), and every tensor has its own
@@ -206,6 +215,12 @@ if p.returncode == 0:
     check("random data: %end i64[2] (seed 2, --random-inputs)" in p.stdout and
           "random data: %x f32[16, 32, 32] (seed 0)" in p.stdout,
           f"--random-inputs does not list the randomised inputs: {p.stdout[:600]}")
+# --verify-each: the verifier after every pass, the same program and outputs.
+p = run([mlp, "--device=sim", "--random-weights", "--json", "--verify-each"] + inputs)
+if p.returncode == 0 and "sim" in results:
+    r = json.loads(p.stdout)
+    check(r["outputs"] == results["sim"]["outputs"] and r["instructions"] == results["sim"]["instructions"],
+          "--verify-each changed the program")
 p = run([mlp, "--device=sim", "--random-weights", "--json"] + inputs)
 if p.returncode == 0:
     check(json.loads(p.stdout)["random_inputs"] == ["%x f32[16, 32, 32] (seed 0)"],
