@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/analysis/copy_ledger.h"
+#include "passes/ir/printer.h"
 #include "passes/device_planner/plan_devices.h"
 #include "passes/pass/verify_module.h"
 #include "passes/shape_funcs/op_registry.h"
@@ -221,6 +222,29 @@ def @f(%a: f32[4] @sim) -> f32[4] attributes {primitive = true} {
   absl::Status s = VerifyExplicitAllocation(*broken);
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("kernel @f has no explicit outputs"));
+}
+
+// A precondition error leaves the module as it was: the second kernel is unplanned, and the
+// first is not rewritten before the pass finds out.
+TEST(ManifestAlloc, ErrorLeavesTheModuleWhole) {
+  auto m = testing::Parse(R"(
+def @main(%x: f32[4] @sim) {
+  %y = invoke @f(%x) : f32[4] @sim
+  %z = invoke @f(%y) : f32[4]
+  return %z
+}
+
+def @f(%a: f32[4] @sim) -> f32[4] attributes {primitive = true} {
+  %b = exp(%a) : f32[4] @sim
+  return %b
+}
+)");
+  const std::string before = PrintModule(*m);
+  absl::StatusOr<bool> r = CreateManifestAllocPass(ManifestAllocOptions())->Run(*m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("4:3: invoke %z: manifest-alloc needs devices: run plan-devices first"));
+  EXPECT_EQ(PrintModule(*m), before);
 }
 
 }  // namespace
