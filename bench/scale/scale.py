@@ -7,7 +7,7 @@ each size to the next against n log n: a stage whose time grows by more than
 n log n's factor x SLACK is flagged.
 
 usage: scale.py [--hetpass build/hetpass] [--sizes 1000,10000,100000] [--device sim]
-                [--width 16] [--work DIR] [--repeat 3] [--no-check]
+                [--width 16] [--work DIR] [--repeat 3] [--no-check] [--verify-each]
 
 The model: a residual MLP with a dynamic batch `n`, four ops per block (nn.dense, nn.bias_add,
 tanh, add with the block's input), its weights elided (random at run time): the chains of
@@ -54,6 +54,9 @@ def main():
                     help="processes per size; each stage's fastest is reported (default 3)")
     ap.add_argument("--no-check", action="store_true",
                     help="report only (ctest's smoke run: sizes too small to rate growth)")
+    ap.add_argument("--verify-each", action="store_true",
+                    help="hetpass run --verify-each: the verifier after every pass (inside the "
+                         "passes stage) instead of once after the pipeline (its verify stage)")
     args = ap.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="hetpass_scale_")
     os.makedirs(work, exist_ok=True)
@@ -65,6 +68,8 @@ def main():
             f.write(text)
         cmd = [args.hetpass, "run", path, f"--device={args.device}", "--random-weights", "--json",
                "--no-guard", "--background-jit=false", "--input", f"x=4x{args.width}"]
+        if args.verify_each:
+            cmd.append("--verify-each")
         stages, peaks = {}, {}
         for _ in range(args.repeat):  # per stage, the fastest of the processes (timer noise)
             p = subprocess.run(cmd, capture_output=True, text=True)

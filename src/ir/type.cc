@@ -6,54 +6,56 @@
 
 namespace hetpass {
 
-Type Type::Tensor(DType dtype, std::vector<DimExpr> shape) {
+const std::vector<DimExpr> Type::kNoDims;
+const std::vector<Type> Type::kNoFields;
+
+Type Type::Make(Kind kind, DType dtype, std::vector<DimExpr> shape, std::vector<Type> fields) {
   Type t;
-  t.kind_ = Kind::kTensor;
+  t.kind_ = kind;
   t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
+  if (!shape.empty() || !fields.empty()) {
+    t.rep_ = std::make_shared<const Rep>(Rep{std::move(shape), std::move(fields)});
+  }
   return t;
+}
+
+Type Type::Tensor(DType dtype, std::vector<DimExpr> shape) {
+  return Make(Kind::kTensor, dtype, std::move(shape), {});
 }
 
 Type Type::Tuple(std::vector<Type> fields) {
-  Type t;
-  t.kind_ = Kind::kTuple;
-  t.fields_ = std::move(fields);
-  return t;
+  return Make(Kind::kTuple, DType::kF32, {}, std::move(fields));
 }
 
 Type Type::Storage(DimExpr bytes) {
-  Type t;
-  t.kind_ = Kind::kStorage;
-  t.dtype_ = DType::kU8;
-  t.shape_ = {std::move(bytes)};
-  return t;
+  std::vector<DimExpr> shape;
+  shape.push_back(std::move(bytes));
+  return Make(Kind::kStorage, DType::kU8, std::move(shape), {});
 }
 
 Type Type::Sequence(Type elem) {
-  Type t;
-  t.kind_ = Kind::kSequence;
-  t.fields_ = {std::move(elem)};
-  return t;
+  std::vector<Type> fields;
+  fields.push_back(std::move(elem));
+  return Make(Kind::kSequence, DType::kF32, {}, std::move(fields));
 }
 
 Type Type::Optional(Type inner) {
-  Type t;
-  t.kind_ = Kind::kOptional;
-  t.fields_ = {std::move(inner)};
-  return t;
+  std::vector<Type> fields;
+  fields.push_back(std::move(inner));
+  return Make(Kind::kOptional, DType::kF32, {}, std::move(fields));
 }
 
 bool Type::is_static() const {
   // A sequence's length is a run-time value, so it is never static.
   if (kind_ == Kind::kSequence) return false;
   if (kind_ == Kind::kTuple || kind_ == Kind::kOptional) {
-    for (const Type& f : fields_) {
+    for (const Type& f : fields()) {
       if (!f.is_static()) return false;
     }
     return true;
   }
   if (kind_ != Kind::kTensor && kind_ != Kind::kStorage) return false;
-  for (const DimExpr& d : shape_) {
+  for (const DimExpr& d : shape()) {
     if (!d.is_constant()) return false;
   }
   return true;
@@ -81,23 +83,24 @@ DimExpr Product(const std::vector<DimExpr>& dims, int64_t scale) {
 
 }  // namespace
 
-DimExpr Type::NumElements() const { return Product(shape_, 1); }
+DimExpr Type::NumElements() const { return Product(shape(), 1); }
 
-DimExpr Type::NumBytes() const { return Product(shape_, DTypeSize(dtype_)); }
+DimExpr Type::NumBytes() const { return Product(shape(), DTypeSize(dtype_)); }
 
 bool Type::operator==(const Type& o) const {
   if (kind_ != o.kind_) return false;
+  if (kind_ == Kind::kTensor && dtype_ != o.dtype_) return false;
+  if (rep_ == o.rep_) return true;  // copies of one type (or both without dims and fields)
   switch (kind_) {
     case Kind::kUnset:
       return true;
     case Kind::kTensor:
-      return dtype_ == o.dtype_ && shape_ == o.shape_;
+    case Kind::kStorage:
+      return shape() == o.shape();
     case Kind::kTuple:
     case Kind::kSequence:
     case Kind::kOptional:
-      return fields_ == o.fields_;
-    case Kind::kStorage:
-      return shape_ == o.shape_;
+      return fields() == o.fields();
   }
   return false;
 }
@@ -106,9 +109,9 @@ size_t Type::Hash() const {
   size_t h = absl::HashOf(static_cast<int>(kind_));
   if (kind_ == Kind::kTensor || kind_ == Kind::kStorage) {
     h = absl::HashOf(h, static_cast<int>(dtype_));
-    for (const DimExpr& d : shape_) h = absl::HashOf(h, d.Hash());
+    for (const DimExpr& d : shape()) h = absl::HashOf(h, d.Hash());
   }
-  for (const Type& f : fields_) h = absl::HashOf(h, f.Hash());
+  for (const Type& f : fields()) h = absl::HashOf(h, f.Hash());
   return h;
 }
 
@@ -117,16 +120,16 @@ std::string Type::ToString() const {
     case Kind::kUnset:
       return "<unset>";
     case Kind::kTensor:
-      return absl::StrCat(DTypeName(dtype_), ShapeToString(shape_));
+      return absl::StrCat(DTypeName(dtype_), ShapeToString(shape()));
     case Kind::kStorage:
-      return absl::StrCat("storage[", shape_[0].ToString(), "]");
+      return absl::StrCat("storage[", storage_bytes().ToString(), "]");
     case Kind::kSequence:
-      return absl::StrCat("seq<", fields_[0].is_unset() ? "?" : fields_[0].ToString(), ">");
+      return absl::StrCat("seq<", element().is_unset() ? "?" : element().ToString(), ">");
     case Kind::kOptional:
-      return absl::StrCat("opt<", fields_[0].is_unset() ? "?" : fields_[0].ToString(), ">");
+      return absl::StrCat("opt<", element().is_unset() ? "?" : element().ToString(), ">");
     case Kind::kTuple:
       return absl::StrCat("(",
-                          absl::StrJoin(fields_, ", ",
+                          absl::StrJoin(fields(), ", ",
                                         [](std::string* out, const Type& t) {
                                           out->append(t.ToString());
                                         }),
