@@ -160,9 +160,18 @@ class Manifester {
   }
 
   // Storage + tensor for a result of known type.
+  // The storage type for tensors of type `t`, made once per distinct type: its byte count is a
+  // symbolic product (a polynomial built per call), and a model repeats a few result types over
+  // and over (25k invokes of f32[n, 16] at bench/scale's 100k ops share one).
+  const Type& StorageFor(const Type& t) {
+    auto it = storage_types_.find(t);
+    if (it == storage_types_.end()) it = storage_types_.emplace(t, Type::Storage(t.NumBytes())).first;
+    return it->second;
+  }
+
   Value* AllocKnown(const Type& t, DeviceKind d, const Location& loc, const std::string& name) {
     auto storage = AllocCall(OpRole::kAllocStorage);
-    Value* st = storage->AddResult(Type::Storage(t.NumBytes()), name.empty() ? "" : absl::StrCat(name, "_storage"));
+    Value* st = storage->AddResult(StorageFor(t), name.empty() ? "" : absl::StrCat(name, "_storage"));
     Emit(std::move(storage), d, loc);
     auto tensor = AllocCall(OpRole::kAllocTensor);
     tensor->AddOperand(st);
@@ -381,6 +390,7 @@ class Manifester {
   std::vector<std::unique_ptr<Node>>* out_ = nullptr;
   absl::flat_hash_map<const Value*, Value*> replace_;
   absl::flat_hash_map<const Value*, Value*> host_copies_;
+  absl::flat_hash_map<Type, Type> storage_types_;  // StorageFor
   absl::flat_hash_map<std::string, std::string> counters_;
   std::vector<std::unique_ptr<Node>> retired_;
   bool changed_ = false;
