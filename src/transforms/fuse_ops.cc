@@ -242,8 +242,8 @@ class FuseOpsPass : public Pass {
   void SetGroup(const Node* n, int g) { group_of_[node_ids_.Id(n)] = g; }
 
   // Membership in one group (or one piece of a group), asked for a handful of nodes at a time
-  // and for every group: marking the members with a fresh stamp builds no set (a hash set per
-  // group was a tenth of this pass at 100k ops) and clears nothing. Marked(n, stamp): whether
+  // and for every group: marking the members with a fresh stamp builds no set (one hash set per
+  // group and question before) and clears nothing. Marked(n, stamp): whether
   // `n` was among the members of the Mark that returned `stamp`, the latest only.
   uint32_t Mark(absl::Span<Node* const> members) const {
     ++stamp_;
