@@ -487,7 +487,12 @@ absl::Status Compile(Module& module, const std::string& pipeline, absl::string_v
   RETURN_IF_ERROR(Stage("passes", pm->Run(module).status()));
   if (pass_times != nullptr) *pass_times = pm->timings();
   if (!pm->options().verify_each && !absl::GetFlag(FLAGS_no_verify)) {
+    // The structural check and the last pass's own postconditions (plan-memory's: the explicit
+    // allocation and the memory plan). An earlier pass's hold only right after it (plan-devices'
+    // placement check rejects the memory.kill bindings plan-memory adds), so only
+    // --verify-each checks those.
     absl::Status v = VerifyModule(module);
+    if (v.ok() && !pm->passes().empty()) v = pm->passes().back()->VerifyPostconditions(module);
     if (!v.ok()) {
       v = absl::InternalError(absl::StrCat(
           "verifier failed after the pipeline (a bug in one of its passes; --verify-each names "
