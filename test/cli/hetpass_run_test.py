@@ -81,6 +81,23 @@ if len(results) == 2:
     check(results["sim"]["outputs"][0]["fnv1a"] == results["cpu"]["outputs"][0]["fnv1a"],
           "cpu and sim results differ")
 
+# The small-object heap (tools/common/small_object_heap.h): in use where the build has it (CMake
+# says which it expects), and turned off by HETPASS_SMALL_OBJECT_HEAP=0 with the same results.
+expected_heap = os.environ.get("HETPASS_EXPECT_SMALL_OBJECT_HEAP", "")
+check(expected_heap in ("mimalloc", "glibc"), f"HETPASS_EXPECT_SMALL_OBJECT_HEAP is '{expected_heap}'")
+if "sim" in results:
+    heap = results["sim"]["small_object_heap"]
+    check(heap.startswith(expected_heap + " "), f"small_object_heap is '{heap}', expected {expected_heap}")
+    p = subprocess.run([hetpass, "run", mlp, "--device=sim", "--random-weights", "--json"] + inputs,
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, HETPASS_SMALL_OBJECT_HEAP="0"))
+    check(p.returncode == 0, f"HETPASS_SMALL_OBJECT_HEAP=0: exit {p.returncode}\n{p.stderr}")
+    if p.returncode == 0:
+        r = json.loads(p.stdout)
+        check(r["small_object_heap"].startswith("glibc ("), f"with the heap off: '{r['small_object_heap']}'")
+        check(r["outputs"][0]["fnv1a"] == results["sim"]["outputs"][0]["fnv1a"],
+              "results differ with the small-object heap off")
+
 # Outputs as .npy, the executable saved and run again: the same bytes.
 out_dir = os.path.join(work, "out")
 hvm = os.path.join(work, "mlp.hvm")

@@ -14,9 +14,13 @@
 //     touched), and one allocation past the current top makes that growth happen now;
 //   - madvise(MADV_HUGEPAGE) over the reserved range, so later allocations there fault in
 //     2 MiB pages;
-//   - the top pad is set back (later growths stay small), and the trim threshold stays at the
-//     reserve, so freeing memory at the heap's top does not hand the advised range back (a
-//     later growth would not be advised). An explicit malloc_trim (released constants,
+//   - the top pad is set back (later growths stay small), and the trim threshold is set to its
+//     maximum, so freeing memory at the heap's top does not hand the advised range back (a
+//     later growth would not be advised). It was the reserve itself until the small-object heap
+//     (small_object_heap.h) took the small objects out of this heap: with the heap nearly
+//     empty, the top chunk is the whole reserve, the first free beside it went over the
+//     threshold, glibc trimmed the range away, and ResNet-50's weights were copied into 4 KiB
+//     pages (its import 361 ms against 109 ms). An explicit malloc_trim (released constants,
 //     docs/runtime.md) still gives free pages back.
 // Costs, measured with bench/import and bench/scale (figures in the commit that added this):
 // peak memory a few MB higher (2 MiB granularity at the heap's edge), nothing else. Kernels
@@ -30,6 +34,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #if defined(__GLIBC__) && defined(__linux__)
 #include <malloc.h>
@@ -49,7 +54,7 @@ inline void UseHugePageHeap() {
   }
   constexpr size_t kReserve = size_t{1} << 30;  // address space, not memory
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  mallopt(M_TRIM_THRESHOLD, static_cast<int>(kReserve));
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
   mallopt(M_TOP_PAD, static_cast<int>(kReserve));
   char* const before = static_cast<char*>(sbrk(0));
   // Below the mmap threshold (128 KiB), so they come from the heap; a handful fill what the top

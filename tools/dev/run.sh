@@ -34,6 +34,7 @@ packages=(cmake ninja-build g++ ccache python3 libabsl-dev libgtest-dev libgmock
           libbenchmark-dev llvm-16-dev llvm-16-tools libzstd-dev pkg-config libgraphviz-dev graphviz
           chromium libopenblas-dev libblis-dev libdnnl-dev libxsmm-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+          libmimalloc-dev                # the tools' small-object heap (tools/common/small_object_heap.h)
           clang-16 libclang-rt-16-dev    # libFuzzer + sanitizer runtimes (fuzz pass)
           python3-dev pybind11-dev python3-numpy python3-pytest)   # the Python package
 

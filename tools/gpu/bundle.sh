@@ -55,6 +55,12 @@ ldd "${bins[@]}" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
     *) carry "$lib" "$root/lib/$name" ;;
   esac
 done
+# Opened with dlopen, so ldd does not list it: the tools' small-object heap
+# (tools/common/small_object_heap.h). Where it is missing the tools run on glibc alone.
+# (awk reads the whole list: an early exit would end ldconfig by SIGPIPE, which pipefail reports.)
+ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+mimalloc=$({ "$ldconfig" -p 2>/dev/null || true; } | awk '$1 == "libmimalloc.so.2" {p = $NF} END {print p}')
+if [ -n "$mimalloc" ]; then carry "$mimalloc" "$root/lib/libmimalloc.so.2"; fi
 
 # Libraries that LLVM links but hetpass never calls travel as stubs, which keeps the bundle and
 # a checkout together under the GPU machine's 64 MiB: Z3 (the static analyzer's constraint

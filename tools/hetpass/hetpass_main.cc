@@ -34,6 +34,7 @@
 #include "absl/strings/strip.h"
 #include "common/command_line.h"
 #include "common/huge_page_heap.h"
+#include "common/small_object_heap.h"
 #include "passes/analysis/baseline_masks.h"
 #include "passes/analysis/copy_ledger.h"
 #include "passes/frontend/onnx_importer.h"
@@ -773,6 +774,7 @@ absl::Status Run(const std::string& path, const std::vector<std::string>& input_
                                   [](std::string* o, double ms) { absl::StrAppendFormat(o, "%.3f", ms); }),
                     "], \"kernels_final_ms\": ", absl::StrFormat("%.3f", kernels_final_ms),
                     ", \"background_jit\": ", absl::GetFlag(FLAGS_background_jit) ? "true" : "false",
+                    ", \"small_object_heap\": ", JsonString(tools::SmallObjectHeapStatus()),
                     ", \"compile_stages_ms\": {");
     for (size_t i = 0; i < compile_stages.size(); ++i) {
       absl::StrAppend(&out, i ? ", " : "", JsonString(compile_stages[i].name), ": ",
