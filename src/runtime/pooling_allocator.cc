@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "runtime/arena_placement.h"
 
 namespace hetpass::runtime {
 namespace {
@@ -85,11 +86,9 @@ struct PoolingAllocator::State {
   size_t cached_bytes = 0;
 
   // The run-time plan.
-  struct Request {
-    size_t bytes = 0;        // rounded to kAlignment
-    int64_t alloc = 0;       // event numbers within the run
-    int64_t release = -1;    // -1: not released within the run (a result)
-  };
+  // bytes rounded to kAlignment; alloc and release are event numbers within the run, release
+  // -1 for a request not released within it (a result).
+  using Request = ArenaRequest;
   struct Placed {
     size_t bytes = 0;
     size_t offset = 0;
@@ -117,37 +116,18 @@ struct PoolingAllocator::State {
 
 namespace {
 
-// Offsets for the requests released within the run; returns the arena size.
+// Offsets for the requests released within the run (arena_placement.h); returns the arena size.
 size_t PlaceRequests(const std::vector<PoolingAllocator::State::Request>& trace,
                      std::vector<PoolingAllocator::State::Placed>& plan) {
+  std::vector<size_t> offsets;
+  const size_t total = PlaceInArena(trace, offsets);
   plan.assign(trace.size(), {});
-  std::vector<size_t> order;
   for (size_t i = 0; i < trace.size(); ++i) {
     plan[i].bytes = trace[i].bytes;
-    if (trace[i].release >= 0) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return trace[a].bytes > trace[b].bytes; });
-  size_t total = 0;
-  std::vector<size_t> placed;
-  for (size_t i : order) {
-    // Placed requests alive at the same time, by offset; take the first gap that fits.
-    std::vector<std::pair<size_t, size_t>> busy;  // offset, end
-    for (size_t j : placed) {
-      if (trace[j].alloc < trace[i].release && trace[i].alloc < trace[j].release) {
-        busy.emplace_back(plan[j].offset, plan[j].offset + plan[j].bytes);
-      }
+    if (offsets[i] != kNotInArena) {
+      plan[i].offset = offsets[i];
+      plan[i].in_arena = true;
     }
-    std::sort(busy.begin(), busy.end());
-    size_t offset = 0;
-    for (const auto& [begin, end] : busy) {
-      if (begin >= offset + trace[i].bytes) break;
-      offset = std::max(offset, end);
-    }
-    plan[i].offset = offset;
-    plan[i].in_arena = true;
-    total = std::max(total, offset + trace[i].bytes);
-    placed.push_back(i);
   }
   return total;
 }
