@@ -34,8 +34,8 @@ absl::StatusOr<bool> PassManager::Run(Module& module) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!changed.ok()) return Prefix(pass->name(), changed.status());
-    if (options_.timing) timings_.push_back(PassTiming{std::string(pass->name()), seconds, *changed});
     any_changed |= *changed;
+    const auto checks = std::chrono::steady_clock::now();
     if (options_.verify_each) {
       absl::Status v = *changed || options_.verify_unchanged ? VerifyModule(module) : absl::OkStatus();
       if (v.ok()) v = pass->VerifyPostconditions(module);
@@ -43,6 +43,16 @@ absl::StatusOr<bool> PassManager::Run(Module& module) {
         return absl::InternalError(absl::StrCat("verifier failed after pass '", pass->name(),
                                                 "' (a bug in that pass): ", v.message()));
       }
+    } else if (options_.check_postconditions) {
+      if (absl::Status v = pass->VerifyPostconditions(module); !v.ok()) {
+        return absl::InternalError(absl::StrCat("postcondition failed after pass '", pass->name(),
+                                                "' (a bug in that pass): ", v.message()));
+      }
+    }
+    if (options_.timing) {
+      const double check_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - checks).count();
+      timings_.push_back(PassTiming{std::string(pass->name()), seconds, *changed, check_seconds});
     }
     if (ShouldPrintAfter(options_, pass->name())) {
       std::ostream& out = options_.ir_out ? *options_.ir_out : std::cerr;

@@ -159,6 +159,14 @@ TEST(PassManager, PostconditionsAreCheckedAfterThePass) {
   PassManager unchecked(o);
   unchecked.AddPass(std::make_unique<BrokenPromisePass>());
   EXPECT_TRUE(unchecked.Run(*m).ok());
+  // Without the verifier, the postconditions alone (what `hetpass run` does by default).
+  o.check_postconditions = true;
+  PassManager postconditions_only(o);
+  postconditions_only.AddPass(std::make_unique<BrokenPromisePass>());
+  auto only = postconditions_only.Run(*m);
+  ASSERT_FALSE(only.ok());
+  EXPECT_THAT(only.status().message(), ::testing::HasSubstr("postcondition failed after pass 'broken-promise' (a bug in that pass): every value has a device"));
+  o.check_postconditions = false;
   // An unchanged module skips the structural verifier (verify_unchanged off), never the pass's
   // own postconditions.
   o.verify_each = true;

@@ -24,6 +24,12 @@ struct PassManagerOptions {
   // in tests, where a pass that changes the module and says it did not would be a bug to find;
   // `hetpass run` turns it off (the verifier was a fifth of its pass pipeline at 100k ops).
   bool verify_unchanged = true;
+  // Without verify_each: check each pass's own postconditions (Pass::VerifyPostconditions: one
+  // walk of the function) right after it, and leave the structural verifier to the caller.
+  // `hetpass run` does this and verifies the module once after the pipeline: a pass's
+  // postconditions hold only right after it (plan-devices' placement check rejects the
+  // memory.kill bindings plan-memory adds later), so they cannot all wait for the end.
+  bool check_postconditions = false;
   // Print the IR after these passes ("all" for every pass) to `ir_out` (default std::cerr).
   std::vector<std::string> print_ir_after;
   std::ostream* ir_out = nullptr;
@@ -34,8 +40,9 @@ struct PassManagerOptions {
 
 struct PassTiming {
   std::string pass;
-  double seconds = 0;
+  double seconds = 0;        // the pass itself
   bool changed = false;
+  double check_seconds = 0;  // the checks after it: the verifier and/or its postconditions
 };
 
 class PassManager {
