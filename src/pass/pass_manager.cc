@@ -36,16 +36,15 @@ absl::StatusOr<bool> PassManager::Run(Module& module) {
     if (!changed.ok()) return Prefix(pass->name(), changed.status());
     any_changed |= *changed;
     const auto checks = std::chrono::steady_clock::now();
-    if (options_.verify_each) {
-      absl::Status v = *changed || options_.verify_unchanged ? VerifyModule(module) : absl::OkStatus();
+    // The verifier (verify_each; an unchanged module was verified after the pass before unless
+    // verify_unchanged) and the pass's own postconditions (verify_each or check_postconditions).
+    if (options_.verify_each || options_.check_postconditions) {
+      const bool structural = options_.verify_each && (*changed || options_.verify_unchanged);
+      absl::Status v = structural ? VerifyModule(module) : absl::OkStatus();
       if (v.ok()) v = pass->VerifyPostconditions(module);
       if (!v.ok()) {
-        return absl::InternalError(absl::StrCat("verifier failed after pass '", pass->name(),
-                                                "' (a bug in that pass): ", v.message()));
-      }
-    } else if (options_.check_postconditions) {
-      if (absl::Status v = pass->VerifyPostconditions(module); !v.ok()) {
-        return absl::InternalError(absl::StrCat("postcondition failed after pass '", pass->name(),
+        return absl::InternalError(absl::StrCat(options_.verify_each ? "verifier" : "postcondition",
+                                                " failed after pass '", pass->name(),
                                                 "' (a bug in that pass): ", v.message()));
       }
     }
