@@ -35,6 +35,7 @@ packages=(cmake ninja-build g++ ccache python3 libabsl-dev libgtest-dev libgmock
           chromium libopenblas-dev libblis-dev libdnnl-dev libxsmm-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
           libmimalloc-dev                # the tools' small-object heap (tools/common/small_object_heap.h)
+          lld-16                         # the tools' hot-code link (cmake/hot_code.cmake)
           clang-16 libclang-rt-16-dev    # libFuzzer + sanitizer runtimes (fuzz pass)
           python3-dev pybind11-dev python3-numpy python3-pytest)   # the Python package
 
