@@ -4,9 +4,14 @@
 #include "common/small_object_heap.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <mimalloc.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,12 +20,20 @@
 namespace {
 
 constexpr std::size_t kSmallLimit = std::size_t{64} << 10;
+// Huge pages once mimalloc has committed this much (small_object_heap.h, "huge pages"), checked
+// every kCheckEvery allocations of a thread.
+constexpr std::size_t kHugePagesAfter = std::size_t{32} << 20;
+constexpr uint32_t kCheckEvery = 1u << 16;
 
 // Written once, by LoadSmallObjectHeap before main (before any thread of the tool exists), and
 // only read afterwards. Until then (shared libraries' constructors) they are null: glibc.
 decltype(&mi_malloc) mi_malloc_fn = nullptr;
 decltype(&mi_free) mi_free_fn = nullptr;
 decltype(&mi_is_in_heap_region) mi_owns_fn = nullptr;
+decltype(&mi_option_set) mi_option_set_fn = nullptr;
+decltype(&mi_process_info) mi_process_info_fn = nullptr;
+// True until huge pages are on (or when they are not wanted: HETPASS_HUGE_PAGES=0).
+std::atomic<bool> huge_pages_pending{false};
 char status[256] = "glibc (not loaded yet)";
 
 // Priority 101: before the tool's other static constructors (LLVM's options, absl's flags), so
@@ -43,23 +56,81 @@ __attribute__((constructor(101))) void LoadSmallObjectHeap() {
   auto* release = reinterpret_cast<decltype(&mi_free)>(dlsym(lib, "mi_free"));
   auto* owns = reinterpret_cast<decltype(&mi_is_in_heap_region)>(dlsym(lib, "mi_is_in_heap_region"));
   auto* set_option = reinterpret_cast<decltype(&mi_option_set)>(dlsym(lib, "mi_option_set"));
-  if (alloc == nullptr || release == nullptr || owns == nullptr || set_option == nullptr) {
+  auto* process_info = reinterpret_cast<decltype(&mi_process_info)>(dlsym(lib, "mi_process_info"));
+  if (alloc == nullptr || release == nullptr || owns == nullptr || set_option == nullptr ||
+      process_info == nullptr) {
     std::snprintf(status, sizeof(status), "glibc (libmimalloc.so.2 lacks mi_malloc, mi_free, "
-                                          "mi_is_in_heap_region or mi_option_set)");
+                                          "mi_is_in_heap_region, mi_option_set or mi_process_info)");
     return;  // the library stays loaded: harmless, and nothing of it is used
   }
   const char* huge = std::getenv("HETPASS_HUGE_PAGES");
   const bool huge_pages = huge == nullptr || std::strcmp(huge, "0") != 0;
-  if (huge_pages) set_option(mi_option_large_os_pages, 1);
   mi_malloc_fn = alloc;
   mi_free_fn = release;
   mi_owns_fn = owns;
-  std::snprintf(status, sizeof(status), "mimalloc (C++ allocations up to %zu bytes%s)",
-                kSmallLimit, huge_pages ? ", huge pages" : "");
+  mi_option_set_fn = set_option;
+  mi_process_info_fn = process_info;
+  huge_pages_pending.store(huge_pages, std::memory_order_relaxed);
+  std::snprintf(status, sizeof(status), "mimalloc (C++ allocations up to %zu bytes%s)", kSmallLimit,
+                huge_pages ? ", huge pages past 32 MiB committed" : "");
+}
+
+// The option reaches only the segments mimalloc maps from now on; the region it is filling
+// (it commits tens of MiB at a time) is advised here, so that its untouched part also faults in
+// huge pages. The region is the mapping holding a fresh block, found in /proc/self/maps with
+// plain reads: this runs inside operator new, so it must not allocate.
+void AdviseCurrentRegion() noexcept {
+  void* probe = mi_malloc_fn(16);
+  const uintptr_t at = reinterpret_cast<uintptr_t>(probe);
+  mi_free_fn(probe);
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[4096];
+  size_t have = 0;
+  bool done = false;
+  while (!done) {
+    const ssize_t got = read(fd, buf + have, sizeof(buf) - 1 - have);
+    if (got <= 0) break;
+    have += static_cast<size_t>(got);
+    buf[have] = '\0';
+    char* line = buf;
+    char* end;
+    while (!done && (end = std::strchr(line, '\n')) != nullptr) {
+      *end = '\0';
+      char* dash;
+      const uintptr_t lo = std::strtoull(line, &dash, 16);
+      const uintptr_t hi = *dash == '-' ? std::strtoull(dash + 1, nullptr, 16) : 0;
+      if (lo <= at && at < hi) {
+        madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+        done = true;
+      }
+      line = end + 1;
+    }
+    have = static_cast<size_t>(buf + have - line);
+    std::memmove(buf, line, have);
+  }
+  close(fd);
+}
+
+// Every kCheckEvery-th allocation of a thread while huge pages are pending: past
+// kHugePagesAfter committed, segments mimalloc takes from the OS from now on are advised for
+// them. Racing threads may both set the option; setting it twice is harmless.
+void CheckHugePages() noexcept {
+  thread_local uint32_t calls = 0;
+  if (++calls % kCheckEvery != 0) return;
+  size_t committed = 0;
+  mi_process_info_fn(nullptr, nullptr, nullptr, nullptr, nullptr, &committed, nullptr, nullptr);
+  if (committed < kHugePagesAfter) return;
+  mi_option_set_fn(mi_option_large_os_pages, 1);
+  huge_pages_pending.store(false, std::memory_order_relaxed);
+  AdviseCurrentRegion();
 }
 
 void* TryAllocate(std::size_t n) noexcept {
-  if (n <= kSmallLimit && mi_malloc_fn != nullptr) return mi_malloc_fn(n == 0 ? 1 : n);
+  if (n <= kSmallLimit && mi_malloc_fn != nullptr) {
+    if (huge_pages_pending.load(std::memory_order_relaxed)) CheckHugePages();
+    return mi_malloc_fn(n == 0 ? 1 : n);
+  }
   return std::malloc(n == 0 ? 1 : n);
 }
 

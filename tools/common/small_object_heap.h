@@ -23,9 +23,12 @@
 //     Anything allocated before that (by shared libraries' constructors) comes from glibc, and
 //     every delete asks mimalloc whether it owns the pointer (a bit in its segment map), so a
 //     block always goes back to the heap it came from.
-//   - Its pages are advised for transparent huge pages (mimalloc's large_os_pages), as the glibc
-//     heap is (huge_page_heap.h): without them the small-object heap is one 4 KiB fault per
-//     page and most of the gain goes to the kernel.
+//   - Once mimalloc has committed 32 MiB, its pages are advised for transparent huge pages
+//     (mimalloc's large_os_pages for the segments it maps later, madvise for the region it is
+//     filling), as the glibc heap is (huge_page_heap.h): on a large model without them the
+//     small-object heap is one 4 KiB fault per page and most of the gain goes to the kernel.
+//     Not from the start: a small model's objects fit in a few MiB, and in huge pages its
+//     first region alone was resident in 2 MiB steps (ResNet-50's peak ~4 MB higher).
 //   - HETPASS_SMALL_OBJECT_HEAP=0 in the environment leaves every allocation to glibc (for
 //     heaptrack or valgrind, which see glibc's heap only); HETPASS_HUGE_PAGES=0 turns the huge
 //     pages off here too. Where libmimalloc.so.2 cannot be loaded, the tool runs on glibc alone
@@ -36,7 +39,8 @@
 
 namespace hetpass::tools {
 
-// "mimalloc (C++ allocations up to 65536 bytes)" when the heap serves them; otherwise
+// "mimalloc (C++ allocations up to 65536 bytes, huge pages past 32 MiB committed)" when the heap
+// serves them; otherwise
 // "glibc" followed by the reason in parentheses (turned off, not built in, not loadable).
 const char* SmallObjectHeapStatus();
 
