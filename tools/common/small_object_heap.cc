@@ -75,6 +75,32 @@ __attribute__((constructor(101))) void LoadSmallObjectHeap() {
                 huge_pages ? ", huge pages past 32 MiB committed" : "");
 }
 
+// The [lo, hi) of the mapping in /proc/self/maps that holds `at`, read with plain reads into a
+// stack buffer; false where none does or the file cannot be read.
+bool FindMapping(uintptr_t at, uintptr_t& lo, uintptr_t& hi) noexcept {
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  size_t have = 0;
+  bool found = false;
+  ssize_t got;
+  while (!found && (got = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+    have += static_cast<size_t>(got);
+    buf[have] = '\0';
+    char* line = buf;
+    for (char* end; !found && (end = std::strchr(line, '\n')) != nullptr; line = end + 1) {
+      char* dash;
+      lo = std::strtoull(line, &dash, 16);
+      hi = *dash == '-' ? std::strtoull(dash + 1, nullptr, 16) : 0;
+      found = lo <= at && at < hi;
+    }
+    have = static_cast<size_t>(buf + have - line);  // a partial last line moves to the front
+    std::memmove(buf, line, have);
+  }
+  close(fd);
+  return found;
+}
+
 // The option reaches only the segments mimalloc maps from now on; the region it is filling
 // (it commits tens of MiB at a time) is advised here, so that its untouched part also faults in
 // huge pages. The region is the mapping holding a fresh block, found in /proc/self/maps with
@@ -83,33 +109,8 @@ void AdviseCurrentRegion() noexcept {
   void* probe = mi_malloc_fn(16);
   const uintptr_t at = reinterpret_cast<uintptr_t>(probe);
   mi_free_fn(probe);
-  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  char buf[4096];
-  size_t have = 0;
-  bool done = false;
-  while (!done) {
-    const ssize_t got = read(fd, buf + have, sizeof(buf) - 1 - have);
-    if (got <= 0) break;
-    have += static_cast<size_t>(got);
-    buf[have] = '\0';
-    char* line = buf;
-    char* end;
-    while (!done && (end = std::strchr(line, '\n')) != nullptr) {
-      *end = '\0';
-      char* dash;
-      const uintptr_t lo = std::strtoull(line, &dash, 16);
-      const uintptr_t hi = *dash == '-' ? std::strtoull(dash + 1, nullptr, 16) : 0;
-      if (lo <= at && at < hi) {
-        madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
-        done = true;
-      }
-      line = end + 1;
-    }
-    have = static_cast<size_t>(buf + have - line);
-    std::memmove(buf, line, have);
-  }
-  close(fd);
+  uintptr_t lo, hi;
+  if (FindMapping(at, lo, hi)) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
 }
 
 // Every kCheckEvery-th allocation of a thread while huge pages are pending: past

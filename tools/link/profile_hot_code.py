@@ -86,7 +86,7 @@ def scenarios(args):
 
 def executed_functions(callgrind_out, binary):
     """Mangled names of the functions of `binary` that the profile saw run."""
-    objects, names, current, found = {}, {}, None, set()
+    objects, names, in_binary, found = {}, {}, False, set()
     pattern = re.compile(r"^(ob|cob|fn|cfn)=\((\d+)\)(?: (.*))?$")
     with open(callgrind_out, errors="replace") as f:
         for line in f:
@@ -97,12 +97,13 @@ def executed_functions(callgrind_out, binary):
             if key in ("ob", "cob"):
                 if name:
                     objects[index] = name
-                if key == "ob":
+                if key == "ob":  # the object of the fn= lines that follow
                     current = objects.get(index)
+                    in_binary = current is not None and os.path.realpath(current) == binary
             else:
                 if name:
                     names[index] = name
-                if key == "fn" and current and os.path.realpath(current) == binary:
+                if key == "fn" and in_binary:
                     found.add(names[index])
     return found
 
