@@ -49,16 +49,19 @@ for device in ["sim", "cpu"]:
               f"sim: data-dependent symbols bound as {r['bindings']}")
     check(r["outputs"][0]["shape"] == [15, 126], f"{device}: output shape {r['outputs'][0]['shape']}")
     # Compile stages: drawing the random weights is its own stage, and the passes stage is
-    # itemised per pass (their sum is the stage, give or take the timer's reads between them).
+    # itemised per pass.
     stages, passes = r["compile_stages_ms"], r["compile_passes_ms"]
     check(list(stages)[:4] == ["import", "verify", "random-weights", "pipeline"],
           f"{device}: compile stages {list(stages)}")
     check("infer-types" in passes and "manifest-alloc" in passes and "plan-memory" in passes,
           f"{device}: compile_passes_ms {passes}")
-    # The stage also holds each pass's postcondition check, reported apart.
+    # The stage also holds each pass's postcondition check, reported apart. The parts are timed
+    # inside the stage, so they never add up to more than it (0.05 ms: the JSON's rounding);
+    # how much less depends on the machine's load (ASan under a parallel ctest left 1.7 of 12 ms
+    # between them), so no lower bound is asserted: a timed assertion would only be flaky.
     checks = r["compile_checks_ms"]
     check(checks > 0, f"{device}: compile_checks_ms {checks}: the postconditions were not checked")
-    check(abs(sum(passes.values()) + checks - stages["passes"]) <= 1 + 0.05 * stages["passes"],
+    check(sum(passes.values()) + checks <= stages["passes"] + 0.05,
           f"{device}: passes {sum(passes.values())} ms and checks {checks} ms against the stage's {stages['passes']} ms")
     check(r["steady_state_device_allocs"] == 0, f"{device}: steady-state allocs {r['steady_state_device_allocs']}")
     # cpu has no device_copy instructions (the input upload and the result download); the
