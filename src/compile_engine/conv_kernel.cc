@@ -1,4 +1,5 @@
-// The conv2d kernel (nn.conv2d [+ nn.bias_add] [+ nn.relu] as one fused oneDNN convolution)
+// The conv2d kernel (nn.conv2d [+ bias] [+ residual add] [+ nn.relu] as one fused oneDNN
+// convolution)
 // exists because convolutions are nearly all the work of the ResNet-like models
 // (shared/models/resnet_tiny_dynamic_batch: 15 convs, batch symbolic) and the registry's
 // reference conv is a scalar loop in double precision, fit to be an oracle, not a kernel. The
@@ -7,7 +8,12 @@
 //
 // Phases:
 //   match        group_match::MatchConvGroup (shared with cuda's cuDNN kernel): the body is
-//                conv2d -> [bias_add] -> [relu] over distinct f32 parameters; strides /
+//                conv2d -> [bias] -> [add residual] -> [relu] over distinct f32 parameters, the
+//                residual (a ResNet block's skip connection, blocked results only) fused as
+//                oneDNN's `sum` post-op: the result buffer is filled with the residual, then
+//                the convolution adds into it (bias first, ReLU after), so a block's last conv
+//                is one library call instead of a conv and a JIT add+relu over its output;
+//                strides /
 //                padding / dilation / groups normalised to the registry's semantics
 //   instantiate  constants checked against the declared types and each other (channels,
 //                groups, bias size); constant weights reordered once into the layout oneDNN
@@ -41,6 +47,7 @@
 #include <atomic>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <dnnl.hpp>
 #include <mutex>
 #include <optional>
@@ -93,18 +100,7 @@ memory::desc PlainWeights(const ConvShape& s, int64_t groups) {
 }
 
 // The oneDNN tag of a channel layout (0 = NCHW; MatchConvGroup admits 4, 8 and 16).
-Tag LayoutTag(int64_t block) {
-  switch (block) {
-    case 4:
-      return Tag::nChw4c;
-    case 8:
-      return Tag::nChw8c;
-    case 16:
-      return Tag::nChw16c;
-    default:
-      return Tag::nchw;
-  }
-}
+Tag LayoutTag(int64_t block) { return ChannelLayoutTag(block); }
 
 // Whether the group's convolutions run as Winograd (see the file comment): the window, the
 // layouts and the weight's channels, all static, and an AVX-512 machine.
@@ -163,10 +159,16 @@ class ConvInstance final : public KernelInstance {
     // Winograd tiering (see the file comment): a direct primitive of a Winograd-eligible
     // group counts its runs and is replaced by the Winograd one at kWinogradAfterRuns.
     bool winograd = false;
+    // With a residual and a result reordered out: the residual into the convolution's dst.
+    std::optional<dnnl::reorder> residual_in;
     mutable std::atomic<bool> upgrade{false};
     mutable std::atomic<int> runs{0};
   };
 
+  // The sum post-op adds the convolution into what the destination holds: the residual is
+  // copied there first (a reorder into oneDNN's layout when the result is reordered out).
+  void FillResidual(const Primitive& p, const Pointers& ptr, const TensorArg& residual,
+                    dnnl::stream& stream) const;
   ExecArgs MakeArgs(const Primitive& p, const Pointers& ptr) const;
   static void Repoint(const Primitive& p, const Pointers& ptr, ExecArgs& args);
 
@@ -184,8 +186,9 @@ class ConvInstance final : public KernelInstance {
   // The constant weights in `layout`, reordered on first request. Requires mu_.
   std::shared_ptr<const memory> PackedWeights(const ConvShape& s, const memory::desc& layout);
   absl::Status CheckArg(const TensorArg& a, absl::string_view role, int index, int rank) const;
-  // C, KH or KW == 0: the sums are empty, the result is the (ReLU'd) bias.
-  void RunEmptyReduction(const float* bias, float* out, const ConvShape& s) const;
+  // C, KH or KW == 0: the sums are empty, the result is the (ReLU'd) bias [+ residual].
+  void RunEmptyReduction(const float* bias, const float* residual, float* out,
+                         const ConvShape& s) const;
 
   const ConvGroup group_;
   const dnnl::engine& engine_;
@@ -321,9 +324,10 @@ absl::StatusOr<std::shared_ptr<ConvInstance::Primitive>> ConvInstance::Build(con
     const memory::dims pad_r = {g.pad[2], g.pad[3]};
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (g.relu) {
+    if (g.relu || g.has_residual()) {
       dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      if (g.has_residual()) ops.append_sum(1.0f);  // dst = conv + bias + dst
+      if (g.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
       attr.set_post_ops(ops);
     }
     const auto prop = dnnl::prop_kind::forward_inference;
@@ -362,6 +366,9 @@ absl::StatusOr<std::shared_ptr<ConvInstance::Primitive>> ConvInstance::Build(con
         engine_, src_plain, pd.src_desc(), pd.dst_desc(), dst_plain, p.conv_scratchpad);
     if (weight_) p.weights = PackedWeights(s, pd.weights_desc());
     p.winograd = is_winograd;
+    if (g.has_residual() && p.reorder_out) {
+      p.residual_in.emplace(dnnl::reorder::primitive_desc(engine_, dst_plain, engine_, p.dst));
+    }
     return primitive;
   } catch (const std::exception& e) {
     return LibraryError(g.function, e);
@@ -377,18 +384,33 @@ absl::Status ConvInstance::CheckArg(const TensorArg& a, absl::string_view role, 
                      /*needs_data=*/!(index == group_.weight && weight_));
 }
 
-void ConvInstance::RunEmptyReduction(const float* bias, float* out, const ConvShape& s) const {
+void ConvInstance::RunEmptyReduction(const float* bias, const float* residual, float* out,
+                                     const ConvShape& s) const {
   const std::array<int64_t, 4> dims = {s.n, s.oc, s.oh, s.ow};
   for (int64_t i = 0; i < s.n; ++i) {
     for (int64_t c = 0; c < s.oc; ++c) {
-      float v = bias != nullptr ? bias[c] : 0.0f;
-      if (group_.relu) v = std::max(v, 0.0f);
+      const float b = bias != nullptr ? bias[c] : 0.0f;
       for (int64_t h = 0; h < s.oh; ++h) {
         for (int64_t w = 0; w < s.ow; ++w) {
-          out[ChannelLayoutOffset(dims, group_.out_block, i, c, h, w)] = v;
+          const int64_t at = ChannelLayoutOffset(dims, group_.out_block, i, c, h, w);
+          float v = residual != nullptr ? b + residual[at] : b;
+          if (group_.relu) v = std::max(v, 0.0f);
+          out[at] = v;
         }
       }
     }
+  }
+}
+
+void ConvInstance::FillResidual(const Primitive& p, const Pointers& ptr,
+                                const TensorArg& residual, dnnl::stream& stream) const {
+  if (p.residual_in) {
+    p.residual_in->execute(
+        stream, {{DNNL_ARG_FROM, memory(p.dst_plain, engine_, residual.data)},
+                 {DNNL_ARG_TO, memory(p.dst, engine_,
+                                      static_cast<uint8_t*>(ptr.scratch) + p.dst_offset)}});
+  } else if (residual.data != ptr.y) {
+    std::memcpy(ptr.y, residual.data, residual.nbytes());
   }
 }
 
@@ -446,9 +468,19 @@ absl::Status ConvInstance::Run(const KernelContext& ctx, absl::Span<const Tensor
     return absl::InvalidArgumentError(absl::StrFormat("%s: result is %s, expected %s", g.function,
                                                       ShapeString(y.shape), ShapeString(want)));
   }
+  const TensorArg* residual = g.has_residual() ? &args[g.residual] : nullptr;
+  if (residual != nullptr) {
+    RETURN_IF_ERROR(CheckArg(*residual, "residual", g.residual, static_cast<int>(want.size())));
+    if (!std::equal(residual->shape.begin(), residual->shape.end(), want.begin(), want.end())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: %s is %s but the convolution's result is %s", g.function,
+          g.Arg("residual", g.residual), ShapeString(residual->shape), ShapeString(want)));
+    }
+  }
   if (y.num_elements() == 0) return absl::OkStatus();
   if (s.c == 0 || s.kh == 0 || s.kw == 0) {
-    RunEmptyReduction(bias_data, y.as<float>(), s);
+    RunEmptyReduction(bias_data, residual != nullptr ? residual->as<const float>() : nullptr,
+                      y.as<float>(), s);
     return absl::OkStatus();
   }
 
@@ -472,6 +504,7 @@ absl::Status ConvInstance::Run(const KernelContext& ctx, absl::Span<const Tensor
     dnnl::stream& stream = ThreadStream(engine_);
     auto execute = [&](const ExecArgs& a) {
       if (p.reorder_in) p.reorder_in->execute(stream, a.in);
+      if (residual != nullptr) FillResidual(p, ptr, *residual, stream);
       p.conv.execute(stream, a.conv);
       if (p.reorder_out) p.reorder_out->execute(stream, a.out);
     };
@@ -560,6 +593,7 @@ class ConvKernel final : public CompiledKernel {
   std::string Describe() const override {
     std::vector<std::string> fused;
     if (group_.has_bias()) fused.push_back("bias");
+    if (group_.has_residual()) fused.push_back("residual");
     if (group_.relu) fused.push_back("relu");
     std::string s = "onednn conv2d";
     if (!fused.empty()) absl::StrAppend(&s, "[", absl::StrJoin(fused, ","), "]");
@@ -598,7 +632,8 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileConvGroup(const Function&
   if (!group) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "@%s: not a conv group (a primitive function of nn.conv2d over f32 NCHW or NCHW<b>c "
-        "(b = 4, 8, 16) data and OIHW weights, optionally a bias, then optionally nn.relu)",
+        "(b = 4, 8, 16) data and OIHW weights, optionally a bias, then (blocked) optionally a "
+        "residual add, then optionally nn.relu)",
         primitive.name()));
   }
   const dnnl::engine* engine = CpuEngine();
@@ -612,7 +647,7 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompileConvGroup(const Function&
 namespace {
 bool ConvRuns(const OpDef& op) { return OpIdOf(op) == kConvOp; }
 bool ConvFuses(const OpDef& op) {
-  // add: a blocked result's bias (MatchConvGroup).
+  // add: a blocked result's bias or residual (MatchConvGroup).
   return OpIdOf(op) == kConvOp || IsEpilogueOp(OpIdOf(op), /*allow_add=*/true);
 }
 }  // namespace

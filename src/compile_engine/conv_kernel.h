@@ -3,11 +3,14 @@
 //   %h = nn.conv2d(%data, %weight) {...}      data f32[N, C, H, W] (N, H, W may be symbolic),
 //                                            weight f32[OC, C / groups, KH, KW]
 //   %h = nn.bias_add(%h, %bias) {axis = 1}    optional (axis 1 or -3), bias f32[OC]
+//   %h = add(%h, %residual)                   optional, blocked results only: a parameter
+//                                            of exactly %h's type (a ResNet skip connection)
 //   %h = nn.relu(%h)                          optional
 //   return %h                                 f32[N, OC, OH, OW]
 //
 // runs as ONE oneDNN 2.6 convolution_forward (forward_inference, convolution_direct) with the
-// bias fused as the convolution's bias argument and the ReLU as an eltwise_relu post-op.
+// bias fused as the convolution's bias argument, the residual as a `sum` post-op (the result
+// buffer is filled with the residual first) and the ReLU as an eltwise_relu post-op.
 //
 // Attributes (the registry's semantics, src/shape_funcs/nn.cc):
 //   strides, dilation  1 or 2 positive ints ([s] means [s, s]); oneDNN's dilation is ours - 1

@@ -109,10 +109,16 @@ struct Group {
   std::unique_ptr<CompiledKernel> kernel;
 };
 
-Group Compile(const std::string& text) {
+// `infer`: run infer-types first (the residual matcher compares the running value's type,
+// which the pipeline has inferred by the time the engine sees a group).
+Group Compile(const std::string& text, bool infer = false) {
   Group g;
   g.module = testing::Parse(text);
   if (g.module == nullptr) return g;
+  if (infer) {
+    auto typed = testing::RunPipeline(*g.module, "infer-types");
+    EXPECT_TRUE(typed.ok()) << typed.status();
+  }
   g.f = g.module->FindFunction("f");
   EXPECT_NE(g.f, nullptr);
   if (g.f == nullptr) return g;
@@ -348,6 +354,104 @@ TEST(ConvKernelTest, BlockedLayoutsMatchReference) {
   CheckBlocked({8, 16, 3, 10, 8, 8});
   CheckBlocked({4, 8, 3, 7, 4, 4, 2});
   CheckBlocked({16, 8, 3, 7, 8, 4});
+}
+
+// A blocked conv group whose epilogue is bias, a residual add (the skip connection, operand
+// order `residual_first`) and relu, as fuse-ops groups a ResNet block's last convolution.
+std::string ResidualFunction(int64_t c, int64_t oc, int64_t k, int64_t h, bool residual_first,
+                             bool bias = true) {
+  const std::string y = absl::StrCat("f32[n, ", oc / 16, ", ", h, ", ", h, ", 16]");
+  std::string params = absl::StrCat("%x: f32[n, ", c / 16, ", ", h, ", ", h, ", 16], %w: f32[", oc,
+                                    ", ", c, ", ", k, ", ", k, "]");
+  std::string body = absl::StrCat("  %h = nn.conv2d(%x, %w) {padding = [", k / 2, ", ", k / 2,
+                                  "], data_layout = \"NCHW16c\", out_layout = \"NCHW16c\"}\n");
+  std::string last = "%h";
+  if (bias) {
+    absl::StrAppend(&params, ", %b: f32[", oc / 16, ", 1, 1, 16]");
+    absl::StrAppend(&body, "  %hb = add(%h, %b)\n");
+    last = "%hb";
+  }
+  absl::StrAppend(&params, ", %r: ", y);
+  absl::StrAppend(&body, "  %s = add(", residual_first ? "%r, " : "", last,
+                  residual_first ? "" : ", %r", ")\n  %a = nn.relu(%s)\n");
+  return absl::StrCat("def @f(", params, ") attributes {primitive = true} {\n", body,
+                      "  return %a\n}\n");
+}
+
+// Tests the residual add fused as oneDNN's sum post-op: a 1x1 expansion (ResNet-50's
+// bottleneck), a 3x3 (a basic block's, Winograd from the second run on AVX-512), either
+// operand order, without a bias; each run at N = 1 and 2 and three times in one instance
+// (the result buffer is refilled with the residual every call); the residual's shape is
+// checked; and groups the kernel does not fuse (a broadcast add, a residual on an NCHW
+// result) are not taken whole.
+TEST(ConvKernelTest, ResidualAddIsFusedAsSumPostOp) {
+  struct Case {
+    int64_t c, oc, k, h;
+    bool residual_first, bias;
+    std::string describe;
+  };
+  const bool wino = PreferredConvBlock(DeviceKind::kCpu) == 16;
+  const Case cases[] = {
+      {64, 256, 1, 7, false, true, "onednn conv2d[bias,residual,relu] NCHW16c->NCHW16c packed"},
+      {32, 32, 3, 8, true, true,
+       wino ? "onednn conv2d[bias,residual,relu] NCHW16c->NCHW16c winograd from run 2 packed"
+            : "onednn conv2d[bias,residual,relu] NCHW16c->NCHW16c packed"},
+      {16, 32, 3, 5, false, false, "onednn conv2d[residual,relu] NCHW16c->NCHW16c packed"},
+  };
+  for (const Case& k : cases) {
+    const std::string text = ResidualFunction(k.c, k.oc, k.k, k.h, k.residual_first, k.bias);
+    SCOPED_TRACE(text);
+    Group g = Compile(text, /*infer=*/true);
+    ASSERT_NE(g.kernel, nullptr);
+    EXPECT_EQ(g.kernel->Describe(), k.describe);
+    const Tensor w = Random({k.oc, k.c, k.k, k.k}, 1, 1.0 / std::sqrt(double(k.c * k.k * k.k)));
+    const Tensor b = Random({k.oc / 16, 1, 1, 16}, 2, 0.5);
+    std::vector<Tensor> load = {Tensor(), w};
+    std::vector<bool> which = {false, true};
+    if (k.bias) {
+      load.push_back(b);
+      which.push_back(true);
+    }
+    load.push_back(Tensor());
+    which.push_back(false);
+    auto instance = g.kernel->Instantiate(Constants(load, which));
+    ASSERT_TRUE(instance.ok()) << instance.status();
+    for (int64_t n : {1, 2}) {
+      std::vector<Tensor> params = {Random({n, k.c / 16, k.h, k.h, 16}, 10 + n), w};
+      if (k.bias) params.push_back(b);
+      params.push_back(Random({n, k.oc / 16, k.h, k.h, 16}, 20 + n));
+      auto want = Interpret(*g.f, params);
+      ASSERT_TRUE(want.ok()) << want.status();
+      for (int run = 0; run < 3; ++run) {
+        auto got = RunKernel(**instance, params, want->shape());
+        ASSERT_TRUE(got.ok()) << got.status();
+        EXPECT_LE(MaxError(*got, *want), kTolerance) << "N = " << n << ", run " << run + 1;
+      }
+    }
+    // A residual of another shape is an error naming it.
+    std::vector<Tensor> bad = {Random({1, k.c / 16, k.h, k.h, 16}, 3), w};
+    if (k.bias) bad.push_back(b);
+    bad.push_back(Random({2, k.oc / 16, k.h, k.h, 16}, 4));
+    auto got = RunKernel(**instance, bad, {1, k.oc / 16, k.h, k.h, 16});
+    ASSERT_FALSE(got.ok());
+    EXPECT_THAT(got.status().message(), HasSubstr("residual (%r)"));
+  }
+  // Not taken whole: an add that broadcasts ([1, 2, 1, 1, 16] is not the result's type), and
+  // a residual on an NCHW result.
+  const std::string broadcast =
+      "def @f(%x: f32[1, 1, 4, 4, 16], %w: f32[32, 16, 1, 1], %r: f32[1, 2, 1, 1, 16]) attributes "
+      "{primitive = true} {\n  %h = nn.conv2d(%x, %w) {data_layout = \"NCHW16c\", out_layout = "
+      "\"NCHW16c\"}\n  %s = add(%h, %r)\n  return %s\n}\n";
+  const std::string nchw =
+      "def @f(%x: f32[1, 16, 4, 4], %w: f32[32, 16, 1, 1], %r: f32[1, 32, 4, 4]) attributes "
+      "{primitive = true} {\n  %h = nn.conv2d(%x, %w)\n  %s = add(%h, %r)\n  return %s\n}\n";
+  for (const std::string& text : {broadcast, nchw}) {
+    SCOPED_TRACE(text);
+    auto m = testing::Parse(text);
+    ASSERT_NE(m, nullptr);
+    ASSERT_TRUE(testing::RunPipeline(*m, "infer-types").ok());
+    EXPECT_FALSE(IsConvGroup(*m->FindFunction("f")));
+  }
 }
 
 // Tests the Winograd tiering: one shape run four times in one instance (direct first, Winograd

@@ -60,12 +60,22 @@ std::string AnchorEpilogue::Arg(absl::string_view role, int param) const {
   return absl::StrFormat("%s (%s)", role, param_names[param]);
 }
 
+// The parameter `add` node `n` adds to `cur` (either operand), or -1.
+int OtherParam(const Block& body, const Node& n, const Value* cur) {
+  if (n.num_operands() != 2 || n.num_results() != 1) return -1;
+  if (n.operand(0) == cur) return ParamIndex(body, n.operand(1));
+  if (n.operand(1) == cur) return ParamIndex(body, n.operand(0));
+  return -1;
+}
+
 std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor, bool allow_add,
-                                                  int bias_rank) {
+                                                  int bias_rank, bool allow_residual) {
   if (!IsPrimitive(f)) return std::nullopt;
   const Block& body = f.body();
   const auto& nodes = body.nodes();
-  if (nodes.empty() || nodes.size() > 3 || body.results().size() != 1) return std::nullopt;
+  if (nodes.empty() || nodes.size() > (allow_residual ? 4u : 3u) || body.results().size() != 1) {
+    return std::nullopt;
+  }
 
   AnchorEpilogue g;
   g.function = "@" + f.name();
@@ -83,7 +93,13 @@ std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor
   const Value* cur = a.result(0);
 
   size_t i = 1;
-  if (i < nodes.size() &&
+  // With a residual, an `add` of a parameter that is not bias-shaped is the residual's.
+  const bool add_is_residual =
+      allow_residual && i < nodes.size() && IsCallOf(*nodes[i], OpId::kAdd) && [&] {
+        const int other = OtherParam(body, *nodes[i], cur);
+        return other >= 0 && !IsF32Tensor(g.param_types[other], bias_rank);
+      }();
+  if (i < nodes.size() && !add_is_residual &&
       (IsCallOf(*nodes[i], OpId::kNnBiasAdd) || (allow_add && IsCallOf(*nodes[i], OpId::kAdd)))) {
     const Node& b = *nodes[i];
     g.bias_node = &b;
@@ -97,6 +113,18 @@ std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor
       return std::nullopt;
     }
     cur = b.result(0);
+    ++i;
+  }
+  if (allow_residual && i < nodes.size() && IsCallOf(*nodes[i], OpId::kAdd)) {
+    // The residual: a parameter of exactly the running value's type (no broadcast).
+    const int r = OtherParam(body, *nodes[i], cur);
+    if (r < 0 || r == g.data || r == g.weight || r == g.bias || !cur->type().is_tensor() ||
+        !IsF32Tensor(g.param_types[r], cur->type().rank()) ||
+        g.param_types[r].shape() != cur->type().shape()) {
+      return std::nullopt;
+    }
+    g.residual = r;
+    cur = nodes[i]->result(0);
     ++i;
   }
   if (i < nodes.size() && IsCallOf(*nodes[i], OpId::kNnRelu)) {
@@ -248,8 +276,9 @@ std::optional<ConvGroup> MatchConvGroup(const Function& f) {
   }
   // Blocked: the bias (if any) is an add of [OC/b, 1, 1, b] on a blocked result, nn.bias_add
   // on an NCHW one.
-  std::optional<AnchorEpilogue> m = MatchAnchorEpilogue(
-      f, OpId::kNnConv2d, /*allow_add=*/out_block > 0, /*bias_rank=*/out_block > 0 ? 4 : 1);
+  std::optional<AnchorEpilogue> m =
+      MatchAnchorEpilogue(f, OpId::kNnConv2d, /*allow_add=*/out_block > 0,
+                          /*bias_rank=*/out_block > 0 ? 4 : 1, /*allow_residual=*/out_block > 0);
   if (!m) return std::nullopt;
   ConvGroup g;
   static_cast<AnchorEpilogue&>(g) = *std::move(m);

@@ -42,6 +42,9 @@ absl::Status CheckF32Arg(absl::string_view function, absl::string_view name,
 //   %h = <anchor>(%data, %weight) {...}
 //   %h = nn.bias_add(%h, %bias)            optional; with `allow_add` also add(%h, %bias) or
 //                                          add(%bias, %h) (ONNX MatMul + Add exports)
+//   %h = add(%h, %residual)                optional, with `allow_residual` only: a parameter
+//                                          of exactly %h's type (either operand order; a
+//                                          ResNet block's skip connection)
 //   %h = nn.relu(%h)                       optional
 //   return %h
 // with data, weight and bias distinct parameters and the bias an f32 vector. What depends on
@@ -58,15 +61,17 @@ struct AnchorEpilogue {
   const Node* bias_node = nullptr;  // the bias_add / add, or nullptr
   bool bias_is_add = false;
   int bias = -1;  // -1: no bias
+  int residual = -1;  // -1: no residual add
   bool relu = false;
 
   bool has_bias() const { return bias >= 0; }
+  bool has_residual() const { return residual >= 0; }
   // "data (%x)"
   std::string Arg(absl::string_view role, int param) const;
 };
 // `bias_rank`: the bias parameter's rank (1: a vector; 4: a blocked conv's [OC/b, 1, 1, b]).
 std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor, bool allow_add,
-                                                  int bias_rank = 1);
+                                                  int bias_rank = 1, bool allow_residual = false);
 // The ops such a group may hold besides its anchor (providers' Fuses).
 bool IsEpilogueOp(OpId op, bool allow_add);
 // True when the function declares no result type, or one f32 tensor of `rank` (an f16 result
@@ -93,7 +98,9 @@ struct ConvWindow {
   bool symmetric_padding() const { return pad[0] == pad[2] && pad[1] == pad[3]; }
 };
 
-// nn.conv2d [+ bias] [+ nn.relu] over f32 data and OIHW weights [OC, C / groups, KH, KW].
+// nn.conv2d [+ bias] [+ residual] [+ nn.relu] over f32 data and OIHW weights
+// [OC, C / groups, KH, KW]; the residual add only on a blocked result (the host's layout: a
+// ResNet block's conv + skip + relu as one library call; cuDNN's provider refuses it).
 // Data and result are NCHW [N, C, H, W] or blocked NCHW<b>c [N, C/b, H, W, b] for b in
 // {4, 8, 16} (channel_layout.h; data_layout / out_layout). The bias is nn.bias_add on axis 1
 // / -3 of an NCHW result, or, on a blocked result, an `add` of an [OC/b, 1, 1, b] parameter

@@ -44,9 +44,9 @@ std::vector<std::string> Names(DeviceKind device) {
 TEST(KernelProvidersTest, HostMemoryDevicesShareTheDocumentedOrder) {
   const std::vector<std::string> expected = {
       "onednn.dense",      "onednn.conv2d",    "onednn.conv2d_transpose", "onednn.batch_matmul",
-      "onednn.pool2d",     "native.reduce",    "native.image",            "native.creation",
-      "native.argreduce",  "view.copy",        "onednn+llvm.split",       "llvm.elementwise",
-      "llvm.injective",    "reference"};
+      "onednn.pool2d",     "onednn.reorder",   "native.reduce",           "native.image",
+      "native.creation",   "native.argreduce", "view.copy",               "onednn+llvm.split",
+      "llvm.elementwise",  "llvm.injective",   "reference"};
   EXPECT_EQ(Names(DeviceKind::kCpu), expected);
   EXPECT_EQ(Names(DeviceKind::kSim), expected);
   EXPECT_EQ(Names(DeviceKind::kCuda),

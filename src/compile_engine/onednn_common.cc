@@ -24,6 +24,22 @@ absl::Status LibraryError(absl::string_view function, const std::exception& e) {
   return absl::InternalError(absl::StrFormat("%s: onednn: %s", function, e.what()));
 }
 
+dnnl::memory::format_tag ChannelLayoutTag(int64_t block) {
+  using Tag = dnnl::memory::format_tag;
+  switch (block) {
+    case 0:
+      return Tag::nchw;
+    case 4:
+      return Tag::nChw4c;
+    case 8:
+      return Tag::nChw8c;
+    case 16:
+      return Tag::nChw16c;
+    default:
+      return Tag::undef;
+  }
+}
+
 const dnnl::engine* CpuEngine() {
   static const dnnl::engine* engine = []() -> const dnnl::engine* {
     try {

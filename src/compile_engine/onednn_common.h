@@ -42,6 +42,9 @@ absl::Status LibraryError(absl::string_view function, const std::exception& e);
 // The process's CPU engine (created once, never destroyed: primitives may outlive statics);
 // nullptr if oneDNN cannot create one.
 const dnnl::engine* CpuEngine();
+// oneDNN's tag of a channel layout (channel_layout.h): nchw for 0, nChw4c / nChw8c / nChw16c
+// for blocks of 4, 8, 16; undef for any other block (no oneDNN tag).
+dnnl::memory::format_tag ChannelLayoutTag(int64_t block);
 // oneDNN streams are not thread-safe: one per thread.
 dnnl::stream& ThreadStream(const dnnl::engine& engine);
 // The calling thread's scratch buffer for primitive execution, at least `bytes` long (64-byte

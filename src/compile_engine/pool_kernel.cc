@@ -4,9 +4,10 @@
 // result is exactly the reference's, and for what is refused.
 //
 // Phases:
-//   match     one nn.max_pool2d / nn.avg_pool2d call of an f32 rank-4 parameter, returned;
-//             attributes read with the registry's defaults (CheckAttrs) and semantics (pairs
-//             of 1 or 2 positive ints, padding of 1, 2 or 4 ints, NCHW layout); a static H, W
+//   match     one nn.max_pool2d / nn.avg_pool2d call of an f32 rank-4 (NCHW) or rank-5
+//             (NCHW<4|8|16>c) parameter, returned; attributes read with the registry's
+//             defaults (CheckAttrs) and semantics (pairs of 1 or 2 positive ints, padding of 1,
+//             2 or 4 ints); a static H, W
 //             is planned now and refused when it would not run on oneDNN (PlanShape), as is
 //             avg + count_include_pad + ceil_mode over a symbolic H or W
 //   plan      per call shape, per axis: the output size by the registry's rule, oneDNN's right
@@ -34,10 +35,12 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "compile_engine/group_match.h"
 #include "compile_engine/group_provider.h"
 #include "compile_engine/onednn_common.h"
+#include "passes/shape_funcs/channel_layout.h"
 #include "passes/shape_funcs/op_registry.h"
 #include "passes/support/status_macros.h"
 
@@ -75,6 +78,7 @@ struct PoolGroup {
   int data = -1;
   std::string data_name;  // "%x"
   Type data_type;         // as declared
+  int64_t block = 0;      // the layout: 0 = NCHW, else NCHW<block>c (4, 8 or 16)
   const OpDef* op = nullptr;
   Attrs attrs;  // with the registry's defaults: what the reference fallback is called with
   bool is_max = true;
@@ -85,6 +89,7 @@ struct PoolGroup {
   std::string Arg(absl::string_view role) const {
     return absl::StrFormat("%s (%s)", role, data_name);
   }
+  int rank() const { return block == 0 ? 4 : 5; }
 };
 
 // How one axis of one call shape runs (see pool_kernel.h).
@@ -161,15 +166,22 @@ std::optional<PoolGroup> MatchPoolGroup(const Function& f) {
   g.num_params = body.num_params();
   g.data = ParamIndex(body, n.operand(0));
   if (g.data < 0) return std::nullopt;
-  const Type& type = body.param(g.data)->type();
-  if (!IsF32Tensor(type, 4) || !DeclaredResultIsF32(f, 4)) return std::nullopt;
-  g.data_name = "%" + body.param(g.data)->name();
-  g.data_type = type;
   g.op = n.op();
   absl::StatusOr<Attrs> attrs = g.op->CheckAttrs(n.attrs());
   if (!attrs.ok()) return std::nullopt;
   g.attrs = *std::move(attrs);
-  if (g.attrs.GetString("layout") != "NCHW") return std::nullopt;
+  // NCHW, or the blocked layouts oneDNN pools in place (block-conv-layout's).
+  const std::optional<int64_t> block = ParseChannelLayout(g.attrs.GetString("layout"));
+  if (!block || (*block != 0 && *block != 4 && *block != 8 && *block != 16)) return std::nullopt;
+  g.block = *block;
+  const Type& type = body.param(g.data)->type();
+  if (!IsF32Tensor(type, g.rank()) || !DeclaredResultIsF32(f, g.rank())) return std::nullopt;
+  if (g.block > 0) {
+    const DimExpr& lanes = type.shape()[4];
+    if (!lanes.is_constant() || lanes.constant() != g.block) return std::nullopt;
+  }
+  g.data_name = "%" + body.param(g.data)->name();
+  g.data_type = type;
   if (!ReadPair(g.attrs, "pool_size", &Axis::kernel, g.axes) ||
       !ReadPair(g.attrs, "strides", &Axis::stride, g.axes) ||
       !ReadPair(g.attrs, "dilation", &Axis::dilation, g.axes)) {
@@ -224,7 +236,7 @@ class PoolInstance final : public KernelInstance {
     std::optional<dnnl::pooling_v2_forward> pool;  // absent: the reference kernel runs
     memory::desc src, dst, scratchpad;
   };
-  using Key = std::array<int64_t, 4>;
+  using Key = std::array<int64_t, 4>;  // the data's N, C (C/b blocked), H, W
 
   absl::StatusOr<std::shared_ptr<const Primitive>> GetPrimitive(const Key& x);
   absl::Status RunReference(const TensorArg& x, const TensorArg& y) const;
@@ -270,8 +282,11 @@ absl::StatusOr<std::shared_ptr<const PoolInstance::Primitive>> PoolInstance::Get
       ScopedLibraryThreads threads;  // oneDNN sizes its blocking for the thread count it sees
       const AxisPlan& ph = p->plan.axes[0];
       const AxisPlan& pw = p->plan.axes[1];
-      p->src = memory::desc({x[0], x[1], x[2], x[3]}, DataType::f32, Tag::nchw);
-      p->dst = memory::desc({x[0], x[1], ph.out, pw.out}, DataType::f32, Tag::nchw);
+      // oneDNN's dims are the logical NCHW ones; the tag says where they are stored.
+      const int64_t channels = g.block == 0 ? x[1] : x[1] * g.block;
+      const Tag tag = ChannelLayoutTag(g.block);  // MatchPoolGroup admits 0, 4, 8, 16
+      p->src = memory::desc({x[0], channels, x[2], x[3]}, DataType::f32, tag);
+      p->dst = memory::desc({x[0], channels, ph.out, pw.out}, DataType::f32, tag);
       const Axis& ah = g.axes[0];
       const Axis& aw = g.axes[1];
       const dnnl::algorithm algo = g.is_max        ? dnnl::algorithm::pooling_max
@@ -322,7 +337,10 @@ absl::Status PoolInstance::RunReference(const TensorArg& x, const TensorArg& y) 
 
 void PoolInstance::FixLowest(const float* x, float* y, const Key& xs, const ShapePlan& plan) const {
   const int64_t oh = plan.axes[0].out, ow = plan.axes[1].out;
-  const int64_t total = xs[0] * xs[1] * oh * ow;
+  // Element (plane, h, w, lane) is at ((plane * H + h) * W + w) * lanes + lane: lanes 1 in
+  // NCHW, the block's channels blocked.
+  const int64_t lanes = group_.block == 0 ? 1 : group_.block;
+  const int64_t total = xs[0] * xs[1] * oh * ow * lanes;
   // The common case has none: one vectorisable pass over the output.
   int64_t hits = 0;
   for (int64_t i = 0; i < total; ++i) hits += y[i] == kLowest;
@@ -331,15 +349,16 @@ void PoolInstance::FixLowest(const float* x, float* y, const Key& xs, const Shap
   const Axis& aw = group_.axes[1];
   for (int64_t i = 0; i < total; ++i) {
     if (y[i] != kLowest) continue;
-    const int64_t plane = i / (oh * ow), oy = i / ow % oh, ox = i % ow;
-    const float* xp = x + plane * xs[2] * xs[3];
+    const int64_t lane = i % lanes, pixel = i / lanes;
+    const int64_t plane = pixel / (oh * ow), oy = pixel / ow % oh, ox = pixel % ow;
+    const float* xp = x + plane * xs[2] * xs[3] * lanes + lane;
     bool held = false;
     for (int64_t kh = 0; kh < ah.kernel && !held; ++kh) {
       const int64_t ih = oy * ah.stride - ah.pad_begin + kh * ah.dilation;
       if (ih < 0 || ih >= xs[2]) continue;
       for (int64_t kw = 0; kw < aw.kernel && !held; ++kw) {
         const int64_t iw = ox * aw.stride - aw.pad_begin + kw * aw.dilation;
-        held = iw >= 0 && iw < xs[3] && xp[ih * xs[3] + iw] == kLowest;
+        held = iw >= 0 && iw < xs[3] && xp[(ih * xs[3] + iw) * lanes] == kLowest;
       }
     }
     if (!held) y[i] = -std::numeric_limits<float>::infinity();
@@ -355,8 +374,13 @@ absl::Status PoolInstance::Run(const KernelContext& ctx, absl::Span<const Tensor
   }
   const TensorArg& x = args[g.data];
   const TensorArg& y = args[g.num_params];
-  RETURN_IF_ERROR(CheckF32Arg(g.function, g.Arg("data"), "data", x, 4));
-  RETURN_IF_ERROR(CheckF32Arg(g.function, "result", "result", y, 4));
+  RETURN_IF_ERROR(CheckF32Arg(g.function, g.Arg("data"), "data", x, g.rank()));
+  RETURN_IF_ERROR(CheckF32Arg(g.function, "result", "result", y, g.rank()));
+  if (g.block > 0 && x.shape[4] != g.block) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s is %s, not in %s: its last dim is not %d", g.function,
+                        g.Arg("data"), ShapeString(x.shape), ChannelLayoutName(g.block), g.block));
+  }
   const Key xs = {x.shape[0], x.shape[1], x.shape[2], x.shape[3]};
   const AxisPlan ph = PlanAxis(g.axes[0], xs[2], g.ceil_mode);
   const AxisPlan pw = PlanAxis(g.axes[1], xs[3], g.ceil_mode);
@@ -365,7 +389,8 @@ absl::Status PoolInstance::Run(const KernelContext& ctx, absl::Span<const Tensor
         absl::StrFormat("%s: %s is %s: the pooling window does not fit the padded input",
                         g.function, g.Arg("data"), ShapeString(x.shape)));
   }
-  const std::array<int64_t, 4> want = {xs[0], xs[1], ph.out, pw.out};
+  std::vector<int64_t> want = {xs[0], xs[1], ph.out, pw.out};
+  if (g.block > 0) want.push_back(g.block);
   if (!std::equal(y.shape.begin(), y.shape.end(), want.begin(), want.end())) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: result is %s, expected %s", g.function,
                                                       ShapeString(y.shape), ShapeString(want)));
@@ -412,8 +437,11 @@ class PoolKernel final : public CompiledKernel {
   }
 
   std::string Describe() const override {
-    if (group_.is_max) return "onednn max_pool2d";
-    return group_.include_pad ? "onednn avg_pool2d[include_pad]" : "onednn avg_pool2d";
+    std::string name = group_.is_max        ? "onednn max_pool2d"
+                       : group_.include_pad ? "onednn avg_pool2d[include_pad]"
+                                            : "onednn avg_pool2d";
+    if (group_.block > 0) absl::StrAppend(&name, "[", ChannelLayoutName(group_.block), "]");
+    return name;
   }
 
  private:
@@ -429,7 +457,8 @@ absl::StatusOr<std::unique_ptr<CompiledKernel>> CompilePoolGroup(const Function&
   std::optional<PoolGroup> group = MatchPoolGroup(primitive);
   if (!group) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "@%s: not a pool group (one nn.max_pool2d or nn.avg_pool2d of an f32 NCHW parameter "
+        "@%s: not a pool group (one nn.max_pool2d or nn.avg_pool2d of an f32 NCHW or "
+        "NCHW<4|8|16>c parameter "
         "that oneDNN computes exactly as the reference kernel)",
         primitive.name()));
   }

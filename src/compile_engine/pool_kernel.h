@@ -1,12 +1,14 @@
 // The 2-D pooling kernel of the CPU kernel library: a primitive function whose body is
 //
 //   %y = nn.max_pool2d(%x) {...}    or    %y = nn.avg_pool2d(%x) {...}
-//   return %y                       x f32[N, C, H, W] (NCHW, any dim symbolic)
+//   return %y                       x f32[N, C, H, W] (NCHW, any dim symbolic), or
+//                                   f32[N, C/b, H, W, b] (layout NCHW<b>c, b in 4, 8, 16)
 //
-// runs as ONE oneDNN 2.6 pooling_v2_forward (forward_inference; v2 for dilation) on the plain
-// NCHW tensors, instead of the registry's reference kernel (a scalar double loop: ~730 us for
+// runs as ONE oneDNN 2.6 pooling_v2_forward (forward_inference; v2 for dilation) on the
+// tensors as they are stored (nchw, or oneDNN's own nChw<b>c for a blocked layout, which is
+// where block-conv-layout puts the pool of a ResNet stem: no reorder around it), instead of the registry's reference kernel (a scalar double loop: ~730 us for
 // the 3x3 stride-2 max pool of a ShuffleNet stem on f32[1, 16, 48, 64]). Every ResNet /
-// ShuffleNet stem has one. Other dtypes, layouts and nn.max_pool2d_with_indices (oneDNN's
+// ShuffleNet stem has one. Other dtypes and layouts, and nn.max_pool2d_with_indices (oneDNN's
 // workspace is not ONNX's flat index) stay on the reference kernel.
 //
 // Why oneDNN computes exactly what the reference does (src/shape_funcs/nn.cc). Per spatial
@@ -34,7 +36,7 @@
 //             The sums are f32 in oneDNN, double in the reference: a few ulps apart.
 //
 // Refusals: the group is not taken (Unimplemented, so the reference provider runs it and the
-// profile says so) when it is not the body above over f32 NCHW data, when H and W are static
+// profile says so) when it is not the body above over f32 data in one of those layouts, when H and W are static
 // and that shape would not run on oneDNN (by the rules above), and for avg with
 // count_include_pad and ceil_mode when H or W is symbolic (the overhang cannot be ruled out).
 // A taken group whose call meets such a shape anyway (symbolic H/W: an empty exclude-pad

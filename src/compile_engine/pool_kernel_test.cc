@@ -5,7 +5,8 @@
 // that a refused case must show up as the reference kernel; max pools exact to the bit
 // (-inf / -FLT_MAX / NaN inputs and windows entirely in the padding included), averages within
 // 1e-6 relative; symbolic H, W with shapes that fall back to the reference inside the kernel;
-// the refusals (f64, the ceil_mode overhang of count_include_pad, with-indices); error paths.
+// the blocked layouts NCHW<4|8|16>c (block-conv-layout's); the refusals (f64, the ceil_mode
+// overhang of count_include_pad, with-indices); error paths.
 #include "compile_engine/pool_kernel.h"
 
 #include <cmath>
@@ -44,6 +45,7 @@ struct PoolCase {
   std::string dilation = "[1, 1]";
   bool ceil_mode = false;
   std::string data_type = "f32[2, 3, 7, 9]";
+  std::string layout = "";  // empty: the default (NCHW)
 };
 
 std::string Describe(const PoolCase& k) {
@@ -52,7 +54,8 @@ std::string Describe(const PoolCase& k) {
                                                    : "avg(include_pad)";
   return absl::StrCat(kind, " pool_size=", k.pool_size, " strides=", k.strides,
                       " padding=", k.padding, " dilation=", k.dilation,
-                      k.ceil_mode ? " ceil_mode" : "", " on ", k.data_type);
+                      k.ceil_mode ? " ceil_mode" : "", " on ", k.data_type,
+                      k.layout.empty() ? "" : " layout=", k.layout);
 }
 
 std::string PoolFunction(const PoolCase& k) {
@@ -60,6 +63,7 @@ std::string PoolFunction(const PoolCase& k) {
   std::string attrs = absl::StrCat("pool_size = ", k.pool_size, ", strides = ", k.strides,
                                    ", padding = ", k.padding, ", dilation = ", k.dilation,
                                    ", ceil_mode = ", k.ceil_mode ? "true" : "false");
+  if (!k.layout.empty()) absl::StrAppend(&attrs, ", layout = \"", k.layout, "\"");
   if (k.kind != Kind::kMax) {
     absl::StrAppend(&attrs,
                     ", count_include_pad = ", k.kind == Kind::kAvgInclude ? "true" : "false");
@@ -271,6 +275,68 @@ TEST(PoolKernelTest, MaxPoolKeepsInfinityLowestAndNaNAsReference) {
   EXPECT_EQ(g[16 + 5], lowest);
 }
 
+// Tests pooling in the blocked layouts block-conv-layout writes (NCHW<b>c, data [N, C/b, H, W,
+// b]): oneDNN pools nChw<b>c in place and matches the reference for each kind over windows that
+// pad, dilate and overhang, for b = 4, 8, 16, at static and symbolic sizes; the -FLT_MAX fix-up
+// finds the right lane of a blocked pixel.
+TEST(PoolKernelTest, BlockedLayoutsMatchReference) {
+  CompileEngine engine;
+  int cases = 0;
+  uint64_t seed = 300;
+  for (int64_t b : {4, 8, 16}) {
+    const std::string layout = absl::StrCat("NCHW", b, "c");
+    for (Kind kind : {Kind::kMax, Kind::kAvgExclude, Kind::kAvgInclude}) {
+      for (const char* padding : {"[1, 1]", "[0, 1, 2, 1]"}) {
+        for (bool ceil_mode : {false, true}) {
+          for (const char* dilation : {"[1, 1]", "[2, 1]"}) {
+            PoolCase k{kind,     "[3, 3]",  "[2, 2]", padding, dilation, ceil_mode,
+                       absl::StrCat("f32[2, 2, 7, 9, ", b, "]"), layout};
+            if (kind == Kind::kAvgInclude && ceil_mode) continue;  // refused as in NCHW
+            EXPECT_TRUE(CheckCase(engine, k, {{2, 2, 7, 9, b}}, seed += 3)) << Describe(k);
+            ++cases;
+          }
+        }
+      }
+    }
+    const PoolCase sym{Kind::kMax, "[3, 3]", "[2, 2]", "[1, 1]", "[1, 1]", false,
+                       absl::StrCat("f32[n, 3, h, w, ", b, "]"), layout};
+    EXPECT_TRUE(CheckCase(engine, sym, {{1, 3, 8, 8, b}, {2, 3, 5, 11, b}}, seed += 3));
+  }
+  EXPECT_EQ(cases, 3 * 20);  // per block: 8 max, 8 exclude-pad, 4 include-pad averages
+  // The stem of a blocked ResNet: described with its layout.
+  const PoolCase stem{Kind::kMax, "[3, 3]", "[2, 2]", "[1, 1]", "[1, 1]", false,
+                      "f32[n, 4, h, w, 16]", "NCHW16c"};
+  Lowered l = Lower(engine, PoolFunction(stem));
+  ASSERT_NE(l.kernel, nullptr);
+  EXPECT_EQ(l.kernel->Describe(), "onednn max_pool2d[NCHW16c]");
+  EXPECT_TRUE(CheckCase(engine, stem, {{1, 4, 112, 112, 16}}, 9));
+
+  // -FLT_MAX and windows in the padding, in lane 5 of channel block 1 only.
+  const PoolCase pad{Kind::kMax, "[2, 2]", "[2, 2]", "[0, 0, 2, 2]", "[1, 1]", true,
+                     "f32[1, 2, 4, 4, 8]", "NCHW8c"};
+  Lowered lp = Lower(engine, PoolFunction(pad));
+  ASSERT_NE(lp.kernel, nullptr);
+  ASSERT_EQ(lp.kernel->Describe(), "onednn max_pool2d[NCHW8c]");
+  Tensor x = ::hetpass::testing::RandomF32({1, 2, 4, 4, 8}, 5);
+  float* p = x.mutable_data_as<float>();
+  const float inf = std::numeric_limits<float>::infinity();
+  auto at = [&](int h, int w) -> float& { return p[((1 * 4 + h) * 4 + w) * 8 + 5]; };
+  at(0, 0) = at(0, 1) = at(1, 0) = at(1, 1) = -inf;
+  at(0, 2) = at(0, 3) = at(1, 2) = -inf;
+  at(1, 3) = std::numeric_limits<float>::lowest();
+  auto want = Interpret(*lp.f, {x});
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto got = RunKernel(*lp.kernel, x, want->shape());
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectMatches(*got, *want, Kind::kMax);
+  const float* g = got->data_as<float>();  // [1, 2, 3, 3, 8]: block 1 starts at 72
+  EXPECT_EQ(g[72 + 5], -inf);
+  EXPECT_EQ(g[72 + 8 + 5], std::numeric_limits<float>::lowest());
+  EXPECT_EQ(g[72 + 16 + 5], -inf);  // (0, 2): past the input
+  EXPECT_EQ(g[72 + 4], g[72 + 4]);  // the neighbouring lane is an ordinary value
+  EXPECT_GT(g[72 + 4], -inf);
+}
+
 // ---- refusals ------------------------------------------------------------------------------
 
 // Tests that what the kernel cannot compute exactly is refused and runs on the reference
@@ -353,6 +419,21 @@ TEST(PoolKernelTest, BadArgumentsAreErrors) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(s.message(), HasSubstr("@f"));
   }
+  // Blocked: data whose last dim is not the block is refused, naming the layout.
+  auto mb = testing::Parse(PoolFunction({Kind::kMax, "[3, 3]", "[2, 2]", "[1, 1]", "[1, 1]", false,
+                                         "f32[n, 1, h, w, 8]", "NCHW8c"}));
+  ASSERT_NE(mb, nullptr);
+  auto blocked = CompilePoolGroup(*mb->FindFunction("f"));
+  ASSERT_TRUE(blocked.ok()) << blocked.status();
+  auto bi = (*blocked)->Instantiate(std::vector<const Tensor*>{nullptr});
+  ASSERT_TRUE(bi.ok()) << bi.status();
+  const Tensor x4 = ::hetpass::testing::RandomF32({1, 2, 8, 8, 4}, 1);
+  Tensor y4 = Tensor::Zeros(DType::kF32, {1, 2, 4, 4, 4});
+  const absl::Status s = (*bi)->Run(
+      std::vector<TensorArg>{Arg(x4), TensorArg{y4.mutable_data(), DType::kF32,
+                                                absl::MakeConstSpan(y4.shape())}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not in NCHW8c"));
 }
 
 }  // namespace

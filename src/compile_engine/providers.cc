@@ -5,21 +5,23 @@
 // cpu and sim (sim simulates an accelerator in host memory, so it runs the host's kernels
 // inside its launches):
 //    1. onednn.dense              nn.dense [+ bias_add] [+ relu], weights prepacked at load
-//    2. onednn.conv2d             nn.conv2d [+ bias_add] [+ relu]
+//    2. onednn.conv2d             nn.conv2d [+ bias_add] [+ residual add] [+ relu]
 //    3. onednn.conv2d_transpose   nn.conv2d_transpose [+ bias_add] [+ relu]
 //    4. onednn.batch_matmul       nn.batch_matmul
-//    5. onednn.pool2d             a single nn.max_pool2d / nn.avg_pool2d, f32 NCHW, when oneDNN
-//                                 computes exactly the reference's result (pool_kernel.h)
-//    6. native.reduce             reductions with elementwise steps around them; softmax
-//    7. native.image              roi_align, resize2d, constant pad, fills (single ops)
-//    8. native.creation           arange, and the fills of the other dtypes (single ops):
+//    5. onednn.pool2d             a single nn.max_pool2d / nn.avg_pool2d, f32 NCHW or
+//                                 NCHW<b>c, when oneDNN computes exactly the reference's result
+//                                 (pool_kernel.h)
+//    6. onednn.reorder            layout_transform [+ view ops] (reorder_kernel.h)
+//    7. native.reduce             reductions with elementwise steps around them; softmax
+//    8. native.image              roi_align, resize2d, constant pad, fills (single ops)
+//    9. native.creation           arange, and the fills of the other dtypes (single ops):
 //                                 creation_kernel.h
-//    9. native.argreduce          a single argmax / argmin (arg_reduce_kernel.h)
-//   10. view.copy                 a single reshape-like view op: a byte copy
-//   11. onednn+llvm.split         a library head (1-2) with a JIT-compiled elementwise tail
-//   12. llvm.elementwise          elementwise / broadcast bodies: one vectorised loop nest
-//   13. llvm.injective            bodies with layout ops too: one scalar loop nest
-//   14. reference                 every registered op, op by op (the oracle of the tests)
+//   10. native.argreduce          a single argmax / argmin (arg_reduce_kernel.h)
+//   11. view.copy                 a single reshape-like view op: a byte copy
+//   12. onednn+llvm.split         a library head (1-2) with a JIT-compiled elementwise tail
+//   13. llvm.elementwise          elementwise / broadcast bodies: one vectorised loop nest
+//   14. llvm.injective            bodies with layout ops too: one scalar loop nest
+//   15. reference                 every registered op, op by op (the oracle of the tests)
 // The library providers come before the JIT because a GEMM or convolution group is faster in
 // the library even when the JIT could express it, and the split provider comes after the
 // whole-group providers so that a group one provider takes entirely is never split.
@@ -65,6 +67,7 @@
 #include "compile_engine/jit/kernels.h"
 #include "compile_engine/pool_kernel.h"
 #include "compile_engine/reduce_kernel.h"
+#include "compile_engine/reorder_kernel.h"
 #include "compile_engine/split_kernel.h"
 
 namespace hetpass {
@@ -72,8 +75,9 @@ namespace hetpass {
 absl::Span<const KernelProvider* const> KernelProviders(DeviceKind device) {
   static const KernelProvider* const kHostMemory[] = {
       &DenseKernelProvider(),       &ConvKernelProvider(),       &DeconvKernelProvider(),
-      &BatchMatmulKernelProvider(), &PoolKernelProvider(),       &ReduceKernelProvider(),
-      &ImageKernelProvider(),       &CreationKernelProvider(),   &ArgReduceKernelProvider(),
+      &BatchMatmulKernelProvider(), &PoolKernelProvider(),       &ReorderKernelProvider(),
+      &ReduceKernelProvider(),      &ImageKernelProvider(),      &CreationKernelProvider(),
+      &ArgReduceKernelProvider(),
       &ViewCopyProvider(),          &SplitKernelProvider(),      &JitElementwiseProvider(),
       &JitInjectiveProvider(),      &ReferenceProvider(),
   };

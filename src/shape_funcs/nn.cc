@@ -439,14 +439,21 @@ KernelResult Conv2dTransposeKernel(absl::Span<const Tensor> in, const Attrs& att
 
 // TVM's rule: ceil_mode adds stride-1 to the numerator (no PyTorch-style correction for a last
 // window that starts in the padding).
+// The layout may be NCHW<b>c (block-conv-layout keeps pooling between convolutions blocked):
+// data [N, C/b, H, W, b], result [N, C/b, H', W', b], the window over H and W as in NCHW.
 Result MaxPool2dRule(ShapeContext& ctx) {
   const Attrs& a = ctx.attrs();
-  if (a.GetString("layout") != "NCHW") {
-    return ctx.Error(
-        absl::StrFormat("only NCHW layout is supported, got %s", a.GetString("layout")));
+  const std::optional<int64_t> block = ParseChannelLayout(a.GetString("layout"));
+  if (!block) {
+    return ctx.Error(absl::StrFormat("layout must be NCHW or NCHW<b>c, got %s",
+                                     a.GetString("layout")));
   }
-  RETURN_IF_ERROR(CheckRank(ctx, 0, 4));
+  RETURN_IF_ERROR(CheckRank(ctx, 0, *block == 0 ? 4 : 5));
   ASSIGN_OR_RETURN(auto x, ctx.Shape(0));
+  if (*block > 0 && ProvablyDifferent(x[4], *block)) {
+    return ctx.Error(absl::StrFormat("data %s is not in %s: its last dim is not %d",
+                                     ShapeToString(ToVec(x)), ChannelLayoutName(*block), *block));
+  }
   ASSIGN_OR_RETURN(auto pool, Pair(ctx, "pool_size"));
   ASSIGN_OR_RETURN(auto pad, Padding4(ctx));
   ASSIGN_OR_RETURN(auto stride, Pair(ctx, "strides"));
@@ -458,7 +465,19 @@ Result MaxPool2dRule(ShapeContext& ctx) {
                    WindowDim(ctx, x[2], pad_h, pool[0], dil[0], stride[0], ceil_mode, "height"));
   ASSIGN_OR_RETURN(DimExpr w,
                    WindowDim(ctx, x[3], pad_w, pool[1], dil[1], stride[1], ceil_mode, "width"));
+  if (*block > 0) return One(Type::Tensor(ctx.dtype(0), {x[0], x[1], h, w, x[4]}));
   return One(Type::Tensor(ctx.dtype(0), {x[0], x[1], h, w}));
+}
+
+// The pooling loops' view of a tensor in either layout: `planes` planes (N*C in NCHW, N*C/b
+// blocked) of H x W pixels, each pixel `lanes` channels (1, or b) stored together, so that
+// element (plane, h, w, lane) is at ((plane * H + h) * W + w) * lanes + lane.
+struct PoolPlanes {
+  int64_t planes, lanes;
+};
+PoolPlanes PlanesOf(const std::vector<int64_t>& shape) {
+  if (shape.size() == 5) return {shape[0] * shape[1], shape[4]};
+  return {shape[0] * shape[1], 1};
 }
 
 // Max pooling of x into `out`; with `indices`, also where each maximum is: the first element
@@ -473,30 +492,33 @@ void MaxPool2dInto(const Tensor& x, const Attrs& attrs, Tensor& out, Tensor* ind
   const auto& xs = x.shape();
   const auto& os = out.shape();
   const bool column_major = indices != nullptr && attrs.GetInt("storage_order") == 1;
+  const PoolPlanes p = PlanesOf(xs);  // indices only in NCHW (its rule): lanes 1 there
   int64_t o_idx = 0;
-  for (int64_t nc = 0; nc < os[0] * os[1]; ++nc) {
+  for (int64_t nc = 0; nc < p.planes; ++nc) {
     for (int64_t oh = 0; oh < os[2]; ++oh) {
-      for (int64_t ow = 0; ow < os[3]; ++ow, ++o_idx) {
-        double m = -std::numeric_limits<double>::infinity();
-        int64_t at = -1, first = -1;
-        for (int64_t kh = 0; kh < pool[0]; ++kh) {
-          const int64_t ih = oh * win.stride[0] - win.pad[0] + kh * win.dil[0];
-          if (ih < 0 || ih >= xs[2]) continue;
-          for (int64_t kw = 0; kw < pool[1]; ++kw) {
-            const int64_t iw = ow * win.stride[1] - win.pad[1] + kw * win.dil[1];
-            if (iw < 0 || iw >= xs[3]) continue;
-            const double v = x.GetDouble((nc * xs[2] + ih) * xs[3] + iw);
-            if (indices != nullptr) {
-              const int64_t pos =
-                  nc * xs[2] * xs[3] + (column_major ? ih + iw * xs[2] : ih * xs[3] + iw);
-              if (first < 0) first = pos;
-              if (v > m) at = pos;
+      for (int64_t ow = 0; ow < os[3]; ++ow) {
+        for (int64_t lane = 0; lane < p.lanes; ++lane, ++o_idx) {
+          double m = -std::numeric_limits<double>::infinity();
+          int64_t at = -1, first = -1;
+          for (int64_t kh = 0; kh < pool[0]; ++kh) {
+            const int64_t ih = oh * win.stride[0] - win.pad[0] + kh * win.dil[0];
+            if (ih < 0 || ih >= xs[2]) continue;
+            for (int64_t kw = 0; kw < pool[1]; ++kw) {
+              const int64_t iw = ow * win.stride[1] - win.pad[1] + kw * win.dil[1];
+              if (iw < 0 || iw >= xs[3]) continue;
+              const double v = x.GetDouble(((nc * xs[2] + ih) * xs[3] + iw) * p.lanes + lane);
+              if (indices != nullptr) {
+                const int64_t pos =
+                    nc * xs[2] * xs[3] + (column_major ? ih + iw * xs[2] : ih * xs[3] + iw);
+                if (first < 0) first = pos;
+                if (v > m) at = pos;
+              }
+              m = std::max(m, v);
             }
-            m = std::max(m, v);
           }
+          out.SetDouble(o_idx, m);
+          if (indices != nullptr) indices->SetInt64(o_idx, at >= 0 ? at : first);
         }
-        out.SetDouble(o_idx, m);
-        if (indices != nullptr) indices->SetInt64(o_idx, at >= 0 ? at : first);
       }
     }
   }
@@ -511,6 +533,12 @@ KernelResult MaxPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
 
 // nn.max_pool2d_with_indices: nn.max_pool2d's result and an i64 tensor of the same shape.
 Result MaxPool2dWithIndicesRule(ShapeContext& ctx) {
+  // The indices are flat NCHW positions (ONNX's), so the data is NCHW.
+  if (ctx.attrs().GetString("layout") != "NCHW") {
+    return ctx.Error(absl::StrFormat("only NCHW layout is supported (the indices are NCHW "
+                                     "positions), got %s",
+                                     ctx.attrs().GetString("layout")));
+  }
   const int64_t order = ctx.attrs().GetInt("storage_order");
   if (order != 0 && order != 1) {
     return ctx.Error(absl::StrFormat("storage_order must be 0 or 1, got %d", order));
@@ -545,24 +573,27 @@ KernelResult AvgPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
   // Padded extents: [-pad_begin, in + pad_end) per axis.
   const std::array<int64_t, 2> lo = {-win.pad[0], -win.pad[1]};
   const std::array<int64_t, 2> hi = {xs[2] + win.pad[2], xs[3] + win.pad[3]};
+  const PoolPlanes p = PlanesOf(xs);
   int64_t o_idx = 0;
-  for (int64_t nc = 0; nc < os[0] * os[1]; ++nc) {
+  for (int64_t nc = 0; nc < p.planes; ++nc) {
     for (int64_t oh = 0; oh < os[2]; ++oh) {
-      for (int64_t ow = 0; ow < os[3]; ++ow, ++o_idx) {
-        double sum = 0;
-        int64_t count = 0;
-        for (int64_t kh = 0; kh < pool[0]; ++kh) {
-          const int64_t ih = oh * win.stride[0] - win.pad[0] + kh * win.dil[0];
-          if (ih < lo[0] || ih >= hi[0]) continue;
-          for (int64_t kw = 0; kw < pool[1]; ++kw) {
-            const int64_t iw = ow * win.stride[1] - win.pad[1] + kw * win.dil[1];
-            if (iw < lo[1] || iw >= hi[1]) continue;
-            const bool inside = ih >= 0 && ih < xs[2] && iw >= 0 && iw < xs[3];
-            if (inside) sum += in[0].GetDouble((nc * xs[2] + ih) * xs[3] + iw);
-            if (inside || include_pad) ++count;
+      for (int64_t ow = 0; ow < os[3]; ++ow) {
+        for (int64_t lane = 0; lane < p.lanes; ++lane, ++o_idx) {
+          double sum = 0;
+          int64_t count = 0;
+          for (int64_t kh = 0; kh < pool[0]; ++kh) {
+            const int64_t ih = oh * win.stride[0] - win.pad[0] + kh * win.dil[0];
+            if (ih < lo[0] || ih >= hi[0]) continue;
+            for (int64_t kw = 0; kw < pool[1]; ++kw) {
+              const int64_t iw = ow * win.stride[1] - win.pad[1] + kw * win.dil[1];
+              if (iw < lo[1] || iw >= hi[1]) continue;
+              const bool inside = ih >= 0 && ih < xs[2] && iw >= 0 && iw < xs[3];
+              if (inside) sum += in[0].GetDouble(((nc * xs[2] + ih) * xs[3] + iw) * p.lanes + lane);
+              if (inside || include_pad) ++count;
+            }
           }
+          out.SetDouble(o_idx, count > 0 ? sum / count : 0.0);
         }
-        out.SetDouble(o_idx, count > 0 ? sum / count : 0.0);
       }
     }
   }
@@ -778,7 +809,7 @@ void RegisterNnOps(OpRegistry::Builder& b) {
     return op;
   };
   pool("nn.max_pool2d")
-      .Doc("2-D max pooling, NCHW; padded positions never win")
+      .Doc("2-D max pooling, NCHW or NCHW<b>c; padded positions never win")
       .Reference(MaxPool2dKernel);
   // Two results: no kernel appends elementwise consumers to it, so it is opaque.
   pool("nn.max_pool2d_with_indices")
@@ -792,7 +823,9 @@ void RegisterNnOps(OpRegistry::Builder& b) {
       .Reference(MaxPool2dWithIndicesKernel);
   pool("nn.avg_pool2d")
       .Attr("count_include_pad", AttrType::kBool, false)
-      .Doc("2-D average pooling, NCHW; padding counts in the divisor with count_include_pad")
+      .Doc(
+          "2-D average pooling, NCHW or NCHW<b>c; padding counts in the divisor with "
+          "count_include_pad")
       .Reference(AvgPool2dKernel);
   b.Register("nn.softmax")
       .Input("data", InputDep::kShape)

@@ -1,5 +1,6 @@
 // Tests of the nn family: masks, symbolic and static inference, shape functions, errors and
 // reference kernels with hand-checked numbers.
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shape_funcs/test_util.h"
@@ -402,6 +403,62 @@ TEST(MaxPool2dTest, Reference) {
                        {FT({1, 1, 2, 2}, {-1, -2, -3, -4})});
   ASSERT_TRUE(padded.ok()) << padded.status();
   EXPECT_THAT(Doubles((*padded)[0]), ElementsAre(-1, -2, -3, -4));
+}
+
+// Tests pooling in a blocked channel layout (block-conv-layout's): the result keeps the layout,
+// a data whose last dim is not the block or whose rank is not 5 is an error naming it, the
+// indices op stays NCHW-only, and each reference pool computes the NCHW one's elements, moved.
+TEST(MaxPool2dTest, BlockedLayout) {
+  const Attrs a = {{"pool_size", std::vector<int64_t>{3}},
+                   {"strides", std::vector<int64_t>{2}},
+                   {"padding", std::vector<int64_t>{1}},
+                   {"layout", std::string("NCHW4c")}};
+  EXPECT_EQ(InferStr("nn.max_pool2d", a, {In(F32({S("n"), 2, S("h"), 8, 4}))}),
+            "f32[n, 2, (h + 1)//2, 4, 4]");
+  EXPECT_EQ(InferStr("nn.avg_pool2d", a, {In(F32({1, 2, 7, 7, 4}))}), "f32[1, 2, 4, 4, 4]");
+  EXPECT_THAT(InferStr("nn.max_pool2d", a, {In(F32({1, 2, 7, 7, 8}))}),
+              HasSubstr("is not in NCHW4c: its last dim is not 4"));
+  EXPECT_THAT(InferStr("nn.max_pool2d", a, {In(F32({1, 8, 7, 7}))}),
+              HasSubstr("data must have rank 5, got rank 4"));
+  Attrs bad = a;
+  bad.Set("layout", std::string("NHWC"));
+  EXPECT_THAT(InferStr("nn.max_pool2d", bad, {In(F32({1, 8, 7, 7}))}),
+              HasSubstr("layout must be NCHW or NCHW<b>c, got NHWC"));
+  EXPECT_THAT(InferStr("nn.max_pool2d_with_indices", a, {In(F32({1, 2, 7, 7, 4}))}),
+              HasSubstr("only NCHW layout is supported"));
+
+  // x: 8 channels of 5x5, logical value 100c + 10h + w - 60 (negative and positive values).
+  std::vector<double> nchw(8 * 25), blocked(8 * 25);
+  for (int c = 0; c < 8; ++c) {
+    for (int hw = 0; hw < 25; ++hw) {
+      const double v = 100 * c + 10 * (hw / 5) + hw % 5 - 60 - (c % 3 == 1 ? 1000 : 0);
+      nchw[c * 25 + hw] = v;
+      blocked[((c / 4) * 25 + hw) * 4 + c % 4] = v;
+    }
+  }
+  for (const char* op : {"nn.max_pool2d", "nn.avg_pool2d"}) {
+    for (bool include : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(op, include ? " count_include_pad" : ""));
+      Attrs plain = a;
+      plain.Set("layout", std::string("NCHW"));
+      Attrs block = a;
+      if (std::string(op) == "nn.avg_pool2d") {
+        plain.Set("count_include_pad", include);
+        block.Set("count_include_pad", include);
+      }
+      auto want = RunRef(op, plain, {FT({1, 8, 5, 5}, nchw)});
+      auto got = RunRef(op, block, {FT({1, 2, 5, 5, 4}, blocked)});
+      ASSERT_TRUE(want.ok()) << want.status();
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ((*got)[0].shape(), (std::vector<int64_t>{1, 2, 3, 3, 4}));
+      const std::vector<double> w = Doubles((*want)[0]), g = Doubles((*got)[0]);
+      for (int c = 0; c < 8; ++c) {
+        for (int hw = 0; hw < 9; ++hw) {
+          EXPECT_EQ(g[((c / 4) * 9 + hw) * 4 + c % 4], w[c * 9 + hw]) << "c " << c << " hw " << hw;
+        }
+      }
+    }
+  }
 }
 
 // ---- nn.softmax ----------------------------------------------------------------------------

@@ -34,8 +34,12 @@
 //     function of each element wherever the element is stored.
 //   - sum / mean / max / min / prod over H and/or W with keepdims (global pooling): the same
 //     axes of the blocked tensor; the transform back then moves one value per channel.
-// Everything else (pooling, reductions, reshapes, outputs) reads the NCHW value, i.e. the
-// transform back, which stays exactly where such a use exists.
+//   - nn.max_pool2d / nn.avg_pool2d (layout NCHW -> NCHW<b>c): a window over H and W pools each
+//     channel alone, wherever the channel is stored. A ResNet stem's max pool sits between its
+//     first convolution and the next; in NCHW it cost two transforms of the largest activation
+//     of the network, and (being JIT kernels) the code generator's memory on a cold start.
+// Everything else (max pool with indices, other reductions, reshapes, outputs) reads the NCHW
+// value, i.e. the transform back, which stays exactly where such a use exists.
 //
 // Exactness: layout_transform only moves elements, and each rewritten op computes the same
 // elements as before, so the results are unchanged (the kernels' arithmetic may differ, as
@@ -172,6 +176,9 @@ class Rewriter {
       case OpId::kMin:
       case OpId::kProd:
         return RewriteSpatialReduce(n);
+      case OpId::kNnMaxPool2d:
+      case OpId::kNnAvgPool2d:
+        return RewritePool(n);
       default:
         return false;
     }
@@ -192,6 +199,19 @@ class Rewriter {
     }
     if (axes.empty()) return false;  // empty: every axis, the block included
     attrs.Set("axis", axes);
+    ASSIGN_OR_RETURN(Value * y, builder_.Call(n.op()->name(), {twin}, std::move(attrs),
+                                              BlockedName(n.result(0))));
+    RETURN_IF_ERROR(Finish(n, y));
+    return true;
+  }
+
+  // A 2-D pool of a value with a twin: the same window over the twin, layout NCHW<b>c.
+  absl::StatusOr<bool> RewritePool(Node& n) {
+    Value* twin = n.num_operands() == 1 ? TwinOf(n.operand(0)) : nullptr;
+    if (twin == nullptr) return false;
+    ASSIGN_OR_RETURN(Attrs attrs, n.op()->CheckAttrs(n.attrs()));
+    if (attrs.GetString("layout") != "NCHW") return false;
+    attrs.Set("layout", layout_);
     ASSIGN_OR_RETURN(Value * y, builder_.Call(n.op()->name(), {twin}, std::move(attrs),
                                               BlockedName(n.result(0))));
     RETURN_IF_ERROR(Finish(n, y));

@@ -1,5 +1,5 @@
 // Tests of block-conv-layout on the VM: a ResNet block (stem from 3 channels, conv + bias +
-// relu, a residual add, global average pooling) and the layouts' edges (an output read in
+// relu, a residual add, global average pooling), a stem with max and average pools, and the layouts' edges (an output read in
 // NCHW, a broadcast add that stays NCHW, a 24-channel conv whose data is not blocked) give the
 // outputs of the module as written on cpu and sim, with the same copies, for two batch sizes;
 // the rewritten convolutions run blocked kernels. The IR shape of the rewrite is checked by
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/ir/printer.h"
@@ -68,6 +69,21 @@ def @main(%x: f32[n, 32, 9, 9], %s: f32[1]) {
 }
 )";
 
+// A ResNet stem: max pool between convolutions, an average pool, a pooled value read in NCHW.
+constexpr char kPool[] = R"(
+def @main(%x: f32[n, 3, 16, 16], %s: f32[1]) {
+  %w0 = constant<elided> : f32[16, 3, 3, 3]
+  %w1 = constant<elided> : f32[32, 16, 3, 3]
+  %c0 = nn.conv2d(%x, %w0) {padding = [1, 1], strides = [2, 2]}
+  %r0 = nn.relu(%c0)
+  %p = nn.max_pool2d(%r0) {pool_size = [3, 3], strides = [2, 2], padding = [1, 1]}
+  %c1 = nn.conv2d(%p, %w1) {padding = [1, 1]}
+  %a = nn.avg_pool2d(%c1) {pool_size = [2, 2], strides = [2, 2]}
+  %q = multiply(%a, %s)
+  return %q, %p
+}
+)";
+
 std::string WithoutThePass(const std::string& pipeline) {
   const size_t at = pipeline.find("block-conv-layout");
   EXPECT_NE(at, std::string::npos) << pipeline;
@@ -92,7 +108,9 @@ struct Case {
 };
 
 TEST(BlockConvLayout, SameOutputsAndCopiesAsWritten) {
-  const Case cases[] = {{kBlock, {3, 12, 12}, {1, 32, 1, 1}}, {kMobile, {32, 9, 9}, {1}}};
+  const Case cases[] = {{kBlock, {3, 12, 12}, {1, 32, 1, 1}},
+                        {kMobile, {32, 9, 9}, {1}},
+                        {kPool, {3, 16, 16}, {1}}};
   for (const Case& c : cases) {
     for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kSim}) {
       SCOPED_TRACE(absl::StrCat(DeviceName(device), c.text));
@@ -102,9 +120,18 @@ TEST(BlockConvLayout, SameOutputsAndCopiesAsWritten) {
       ASSERT_TRUE(plain.ok()) << plain.status();
       const std::string text = PrintModule(*blocked->compiled);
       EXPECT_THAT(text, HasSubstr("data_layout = \"NCHW16c\""));
+      if (c.text == kPool) {
+        // Both pools run blocked on oneDNN (the kernel names its layout): no JIT transform.
+        EXPECT_THAT(text, HasSubstr("layout = \"NCHW16c\", padding = [1, 1], pool_size"));
+      }
       auto a = vm::VirtualMachine::Load(blocked->executable);
       auto b = vm::VirtualMachine::Load(plain->executable);
       ASSERT_TRUE(a.ok() && b.ok());
+      if (c.text == kPool) {
+        const std::string kernels = absl::StrJoin((*a)->KernelDescriptions(), "\n");
+        EXPECT_THAT(kernels, HasSubstr("onednn max_pool2d[NCHW16c]"));
+        EXPECT_THAT(kernels, HasSubstr("onednn avg_pool2d[NCHW16c]"));
+      }
       for (int64_t n : {1, 3}) {
         std::vector<int64_t> x = {n};
         x.insert(x.end(), c.x.begin(), c.x.end());

@@ -41,10 +41,11 @@ struct Kind<ConvGroup> {
   static constexpr char kProvider[] = "cudnn.conv2d";
   static constexpr char kLibraryOp[] = "cudnn conv2d";
   static constexpr OpId kAnchor = OpId::kNnConv2d;
-  // NCHW only: the blocked layouts are the host's (block-conv-layout runs for cpu and sim).
+  // NCHW only: the blocked layouts are the host's (block-conv-layout runs for cpu and sim), and
+  // so is the residual add MatchConvGroup admits on a blocked result.
   static std::optional<ConvGroup> Match(const Function& f) {
     std::optional<ConvGroup> g = group_match::MatchConvGroup(f);
-    if (g && (g->in_block != 0 || g->out_block != 0)) return std::nullopt;
+    if (g && (g->in_block != 0 || g->out_block != 0 || g->has_residual())) return std::nullopt;
     return g;
   }
 };
