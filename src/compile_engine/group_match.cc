@@ -60,6 +60,8 @@ std::string AnchorEpilogue::Arg(absl::string_view role, int param) const {
   return absl::StrFormat("%s (%s)", role, param_names[param]);
 }
 
+namespace {
+
 // The parameter `add` node `n` adds to `cur` (either operand), or -1.
 int OtherParam(const Block& body, const Node& n, const Value* cur) {
   if (n.num_operands() != 2 || n.num_results() != 1) return -1;
@@ -67,6 +69,8 @@ int OtherParam(const Block& body, const Node& n, const Value* cur) {
   if (n.operand(1) == cur) return ParamIndex(body, n.operand(0));
   return -1;
 }
+
+}  // namespace
 
 std::optional<AnchorEpilogue> MatchAnchorEpilogue(const Function& f, OpId anchor, bool allow_add,
                                                   int bias_rank, bool allow_residual) {

@@ -60,8 +60,11 @@ std::optional<ReorderGroup> MatchReorderGroup(const Function& f) {
   g.num_params = body.num_params();
   g.data = ParamIndex(body, t.operand(0));
   if (g.data < 0) return std::nullopt;
-  const std::optional<int64_t> src = ParseChannelLayout(t.attrs().GetString("src_layout"));
-  const std::optional<int64_t> dst = ParseChannelLayout(t.attrs().GetString("dst_layout"));
+  // The registry's view of the attributes (the parser and infer-types require both).
+  absl::StatusOr<Attrs> attrs = t.op()->CheckAttrs(t.attrs());
+  if (!attrs.ok()) return std::nullopt;
+  const std::optional<int64_t> src = ParseChannelLayout(attrs->GetString("src_layout"));
+  const std::optional<int64_t> dst = ParseChannelLayout(attrs->GetString("dst_layout"));
   if (!src || !dst || *src == *dst || ChannelLayoutTag(*src) == Tag::undef ||
       ChannelLayoutTag(*dst) == Tag::undef) {
     return std::nullopt;
