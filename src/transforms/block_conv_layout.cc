@@ -28,10 +28,13 @@
 //     [C/b, 1, 1, b] (the same bytes: channel c is at [c / b, 0, 0, c % b]), which broadcasts
 //     over the blocked tensor and which the conv kernels fuse as their bias.
 //   - elementwise ops (elementwise_ops.def: relu, the residual add, ...) whose tensor operands
-//     have twins of the result's NCHW shape, or broadcast the same way in both layouts: all
-//     dims 1 (scalars), or one value per channel ([C, 1, 1] / [1, C, 1, 1]: an unfolded
-//     BatchNorm's scale and shift), reshaped like a bias. An elementwise op computes the same
-//     function of each element wherever the element is stored.
+//     have twins of the result's NCHW shape or of a shape that broadcasts to it keeping the
+//     channels (N, H, W each equal or 1: a squeeze-excite block's per-image channel scale
+//     [N, C, 1, 1], whose twin [N, C/b, 1, 1, b] broadcasts over [N, C/b, H, W, b] the same
+//     way), or broadcast the same way in both layouts: all dims 1 (scalars), or one value per
+//     channel ([C, 1, 1] / [1, C, 1, 1]: an unfolded BatchNorm's scale and shift), reshaped
+//     like a bias. An elementwise op computes the same function of each element wherever the
+//     element is stored.
 //   - sum / mean / max / min / prod over H and/or W with keepdims (global pooling): the same
 //     axes of the blocked tensor; the transform back then moves one value per channel.
 //   - nn.max_pool2d / nn.avg_pool2d (layout NCHW -> NCHW<b>c): a window over H and W pools each
@@ -256,6 +259,19 @@ class Rewriter {
     return true;
   }
 
+  // Whether `v` (rank 4) broadcasts to `t` with its channels as they are: the same C, and N,
+  // H, W each equal to t's or 1. Its blocked twin then broadcasts over t's the same way.
+  static bool BroadcastsKeepingChannels(const Type& v, const Type& t) {
+    if (v.rank() != 4 || t.rank() != 4) return false;
+    const std::vector<DimExpr>& a = v.shape();
+    const std::vector<DimExpr>& b = t.shape();
+    if (a[1] != b[1]) return false;
+    for (int d : {0, 2, 3}) {
+      if (a[d] != b[d] && !(a[d].is_constant() && a[d].constant() == 1)) return false;
+    }
+    return true;
+  }
+
   // How an elementwise operand without a twin can join a blocked computation.
   enum class Operand { kNo, kAnyLayout, kPerChannel };
   static Operand Broadcast(const Type& t, int64_t channels) {
@@ -316,7 +332,7 @@ class Rewriter {
     for (Value* v : n.operands()) {
       const Type& vt = v->type();
       if (!vt.is_tensor()) return false;
-      if (Value* twin = TwinOf(v); twin != nullptr && vt.shape() == t.shape()) {
+      if (Value* twin = TwinOf(v); twin != nullptr && BroadcastsKeepingChannels(vt, t)) {
         operands.push_back(twin);
         any_twin = true;
         continue;

@@ -1,5 +1,6 @@
 // Tests of block-conv-layout on the VM: a ResNet block (stem from 3 channels, conv + bias +
-// relu, a residual add, global average pooling), a stem with max and average pools, and the layouts' edges (an output read in
+// relu, a residual add, global average pooling), a stem with max and average pools, a
+// squeeze-excite block, and the layouts' edges (an output read in
 // NCHW, a broadcast add that stays NCHW, a 24-channel conv whose data is not blocked) give the
 // outputs of the module as written on cpu and sim, with the same copies, for two batch sizes;
 // the rewritten convolutions run blocked kernels. The IR shape of the rewrite is checked by
@@ -84,6 +85,25 @@ def @main(%x: f32[n, 3, 16, 16], %s: f32[1]) {
 }
 )";
 
+// A squeeze-excite block: the channel scale [n, 32, 1, 1] multiplies the activation blocked.
+constexpr char kSqueezeExcite[] = R"(
+def @main(%x: f32[n, 32, 6, 5], %s: f32[1]) {
+  %w0 = constant<elided> : f32[32, 32, 1, 1]
+  %w1 = constant<elided> : f32[8, 32, 1, 1]
+  %w2 = constant<elided> : f32[32, 8, 1, 1]
+  %c0 = nn.conv2d(%x, %w0)
+  %r = nn.relu(%c0)
+  %m = mean(%r) {axis = [2, 3], keepdims = true}
+  %c1 = nn.conv2d(%m, %w1)
+  %a = nn.relu(%c1)
+  %c2 = nn.conv2d(%a, %w2)
+  %g = sigmoid(%c2)
+  %y = multiply(%r, %g)
+  %q = multiply(%y, %s)
+  return %q
+}
+)";
+
 std::string WithoutThePass(const std::string& pipeline) {
   const size_t at = pipeline.find("block-conv-layout");
   EXPECT_NE(at, std::string::npos) << pipeline;
@@ -110,7 +130,8 @@ struct Case {
 TEST(BlockConvLayout, SameOutputsAndCopiesAsWritten) {
   const Case cases[] = {{kBlock, {3, 12, 12}, {1, 32, 1, 1}},
                         {kMobile, {32, 9, 9}, {1}},
-                        {kPool, {3, 16, 16}, {1}}};
+                        {kPool, {3, 16, 16}, {1}},
+                        {kSqueezeExcite, {32, 6, 5}, {1}}};
   for (const Case& c : cases) {
     for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kSim}) {
       SCOPED_TRACE(absl::StrCat(DeviceName(device), c.text));
@@ -120,6 +141,10 @@ TEST(BlockConvLayout, SameOutputsAndCopiesAsWritten) {
       ASSERT_TRUE(plain.ok()) << plain.status();
       const std::string text = PrintModule(*blocked->compiled);
       EXPECT_THAT(text, HasSubstr("data_layout = \"NCHW16c\""));
+      if (c.text == kSqueezeExcite) {
+        // The scale multiplies blocked: the only transform is the output's, back to NCHW.
+        EXPECT_THAT(text, HasSubstr("multiply(%r_nchw16c, %g_nchw16c)"));
+      }
       if (c.text == kPool) {
         // Both pools run blocked on oneDNN (the kernel names its layout): no JIT transform.
         EXPECT_THAT(text, HasSubstr("layout = \"NCHW16c\", padding = [1, 1], pool_size"));
