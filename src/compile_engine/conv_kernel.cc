@@ -99,9 +99,6 @@ memory::desc PlainWeights(const ConvShape& s, int64_t groups) {
   return WeightsDesc(s, groups, groups == 1 ? Tag::oihw : Tag::goihw);
 }
 
-// The oneDNN tag of a channel layout (0 = NCHW; MatchConvGroup admits 4, 8 and 16).
-Tag LayoutTag(int64_t block) { return ChannelLayoutTag(block); }
-
 // Whether the group's convolutions run as Winograd (see the file comment): the window, the
 // layouts and the weight's channels, all static, and an AVX-512 machine.
 bool UsesWinograd(const ConvGroup& g) {
@@ -310,8 +307,10 @@ absl::StatusOr<std::shared_ptr<ConvInstance::Primitive>> ConvInstance::Build(con
     ScopedLibraryThreads threads;  // oneDNN sizes its blocking for the thread count it sees
     // The caller's layouts, and what the convolution is asked for: oneDNN's choice (`any`)
     // for NCHW callers, the caller's own blocked layout otherwise.
-    const memory::desc src_plain({s.n, s.c, s.h, s.w}, DataType::f32, LayoutTag(g.in_block));
-    const memory::desc dst_plain({s.n, s.oc, s.oh, s.ow}, DataType::f32, LayoutTag(g.out_block));
+    // MatchConvGroup admits blocks 0 (NCHW), 4, 8 and 16: each has a oneDNN tag.
+    const memory::desc src_plain({s.n, s.c, s.h, s.w}, DataType::f32, ChannelLayoutTag(g.in_block));
+    const memory::desc dst_plain({s.n, s.oc, s.oh, s.ow}, DataType::f32,
+                                 ChannelLayoutTag(g.out_block));
     const bool blocked = g.in_block > 0 || g.out_block > 0;
     const memory::desc src_any({s.n, s.c, s.h, s.w}, DataType::f32, Tag::any);
     const memory::desc dst_any({s.n, s.oc, s.oh, s.ow}, DataType::f32, Tag::any);

@@ -30,6 +30,7 @@ namespace {
 
 using ::hetpass::testing::Arg;
 using ::hetpass::testing::Interpret;
+using ::hetpass::testing::RunOnNaNFilled;
 using ::testing::HasSubstr;
 
 // ---- helpers -------------------------------------------------------------------------------
@@ -83,18 +84,6 @@ Tensor Data(std::vector<int64_t> shape, uint64_t seed, Kind kind) {
   return t;
 }
 
-// Runs `kernel` (a fresh instance) on `x` into a NaN-filled output of `out_shape`.
-absl::StatusOr<Tensor> RunKernel(const CompiledKernel& kernel, const Tensor& x,
-                                 const std::vector<int64_t>& out_shape) {
-  ASSIGN_OR_RETURN(auto instance, kernel.Instantiate(std::vector<const Tensor*>{nullptr}));
-  Tensor out = Tensor::Zeros(DType::kF32, out_shape);
-  float* o = out.mutable_data_as<float>();
-  for (int64_t i = 0; i < out.num_elements(); ++i) o[i] = std::nanf("");
-  std::vector<TensorArg> args = {Arg(x),
-                                 TensorArg{o, DType::kF32, absl::MakeConstSpan(out.shape())}};
-  RETURN_IF_ERROR(instance->Run(args));
-  return out;
-}
 
 // Max pools: bit-exact (NaN equal to NaN). Averages: |got - want| <= 1e-6 |want|.
 void ExpectMatches(const Tensor& got, const Tensor& want, Kind kind) {
@@ -154,7 +143,7 @@ bool CheckCase(CompileEngine& engine, const PoolCase& k,
       ADD_FAILURE() << want.status();
       continue;
     }
-    auto got = RunKernel(*l.kernel, x, want->shape());
+    auto got = RunOnNaNFilled(*l.kernel, x, want->shape());
     if (!got.ok()) {
       ADD_FAILURE() << got.status();
       continue;
@@ -263,7 +252,7 @@ TEST(PoolKernelTest, MaxPoolKeepsInfinityLowestAndNaNAsReference) {
   at(1, 2, 2) = at(1, 2, 3) = at(1, 3, 2) = at(1, 3, 3) = lowest;         // -FLT_MAX only
   auto want = Interpret(*l.f, {x});
   ASSERT_TRUE(want.ok()) << want.status();
-  auto got = RunKernel(*l.kernel, x, want->shape());
+  auto got = RunOnNaNFilled(*l.kernel, x, want->shape());
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectMatches(*got, *want, Kind::kMax);
   // The reference's values, spelled out: the last row and column of windows are all padding.
@@ -326,7 +315,7 @@ TEST(PoolKernelTest, BlockedLayoutsMatchReference) {
   at(1, 3) = std::numeric_limits<float>::lowest();
   auto want = Interpret(*lp.f, {x});
   ASSERT_TRUE(want.ok()) << want.status();
-  auto got = RunKernel(*lp.kernel, x, want->shape());
+  auto got = RunOnNaNFilled(*lp.kernel, x, want->shape());
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectMatches(*got, *want, Kind::kMax);
   const float* g = got->data_as<float>();  // [1, 2, 3, 3, 8]: block 1 starts at 72

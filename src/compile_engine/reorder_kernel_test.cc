@@ -22,6 +22,7 @@ namespace {
 
 using ::hetpass::testing::Arg;
 using ::hetpass::testing::Interpret;
+using ::hetpass::testing::RunOnNaNFilled;
 using ::testing::HasSubstr;
 
 std::string Layout(int64_t b) { return b == 0 ? "NCHW" : absl::StrCat("NCHW", b, "c"); }
@@ -44,17 +45,6 @@ std::string Transform(const std::string& type, int64_t src, int64_t dst,
                       "}\n");
 }
 
-// Runs a fresh instance of `kernel` on `x` into a NaN-filled output of `out_shape`.
-absl::StatusOr<Tensor> RunKernel(const CompiledKernel& kernel, const Tensor& x,
-                                 const std::vector<int64_t>& out_shape) {
-  ASSIGN_OR_RETURN(auto instance, kernel.Instantiate(std::vector<const Tensor*>{nullptr}));
-  Tensor out = Tensor::Zeros(DType::kF32, out_shape);
-  float* o = out.mutable_data_as<float>();
-  for (int64_t i = 0; i < out.num_elements(); ++i) o[i] = std::nanf("");
-  RETURN_IF_ERROR(instance->Run(std::vector<TensorArg>{
-      Arg(x), TensorArg{o, DType::kF32, absl::MakeConstSpan(out.shape())}}));
-  return out;
-}
 
 void ExpectSameBits(const Tensor& got, const Tensor& want) {
   ASSERT_EQ(got.shape(), want.shape());
@@ -86,7 +76,7 @@ TEST(ReorderKernelTest, EveryLayoutPairMatchesReference) {
           const Tensor x = ::hetpass::testing::RandomF32(Shape(batch, 32, 5, 3, src), ++seed);
           auto want = Interpret(f, {x});
           ASSERT_TRUE(want.ok()) << want.status();
-          auto got = RunKernel(**k, x, want->shape());
+          auto got = RunOnNaNFilled(**k, x, want->shape());
           ASSERT_TRUE(got.ok()) << got.status();
           ExpectSameBits(*got, *want);
         }
@@ -113,7 +103,7 @@ TEST(ReorderKernelTest, TransformThenViewsIsOneReorder) {
   auto want = Interpret(f, {x});
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_EQ(want->shape(), (std::vector<int64_t>{3, 2048}));
-  auto got = RunKernel(**k, x, want->shape());
+  auto got = RunOnNaNFilled(**k, x, want->shape());
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectSameBits(*got, *want);
 }
@@ -148,22 +138,22 @@ TEST(ReorderKernelTest, BadArgumentsAreErrors) {
   auto k = CompileReorderGroup(*m->FindFunction("f"));
   ASSERT_TRUE(k.ok()) << k.status();
   const Tensor x8 = ::hetpass::testing::RandomF32({1, 8, 2, 2}, 1);
-  auto split = RunKernel(**k, x8, {1, 1, 2, 2, 16});
+  auto split = RunOnNaNFilled(**k, x8, {1, 1, 2, 2, 16});
   ASSERT_FALSE(split.ok());
   EXPECT_THAT(split.status().message(), HasSubstr("8 channels, which do not split into blocks of 16"));
   EXPECT_THAT(split.status().message(), HasSubstr("@f"));
   const Tensor x32 = ::hetpass::testing::RandomF32({1, 32, 2, 2}, 2);
-  auto size = RunKernel(**k, x32, {1, 2, 2, 2, 8});
+  auto size = RunOnNaNFilled(**k, x32, {1, 2, 2, 2, 8});
   ASSERT_FALSE(size.ok());
   EXPECT_THAT(size.status().message(), HasSubstr("expected 128 f32 elements"));
-  EXPECT_TRUE(RunKernel(**k, x32, {1, 2, 2, 2, 16}).ok());
+  EXPECT_TRUE(RunOnNaNFilled(**k, x32, {1, 2, 2, 2, 16}).ok());
 
   auto mb = testing::Parse(Transform("f32[n, 2, 2, 2, 16]", 16, 0));
   ASSERT_NE(mb, nullptr);
   auto kb = CompileReorderGroup(*mb->FindFunction("f"));
   ASSERT_TRUE(kb.ok()) << kb.status();
   const Tensor x4 = ::hetpass::testing::RandomF32({1, 8, 2, 2, 4}, 3);
-  auto lanes = RunKernel(**kb, x4, {1, 32, 2, 2});
+  auto lanes = RunOnNaNFilled(**kb, x4, {1, 32, 2, 2});
   ASSERT_FALSE(lanes.ok());
   EXPECT_THAT(lanes.status().message(), HasSubstr("not in NCHW16c"));
   auto instance = (*kb)->Instantiate(std::vector<const Tensor*>{nullptr});

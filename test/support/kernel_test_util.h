@@ -4,6 +4,7 @@
 #ifndef HETPASS_TEST_SUPPORT_KERNEL_TEST_UTIL_H_
 #define HETPASS_TEST_SUPPORT_KERNEL_TEST_UTIL_H_
 
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -59,6 +60,19 @@ inline absl::StatusOr<std::vector<Tensor>> InterpretAll(const Function& f, const
 inline absl::StatusOr<Tensor> Interpret(const Function& f, const std::vector<Tensor>& params) {
   ASSIGN_OR_RETURN(std::vector<Tensor> outs, InterpretAll(f, params));
   return std::move(outs.at(0));
+}
+
+// Runs a fresh instance of `kernel` (one non-constant parameter) on `x` into an f32 output of
+// `out_shape` filled with NaN first, so that an element the kernel never writes shows.
+inline absl::StatusOr<Tensor> RunOnNaNFilled(const CompiledKernel& kernel, const Tensor& x,
+                                             const std::vector<int64_t>& out_shape) {
+  ASSIGN_OR_RETURN(auto instance, kernel.Instantiate(std::vector<const Tensor*>{nullptr}));
+  Tensor out = Tensor::Zeros(DType::kF32, out_shape);
+  float* o = out.mutable_data_as<float>();
+  for (int64_t i = 0; i < out.num_elements(); ++i) o[i] = std::nanf("");
+  RETURN_IF_ERROR(instance->Run(std::vector<TensorArg>{
+      Arg(x), TensorArg{o, DType::kF32, absl::MakeConstSpan(out.shape())}}));
+  return out;
 }
 
 }  // namespace hetpass::testing
