@@ -8,6 +8,9 @@
 // the fast paths are tested against.
 #include "passes/compile_engine/compile_engine.h"
 
+#include <array>
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -24,6 +27,7 @@
 #include "passes/ir/structural.h"
 #include "passes/runtime/device.h"
 #include "passes/support/status_macros.h"
+#include "passes/shape_funcs/op_ids.h"
 #include "passes/shape_funcs/primitive_function.h"
 
 namespace hetpass {
@@ -197,7 +201,9 @@ class Reference final : public KernelProvider {
 // of the device, whose predicates look the op up by name. The key is what the built-in
 // providers read of an OpDef (its name, whether it has a reference kernel, whether it is a
 // view), not its address: registries are cloned and freed (the baseline tables), and a new
-// OpDef may reuse a freed one's address.
+// OpDef may reuse a freed one's address. Built-in ops (an OpId) are answered from a flat
+// table without a lock (the passes ask tens of thousands of times per model; a string key
+// under a mutex was ~300 instructions a question); other registries' ops from the map.
 class BuiltinCapabilities final : public KernelCapabilities {
  public:
   bool CanRun(const OpDef& op, DeviceKind device) const override { return Get(op, device).run; }
@@ -241,13 +247,37 @@ class BuiltinCapabilities final : public KernelCapabilities {
     return a;
   }
   using Key = std::tuple<std::string, DeviceKind, bool, bool>;
+  static constexpr size_t kDevices = 0
+#define HETPASS_DEVICE(e, name, accel) +1
+#include "passes/ir/devices.def"
+#undef HETPASS_DEVICE
+      ;
+  static constexpr size_t kOps = static_cast<size_t>(OpId::kUnknown);
+  // Per (op id, device, has a reference kernel, is a view): 0 unknown yet, else
+  // kKnown | run? | fuse?. Racing first questions store the same value.
+  static constexpr uint8_t kKnown = 1, kRun = 2, kFuse = 4;
   Answers Get(const OpDef& op, DeviceKind device) const {
-    Key key(op.name(), device, static_cast<bool>(op.reference()), op.is_view());
+    const bool reference = static_cast<bool>(op.reference());
+    const OpId id = OpIdOf(op);
+    const size_t d = static_cast<size_t>(device);
+    if (id != OpId::kUnknown && d < kDevices) {
+      std::atomic<uint8_t>& slot =
+          fast_[((static_cast<size_t>(id) * kDevices + d) * 2 + reference) * 2 + op.is_view()];
+      uint8_t v = slot.load(std::memory_order_relaxed);
+      if (v == 0) {
+        const Answers a = Compute(op, device);
+        v = kKnown | (a.run ? kRun : 0) | (a.fuse ? kFuse : 0);
+        slot.store(v, std::memory_order_relaxed);
+      }
+      return Answers{(v & kRun) != 0, (v & kFuse) != 0};
+    }
+    Key key(op.name(), device, reference, op.is_view());
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
     if (it == cache_.end()) it = cache_.emplace(std::move(key), Compute(op, device)).first;
     return it->second;
   }
+  mutable std::array<std::atomic<uint8_t>, kOps * kDevices * 4> fast_{};
   mutable std::mutex mu_;
   mutable absl::flat_hash_map<Key, Answers> cache_;
 };
@@ -330,8 +360,9 @@ bool CandidateMatches(absl::Span<const Node* const> members, absl::Span<Value* c
 
 bool CandidateTaken(absl::Span<const Node* const> members, absl::Span<Value* const> outputs,
                     int question, DeviceKind device, GroupAnswerCache* cache,
-                    const std::function<bool(const Function&)>& takes) {
-  if (cache != nullptr) return cache->Answer(members, outputs, question, device, takes);
+                    const std::function<bool(const Function&)>& takes,
+                    std::optional<size_t> structural_hash = std::nullopt) {
+  if (cache != nullptr) return cache->Answer(members, outputs, question, device, takes, structural_hash);
   std::unique_ptr<Module> scratch = Candidate(members, outputs);
   if (scratch == nullptr) return false;
   return takes(*scratch->functions().front());
@@ -344,10 +375,13 @@ GroupAnswerCache::~GroupAnswerCache() = default;
 
 bool GroupAnswerCache::Answer(absl::Span<const Node* const> members, absl::Span<Value* const> outputs,
                               int question, DeviceKind device,
-                              const std::function<bool(const Function&)>& ask) {
+                              const std::function<bool(const Function&)>& ask,
+                              std::optional<size_t> structural_hash) {
   // Hashed and compared on the members themselves: the candidate is built only for a miss
   // (at 100k ops, building it per question was most of fuse-ops' rule i).
-  const size_t hash = absl::HashOf(GroupStructuralHash(members, outputs), question, static_cast<int>(device));
+  const size_t hash =
+      absl::HashOf(structural_hash ? *structural_hash : GroupStructuralHash(members, outputs),
+                   question, static_cast<int>(device));
   std::vector<Entry>& bucket = entries_[hash];
   for (const Entry& e : bucket) {
     if (e.question == question && e.device == device &&
@@ -373,9 +407,11 @@ bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* cons
 }
 
 bool DeviceRunsGroupNatively(const KernelCapabilities& caps, absl::Span<const Node* const> members,
-                             absl::Span<Value* const> outputs, DeviceKind device, GroupAnswerCache* cache) {
+                             absl::Span<Value* const> outputs, DeviceKind device, GroupAnswerCache* cache,
+                             std::optional<size_t> structural_hash) {
   return CandidateTaken(members, outputs, kTakesGroupNatively, device, cache,
-                        [&](const Function& f) { return caps.TakesGroupNatively(f, device); });
+                        [&](const Function& f) { return caps.TakesGroupNatively(f, device); },
+                        structural_hash);
 }
 
 const KernelContext& KernelContext::Host() {

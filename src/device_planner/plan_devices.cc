@@ -62,6 +62,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "passes/compile_engine/kernel_provider.h"
@@ -245,7 +246,7 @@ class Planner {
     const KernelCapabilities& caps =
         options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
     if (!caps.CanRun(*n.op(), options_.target)) return false;
-    std::vector<Value*> results;
+    absl::InlinedVector<Value*, 4> results;  // asked for every call: no allocation
     for (const auto& r : n.results()) results.push_back(r.get());
     const Node* self = &n;
     return DeviceRunsGroup(caps, absl::MakeConstSpan(&self, 1), results, options_.target, &answers_);

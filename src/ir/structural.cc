@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -230,7 +231,8 @@ class GroupRefs {
 
  private:
   absl::Span<const Node* const> members_;
-  std::vector<const Value*> params_;
+  // Inline: every group is hashed and compared, most have a handful of parameters.
+  absl::InlinedVector<const Value*, 8> params_;
 };
 
 }  // namespace

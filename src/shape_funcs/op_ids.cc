@@ -54,8 +54,13 @@ const OpId* Ids() {
 }  // namespace
 
 OpId OpIdOf(const OpDef& op) {
+  if (const int32_t cached = op.cached_id(); cached != OpDef::kNoCachedId) {
+    return static_cast<OpId>(cached);
+  }
   auto it = ByName().find(op.name());
-  return it == ByName().end() ? OpId::kUnknown : it->second;
+  const OpId id = it == ByName().end() ? OpId::kUnknown : it->second;
+  op.set_cached_id(static_cast<int32_t>(id));
+  return id;
 }
 
 absl::string_view OpIdName(OpId id) {

@@ -48,7 +48,7 @@ const std::vector<DimExpr>* SymbolicValues::FindThroughIntToFloatCast(const Valu
   if (!v->type().is_tensor() || !IsFloat(v->type().dtype())) return nullptr;
   const Node* p = v->producer();
   if (p == nullptr || p->kind() != NodeKind::kCall || p->op() == nullptr ||
-      p->op()->name() != "cast" || p->num_operands() != 1) {
+      OpIdOf(*p->op()) != OpId::kCast || p->num_operands() != 1) {
     return nullptr;
   }
   const Value* src = p->operand(0);
@@ -212,6 +212,11 @@ void SymbolicValues::Propagate(const Node& node, std::vector<Assumption>* assump
   for (const Value* v : node.operands()) {
     if (!v->type().is_tensor()) return;
   }
+  // Most calls compute float tensors, which carry no values: no rule to run (an elementwise
+  // op has a rule for its integer uses, and infer-types asks for every call).
+  bool any_carries = false;
+  for (const auto& r : node.results()) any_carries = any_carries || CarriesSymbolicValues(r->type());
+  if (!any_carries) return;
   ShapeContext ctx(*node.op(), node.attrs(), InputsOf(node), /*enforce_mask=*/false);
   auto values = node.op()->symbolic_value_rule()(ctx);
   if (!values || static_cast<int>(values->size()) != node.num_results()) return;

@@ -165,8 +165,10 @@ struct Group {
   bool fusable = true;           // every member can be fused on the device (rule h)
   Function* function = nullptr;  // created (empty) in Phase 2 when the group is named
   bool shared = false;           // `function` is an equal group's (share_functions)
-  // GroupOutputs, once rule i asked for them (members are final by then).
+  // GroupOutputs, once rule i asked for them (members are final by then), and with them
+  // GroupStructuralHash, which rule i and function sharing both key on.
   std::vector<Value*> outputs;
+  std::optional<size_t> hash;
 };
 
 class FuseOpsPass : public Pass {
@@ -371,8 +373,8 @@ class FuseOpsPass : public Pass {
     const uint32_t members = Mark(g.members);
     if (g.outputs.empty()) g.outputs = GroupOutputs(g, members);
     const std::vector<const Node*> nodes(g.members.begin(), g.members.end());
-    const size_t hash = GroupStructuralHash(nodes, g.outputs);
-    std::vector<Shareable>& bucket = shareable_[hash];
+    if (!g.hash) g.hash = GroupStructuralHash(nodes, g.outputs);
+    std::vector<Shareable>& bucket = shareable_[*g.hash];
     for (const Shareable& s : bucket) {
       if (GroupsStructurallyEqual(nodes, g.outputs, s.members, s.outputs)) {
         g.shared = true;
@@ -501,10 +503,13 @@ class FuseOpsPass : public Pass {
       if (has_fallback) {
         const std::vector<const Node*> nodes(groups[i].members.begin(), groups[i].members.end());
         groups[i].outputs = GroupOutputs(groups[i], Mark(groups[i].members));
-        if (DeviceRunsGroupNatively(caps, nodes, groups[i].outputs, groups[i].device, answers_.get())) {
+        groups[i].hash = GroupStructuralHash(nodes, groups[i].outputs);
+        if (DeviceRunsGroupNatively(caps, nodes, groups[i].outputs, groups[i].device, answers_.get(),
+                                    groups[i].hash)) {
           continue;
         }
         groups[i].outputs.clear();  // it is cut into pieces
+        groups[i].hash.reset();
       }
       std::vector<std::pair<size_t, size_t>> pieces = NativePieces(groups[i].members, groups[i].device);
       if (pieces.empty()) {

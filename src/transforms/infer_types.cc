@@ -354,7 +354,11 @@ class InferTypesPass : public Pass {
     const DimFacts* facts = CurrentFacts();
     const Type inferred = facts != nullptr ? SimplifyType(inferred_in, *facts) : inferred_in;
     Type merged = inferred;
-    if (!v->type().is_unset()) {
+    if (v->type() == inferred) {
+      // Nothing to merge (a second run, a constant's declared type): every dim would keep
+      // the declared one, which is what the value has.
+      merged = v->type();
+    } else if (!v->type().is_unset()) {
       const Type declared = v->type();
       std::optional<Type> r;
       if (declared.is_tensor() && inferred.is_tensor()) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -142,9 +143,12 @@ bool DeviceRunsGroup(const KernelCapabilities& caps, absl::Span<const Node* cons
                      GroupAnswerCache* cache = nullptr);
 // The same candidate, asked caps.TakesGroupNatively: some provider other than the fallback
 // takes it whole.
+// `structural_hash`: GroupStructuralHash(members, outputs) where the caller has it already
+// (fuse-ops hashes each group once, for this question and for sharing its function).
 bool DeviceRunsGroupNatively(const KernelCapabilities& caps, absl::Span<const Node* const> members,
                              absl::Span<Value* const> outputs, DeviceKind device,
-                             GroupAnswerCache* cache = nullptr);
+                             GroupAnswerCache* cache = nullptr,
+                             std::optional<size_t> structural_hash = std::nullopt);
 
 // Remembers DeviceRunsGroup / DeviceRunsGroupNatively answers of one KernelCapabilities (the
 // caller keeps one cache per capabilities object). Not thread-safe.
@@ -159,7 +163,8 @@ class GroupAnswerCache {
   // asked `question` (an index the caller picks per question) about `device`: remembered, or
   // `ask`ed of the candidate function and kept; false where an output is not a member's.
   bool Answer(absl::Span<const Node* const> members, absl::Span<Value* const> outputs,
-              int question, DeviceKind device, const std::function<bool(const Function&)>& ask);
+              int question, DeviceKind device, const std::function<bool(const Function&)>& ask,
+              std::optional<size_t> structural_hash = std::nullopt);
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }
 

@@ -35,6 +35,8 @@
 #ifndef HETPASS_IR_OP_DEF_H_
 #define HETPASS_IR_OP_DEF_H_
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -218,7 +220,22 @@ class OpDef {
   absl::StatusOr<std::vector<Type>> InferTypes(const Attrs& attrs, std::vector<ShapeInput> inputs,
                                                std::vector<Assumption>* assumptions = nullptr) const;
 
+  // A slot for shape_funcs' OpIdOf to remember this op's id in (the registry layer numbers
+  // built-in ops; the IR does not know them): found by name once, then read, since kernel
+  // matchers and layout passes ask for every node. kNoCachedId until then; a copy (CloneWith)
+  // starts empty, as an edit may rename. Relaxed atomics: racing first lookups write the same
+  // value.
+  static constexpr int32_t kNoCachedId = -1;
+  int32_t cached_id() const { return cached_id_.value.load(std::memory_order_relaxed); }
+  void set_cached_id(int32_t id) const { cached_id_.value.store(id, std::memory_order_relaxed); }
+
  private:
+  struct IdSlot {
+    mutable std::atomic<int32_t> value{kNoCachedId};
+    IdSlot() = default;
+    IdSlot(const IdSlot&) {}
+    IdSlot& operator=(const IdSlot&) { return *this; }
+  };
   friend class OpDefBuilder;
   absl::StatusOr<const AttrSpec*> FindAttrSpec(absl::string_view name) const;
   absl::Status AttrTypeError(absl::string_view name, const AttrSpec& spec,
@@ -243,6 +260,7 @@ class OpDef {
   ShapeRule shape_rule_;
   SymbolicValueRule symbolic_value_rule_;
   ReferenceKernel reference_;
+  IdSlot cached_id_;
 };
 
 class OpDefBuilder {
