@@ -84,7 +84,6 @@ Tensor Data(std::vector<int64_t> shape, uint64_t seed, Kind kind) {
   return t;
 }
 
-
 // Max pools: bit-exact (NaN equal to NaN). Averages: |got - want| <= 1e-6 |want|.
 void ExpectMatches(const Tensor& got, const Tensor& want, Kind kind) {
   ASSERT_EQ(got.shape(), want.shape());

@@ -45,7 +45,6 @@ std::string Transform(const std::string& type, int64_t src, int64_t dst,
                       "}\n");
 }
 
-
 void ExpectSameBits(const Tensor& got, const Tensor& want) {
   ASSERT_EQ(got.shape(), want.shape());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.nbytes()), 0);
