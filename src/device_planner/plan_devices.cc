@@ -297,6 +297,10 @@ class Planner {
   // image's dims in detection preprocessing, is shape arithmetic: it is freed for the cut,
   // which keeps it on the device when its input is there (copying the smaller result) and
   // moves it to the host when its input is already there (no copy to the device and back).
+  // One sweep from the last binding back reaches the fixpoint, since a binding's uses come
+  // after it, except through a region's results, whose consumer is the node owning the region
+  // (numbered before the bindings inside it): only when such a node changes is there another
+  // sweep.
   void ForceShapeSubgraphToHost() {
     bool again = true;
     while (again) {
@@ -305,7 +309,7 @@ class Planner {
         if (problem_.fixed[id] != CutProblem::kFree || nodes_[id] == nullptr) continue;
         if (AllUsesOnHost(id)) {
           problem_.fixed[id] = CutProblem::kHost;
-          again = true;
+          again |= nodes_[id]->num_regions() > 0;
         }
       }
     }
@@ -515,7 +519,7 @@ class Planner {
       if (v->producer() != nullptr) {
         InsertAfter(v->producer(), std::move(copy));
       } else {
-        insert_at_start_[v->param_block()].push_back(std::move(copy));
+        insertions_[v->param_block()].push_back(Insertion{-1, nullptr, std::move(copy)});
       }
       changed_ = true;
     }
@@ -525,40 +529,47 @@ class Planner {
     return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
   }
 
+  // The bindings to insert, by block: after the binding of node id `after` (`after_node`), or
+  // at the block's start (-1, nullptr).
+  struct Insertion {
+    int after;
+    const Node* after_node;
+    std::unique_ptr<Node> node;
+  };
   void InsertAfter(const Node* n, std::unique_ptr<Node> added) {
     const int id = node_ids_.Id(n);
     HETPASS_CHECK(id >= 0, "plan-devices inserts after a binding it did not collect");
-    if (insert_after_.empty()) insert_after_.resize(node_ids_.size());
-    insert_after_[id].push_back(std::move(added));
-    blocks_with_insertions_.insert(n->parent());
+    insertions_[n->parent()].push_back(Insertion{id, n, std::move(added)});
   }
 
-  // Splices the new bindings into their blocks.
-  void Flush() { FlushBlock(f_.body()); }
-  void FlushBlock(Block& block) {
-    std::vector<std::unique_ptr<Node>>& nodes = block.mutable_nodes();
-    auto start = insert_at_start_.find(&block);
-    if (start == insert_at_start_.end() && !HasInsertions(block)) {
-      for (auto& n : nodes) {
-        for (int r = 0; r < n->num_regions(); ++r) FlushBlock(*n->region(r));
-      }
-      return;
-    }
-    std::vector<std::unique_ptr<Node>> old = std::move(nodes);
-    nodes.clear();
-    if (start != insert_at_start_.end()) {
-      for (auto& c : start->second) block.Append(std::move(c));
-    }
-    for (auto& n : old) {
-      for (int r = 0; r < n->num_regions(); ++r) FlushBlock(*n->region(r));
-      const int id = node_ids_.Id(n.get());
-      block.Append(std::move(n));
-      if (id >= 0 && !insert_after_.empty()) {
-        for (auto& c : insert_after_[id]) block.Append(std::move(c));
-      }
-    }
+  // Splices the new bindings into their blocks, each block on its own: the blocks without
+  // insertions are not visited, and the bindings of one with insertions are moved, never read
+  // (a sweep reading every binding of a 100k-binding block again cost more than the copies).
+  void Flush() {
+    for (auto& [block, list] : insertions_) FlushBlock(*block, list);
   }
-  bool HasInsertions(const Block& block) const { return blocks_with_insertions_.contains(&block); }
+  void FlushBlock(Block& block, std::vector<Insertion>& list) {
+    // Node ids grow in program order within a block; for one binding, the order of the calls.
+    std::stable_sort(list.begin(), list.end(),
+                     [](const Insertion& a, const Insertion& b) { return a.after < b.after; });
+    std::vector<std::unique_ptr<Node>>& nodes = block.mutable_nodes();
+    const size_t old_size = nodes.size();
+    for (Insertion& ins : list) block.Append(std::move(ins.node));  // placed below
+    std::vector<std::unique_ptr<Node>> merged;
+    merged.reserve(nodes.size());
+    size_t next = 0;
+    while (next < list.size() && list[next].after_node == nullptr) {
+      merged.push_back(std::move(nodes[old_size + next++]));
+    }
+    for (size_t i = 0; i < old_size; ++i) {
+      const Node* at = nodes[i].get();
+      merged.push_back(std::move(nodes[i]));
+      while (next < list.size() && list[next].after_node == at) {
+        merged.push_back(std::move(nodes[old_size + next++]));
+      }
+    }
+    nodes = std::move(merged);
+  }
 
   const PlanDevicesOptions& options_;
   // The capabilities' answers about single-call groups (a model repeats a few op signatures).
@@ -582,11 +593,9 @@ class Planner {
   absl::flat_hash_set<int> target_pinned_;
   // The use sites of each value, by value id.
   IdBuckets<UseSite> uses_;
-  // Every binding of the function, and the bindings to insert after each (by node id).
+  // Every binding of the function (InsertAfter names a binding by its id).
   ScratchIds<Node> node_ids_;
-  std::vector<std::vector<std::unique_ptr<Node>>> insert_after_;
-  absl::flat_hash_set<const Block*> blocks_with_insertions_;
-  absl::flat_hash_map<const Block*, std::vector<std::unique_ptr<Node>>> insert_at_start_;
+  absl::flat_hash_map<Block*, std::vector<Insertion>> insertions_;  // InsertAfter's
   bool changed_ = false;
 };
 

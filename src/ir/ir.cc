@@ -128,9 +128,31 @@ Value* Node::AddResult(Type type, std::string name) {
 }
 
 Block* Node::AddRegion() {
-  regions_.push_back(std::make_unique<Block>());
-  regions_.back()->parent_node_ = this;
-  return regions_.back().get();
+  std::vector<std::unique_ptr<Block>>& regions = cold().regions;
+  regions.push_back(std::make_unique<Block>());
+  regions.back()->parent_node_ = this;
+  return regions.back().get();
+}
+
+void Node::set_loc(Location loc) {
+  // A node without a location keeps no out-of-line part for it.
+  if (!cold_ && loc.line == 0 && loc.col == 0 && loc.name.empty() && loc.file.empty()) return;
+  cold().loc = std::move(loc);
+}
+
+const std::string& Node::EmptyString() {
+  static const std::string* const empty = new std::string();
+  return *empty;
+}
+
+const Tensor& Node::EmptyTensor() {
+  static const Tensor* const empty = new Tensor();
+  return *empty;
+}
+
+const Location& Node::EmptyLocation() {
+  static const Location* const empty = new Location();
+  return *empty;
 }
 
 Function::Function(std::string name) : name_(std::move(name)) {

@@ -13,8 +13,26 @@ Type Type::Make(Kind kind, DType dtype, std::vector<DimExpr> shape, std::vector<
   Type t;
   t.kind_ = kind;
   t.dtype_ = dtype;
-  if (!shape.empty() || !fields.empty()) {
+  if (!fields.empty()) {
     t.rep_ = std::make_shared<const Rep>(Rep{std::move(shape), std::move(fields)});
+  } else if (!shape.empty()) {
+    // A type is an immutable value and a model repeats a handful of shapes (every op of an
+    // elementwise chain has its input's): the dims of the last few types made on this thread
+    // are shared by an equal new one. The values of a 100k-op model then point at a few dims
+    // lists instead of one each, which keeps what every pass reads per value in cache, and
+    // most comparisons of types stop at operator=='s pointer check.
+    constexpr int kRecent = 8;
+    thread_local std::shared_ptr<const Rep> recent[kRecent];
+    thread_local int next = 0;
+    for (const std::shared_ptr<const Rep>& r : recent) {
+      if (r != nullptr && r->fields.empty() && r->shape == shape) {
+        t.rep_ = r;
+        return t;
+      }
+    }
+    t.rep_ = std::make_shared<const Rep>(Rep{std::move(shape), {}});
+    recent[next] = t.rep_;
+    next = (next + 1) % kRecent;
   }
   return t;
 }

@@ -59,6 +59,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "absl/container/flat_hash_map.h"
@@ -129,23 +130,36 @@ class BlockPlanner {
     for (const auto& n : block.nodes()) {
       for (int i = 0; i < n->num_regions(); ++i) RETURN_IF_ERROR(Plan(*n->region(i), stats));
     }
-    const std::vector<int> kills_before = KillPoints(block);
-    // Phase 0: drop old kill points (recomputed in phase 4).
+    // Phase 0: drop old kill points (recomputed in phase 4), noting them (KillPoint) to tell
+    // whether the run changed them. Each sweep of a 100k-binding block reads it from memory
+    // again, so the notes are taken in the sweeps that move the nodes anyway.
+    std::vector<int> kills_before, kills_after;
     std::vector<std::unique_ptr<Node>> nodes;
-    for (auto& n : block.mutable_nodes()) {
-      if (IsKill(*n)) {
-        retired_.push_back(std::move(n));
-      } else {
-        nodes.push_back(std::move(n));
+    nodes.reserve(block.nodes().size());
+    {
+      ScratchIds<Value> number;
+      for (auto& n : block.mutable_nodes()) {
+        KillPoint(*n, number, &kills_before);
+        if (IsKill(*n)) {
+          retired_.push_back(std::move(n));
+        } else {
+          nodes.push_back(std::move(n));
+        }
       }
     }
     block.mutable_nodes().clear();
     if (options_.share) AssignStorage(block, nodes, stats);
-    for (auto& n : nodes) {
-      if (n != nullptr) block.Append(std::move(n));
+    nodes.erase(std::remove(nodes.begin(), nodes.end(), nullptr), nodes.end());
+    if (options_.kill) {
+      InsertKills(block, nodes, stats, &kills_after);
+    } else {
+      ScratchIds<Value> number;
+      for (auto& n : nodes) {
+        KillPoint(*n, number, &kills_after);
+        block.Append(std::move(n));
+      }
     }
-    if (options_.kill) InsertKills(block, stats);
-    if (KillPoints(block) != kills_before) stats.changed = true;
+    if (kills_after != kills_before) stats.changed = true;
     return absl::OkStatus();
   }
 
@@ -204,18 +218,23 @@ class BlockPlanner {
 
   void AssignStorage(Block& block, std::vector<std::unique_ptr<Node>>& nodes, Stats& stats) {
     const Liveness l = ComputeLiveness(block, nodes);
-    // Alias groups.
+    // Per-value facts are vectors indexed by the liveness ids (the block's parameters and
+    // results); maps keyed by pointer, and a vector of users per value, were most of the pass
+    // at 100k bindings. Alias groups: union-find element i is the value of liveness id i; a
+    // value from an enclosing block (captured by a region) gets an element after those.
+    const int num_ids = l.ids.size();
     UnionFind uf;
-    absl::flat_hash_map<const Value*, int> id;
+    uf.parent.resize(num_ids);
+    std::iota(uf.parent.begin(), uf.parent.end(), 0);
+    absl::flat_hash_map<const Value*, int> outer;
     auto id_of = [&](const Value* v) -> int {
-      auto it = id.find(v);
-      if (it != id.end()) return it->second;
-      const int i = uf.Add();
-      id[v] = i;
-      return i;
+      if (const int i = l.ids.Id(v); i >= 0) return i;
+      auto [it, inserted] = outer.try_emplace(v, 0);
+      if (inserted) it->second = uf.Add();
+      return it->second;
     };
-    for (int i = 0; i < l.ids.size(); ++i) id_of(l.ids[i]);
     const int end = static_cast<int>(nodes.size());
+    std::vector<const Value*> related;
     for (int k = 0; k < end; ++k) {
       const Node& n = *nodes[k];
       // A container's result shares its elements' storage (seq.insert, seq.at, opt.get), so a
@@ -226,7 +245,7 @@ class BlockPlanner {
                               IsPlainInvoke(n);
       if (HasRole(n, OpRole::kAllocTensor)) uf.Union(id_of(n.result()), id_of(n.operand(0)));
       if (!structural) continue;
-      std::vector<const Value*> related(n.operands().begin(), n.operands().end());
+      related.assign(n.operands().begin(), n.operands().end());
       for (int i = 0; i < n.num_regions(); ++i) CollectUses(*n.region(i), &related);
       for (const auto& r : n.results()) {
         for (const Value* v : related) {
@@ -234,25 +253,32 @@ class BlockPlanner {
         }
       }
     }
-    // A group's lifetime ends at the last use of any member.
-    absl::flat_hash_map<int, int> group_end;
-    for (int i = 0; i < l.ids.size(); ++i) {
-      const int last = l.End(i);
-      int& e = group_end.try_emplace(uf.Find(id_of(l.ids[i])), last).first->second;
-      e = std::max(e, last);
+    // A group's lifetime ends at the last use of any member (by the group's root).
+    std::vector<int> group_end(uf.parent.size(), std::numeric_limits<int>::min());
+    for (int i = 0; i < num_ids; ++i) {
+      int& e = group_end[uf.Find(i)];
+      e = std::max(e, l.End(i));
     }
-    // Users of each storage, and the kernel writing each tensor.
-    absl::flat_hash_map<const Value*, std::vector<const Node*>> users;
-    absl::flat_hash_map<const Value*, int> writer;
+    for (int& e : group_end) {
+      if (e == std::numeric_limits<int>::min()) e = 0;  // a group of outer values only
+    }
+    // The users of each value of the block (how many, and the first), and the kernel writing
+    // each tensor (its node index; -1: none).
+    std::vector<int> num_users(num_ids, 0);
+    std::vector<const Node*> first_user(num_ids, nullptr);
+    std::vector<int> writer(num_ids, -1);
+    std::vector<const Value*> uses;
     for (int k = 0; k < end; ++k) {
       const Node& n = *nodes[k];
-      std::vector<const Value*> uses(n.operands().begin(), n.operands().end());
+      uses.assign(n.operands().begin(), n.operands().end());
       for (int i = 0; i < n.num_regions(); ++i) CollectUses(*n.region(i), &uses);
-      for (const Value* v : uses) users[v].push_back(&n);
+      for (const Value* v : uses) {
+        if (const int i = l.ids.Id(v); i >= 0 && num_users[i]++ == 0) first_user[i] = &n;
+      }
       if (IsKernelInvoke(n)) {
         const int outs = static_cast<int>(n.attrs().GetInt(kKernelOutputsAttr));
         for (int i = n.num_operands() - outs; i < n.num_operands(); ++i) {
-          writer.try_emplace(n.operand(i), k);
+          if (const int id = l.ids.Id(n.operand(i)); id >= 0 && writer[id] < 0) writer[id] = k;
         }
       }
     }
@@ -263,17 +289,20 @@ class BlockPlanner {
       if (!HasRole(n, OpRole::kAllocStorage)) continue;
       const Value* st = n.result();
       if (results.contains(st) || !st->type().is_storage() || st->type().storage_bytes().has_unknown()) continue;
-      const auto& u = users[st];
-      if (u.size() != 1 || !HasRole(*u[0], OpRole::kAllocTensor) || u[0]->parent() != &block ||
-          u[0]->attrs().GetInt("offset") != 0) {
+      const int sid = l.ids.Id(st);
+      if (num_users[sid] != 1) continue;
+      const Node* user = first_user[sid];
+      if (!HasRole(*user, OpRole::kAllocTensor) || user->parent() != &block ||
+          user->attrs().GetInt("offset") != 0) {
         continue;
       }
-      candidates.push_back(Candidate{&n, const_cast<Node*>(u[0]), k, uf.Find(id_of(u[0]->result()))});
+      candidates.push_back(Candidate{&n, const_cast<Node*>(user), k, uf.Find(id_of(user->result()))});
     }
     // Phase 2.
     std::vector<Class> classes;
-    absl::flat_hash_map<const Value*, int> class_of_tensor;
-    absl::flat_hash_map<const Node*, int> class_of_candidate;
+    std::vector<int> class_of_tensor(num_ids, -1);  // by liveness id
+    std::vector<int> class_of_candidate;            // by candidate
+    absl::flat_hash_map<const Function*, bool> pointwise;  // shared functions: asked once
     for (const Candidate& c : candidates) {
       const Value* t = c.tensor_node->result();
       const DeviceKind device = c.storage_node->device();
@@ -282,21 +311,28 @@ class BlockPlanner {
       int chosen = -1;
       bool in_place = false;
       // a. In place.
-      auto w = writer.find(t);
-      if (options_.in_place && w != writer.end()) {
-        const Node& kernel = *nodes[w->second];
+      const int w = writer[l.ids.Id(t)];
+      if (options_.in_place && w >= 0) {
+        const Node& kernel = *nodes[w];
         const Function* callee = module_.FindFunction(kernel.callee());
         const int outs = static_cast<int>(kernel.attrs().GetInt(kKernelOutputsAttr));
-        if (callee != nullptr && Pointwise(*callee)) {
+        bool is_pointwise = false;
+        if (callee != nullptr) {
+          auto [it, inserted] = pointwise.try_emplace(callee, false);
+          if (inserted) it->second = Pointwise(*callee);
+          is_pointwise = it->second;
+        }
+        if (is_pointwise) {
           for (int i = 0; i < kernel.num_operands() - outs && chosen < 0; ++i) {
             const Value* x = kernel.operand(i);
-            auto cx = class_of_tensor.find(x);
-            if (cx == class_of_tensor.end() || x->type() != t->type()) continue;
-            const Class& k = classes[cx->second];
-            const int xg = uf.Find(id_of(x));
-            if (k.occupant_group == xg && group_end[xg] == w->second && k.device == device &&
+            const int xid = l.ids.Id(x);
+            if (xid < 0 || class_of_tensor[xid] < 0 || x->type() != t->type()) continue;
+            const int cx = class_of_tensor[xid];
+            const Class& k = classes[cx];
+            const int xg = uf.Find(xid);
+            if (k.occupant_group == xg && group_end[xg] == w && k.device == device &&
                 k.alignment == alignment && SizeCovers(k.size, size)) {
-              chosen = cx->second;
+              chosen = cx;
               in_place = true;
             }
           }
@@ -329,30 +365,27 @@ class BlockPlanner {
         ++(in_place ? stats.in_place : stats.shared);
         stats.changed = true;
       }
-      class_of_tensor[t] = chosen;
-      class_of_candidate[c.storage_node] = chosen;
+      class_of_tensor[l.ids.Id(t)] = chosen;
+      class_of_candidate.push_back(chosen);
     }
-    // Phase 3.
-    for (int k = 0; k < end; ++k) {
-      Node* n = nodes[k].get();
-      auto it = class_of_candidate.find(n);
-      if (it == class_of_candidate.end()) continue;
-      const Class& cls = classes[it->second];
+    // Phase 3, candidates in program order.
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const Candidate& c = candidates[i];
+      Node* n = c.storage_node;
+      const Class& cls = classes[class_of_candidate[i]];
       if (cls.storage_node == n) {
         if (n->result()->type().storage_bytes() != cls.size) n->result()->set_type(Type::Storage(cls.size));
         continue;
       }
-      for (const Candidate& c : candidates) {
-        if (c.storage_node == n) c.tensor_node->set_operand(0, cls.storage_node->result());
-      }
-      retired_.push_back(std::move(nodes[k]));
+      c.tensor_node->set_operand(0, cls.storage_node->result());
+      retired_.push_back(std::move(nodes[c.start]));
     }
   }
 
-  // Phase 4.
-  void InsertKills(Block& block, Stats& stats) {
-    std::vector<std::unique_ptr<Node>> nodes = std::move(block.mutable_nodes());
-    block.mutable_nodes().clear();
+  // Phase 4: appends `nodes` to the (emptied) block with the kill points; notes them in
+  // `kill_points` (KillPoint).
+  void InsertKills(Block& block, std::vector<std::unique_ptr<Node>>& nodes, Stats& stats,
+                   std::vector<int>* kill_points) {
     const Liveness l = ComputeLiveness(block, nodes);
     const int end = static_cast<int>(nodes.size());
     std::vector<std::vector<Value*>> dying(end);
@@ -371,8 +404,10 @@ class BlockPlanner {
       for (const auto& r : n->results()) consider(r.get());
     }
     const OpDef* kill = OpRegistry::Global().FindByRole(OpRole::kKill);
+    ScratchIds<Value> number;  // KillPoint's (the liveness numbering is done with)
     for (int k = 0; k < end; ++k) {
-      const Location loc = nodes[k]->loc();
+      const Node* before = nodes[k].get();
+      KillPoint(*before, number, kill_points);
       block.Append(std::move(nodes[k]));
       if (dying[k].empty()) continue;
       auto node = std::make_unique<Node>(NodeKind::kCall);
@@ -380,24 +415,21 @@ class BlockPlanner {
       for (Value* v : dying[k]) node->AddOperand(v);
       const DeviceKind d = dying[k][0]->device();
       node->set_device(d == DeviceKind::kUnset ? DeviceKind::kCpu : d);
-      node->set_loc(loc);
+      node->set_loc(before->loc());
+      KillPoint(*node, number, kill_points);
       block.Append(std::move(node));
       ++stats.kills;
     }
   }
 
-  // The kill points of a block (operand identities by position: the block's results numbered
-  // in order, -1 for another value; -2 opens a kill), to tell whether a run changed them.
-  static std::vector<int> KillPoints(const Block& block) {
-    ScratchIds<Value> number;
-    std::vector<int> out;
-    for (const auto& n : block.nodes()) {
-      for (const auto& r : n->results()) number.Number(r.get());
-      if (!IsKill(*n)) continue;
-      out.push_back(-2);
-      for (const Value* v : n->operands()) out.push_back(number.Id(v));
-    }
-    return out;
+  // The kill points of a block, one node at a time, in a form that compares across runs:
+  // operand identities by position (the block's results numbered in order by `number`, -1
+  // for another value; -2 opens a kill).
+  static void KillPoint(const Node& n, ScratchIds<Value>& number, std::vector<int>* out) {
+    for (const auto& r : n.results()) number.Number(r.get());
+    if (!IsKill(n)) return;
+    out->push_back(-2);
+    for (const Value* v : n.operands()) out->push_back(number.Id(v));
   }
 
   const PlanMemoryOptions& options_;

@@ -17,8 +17,9 @@
 // else the pass fails naming the node. Functions already marked primitive are left alone, which
 // makes the pass idempotent: its own output has nothing left to wrap.
 //
-// Phase 0  Check types of every non-primitive function first, so an error leaves the module
-//          untouched. Record the users of every value of the function.
+// Phase 0  Per non-primitive function, one sweep: number its nodes and values, record the
+//          users of every value, check types (an untyped function fails the pass before
+//          anything of it changes; functions before it are fused already).
 // Phase 1  Group each block greedily in program order (regions are grouped independently when
 //          Phase 2 reaches their node; if/loop/invoke nodes themselves are never members).
 //          Every wrappable call N starts a group of its own unless it joins the group G of a
@@ -53,7 +54,8 @@
 //               image resize, a constant pad) thus stays alone instead of taking its
 //               neighbours onto the reference interpreter.
 //          Deterministic: only program order and operand order decide.
-// Phase 1b Rule i, per group rather than per op: a group of several ops on a device is copied
+// Phase 1b Rule i (done in Phase 2's sweep, at the group's first member), per group rather
+//          than per op: a group of several ops on a device is copied
 //          into a scratch primitive function (as Phase 2 would outline it) and the device is
 //          asked whether a provider other than its fallback takes it whole
 //          (KernelCapabilities::TakesGroupNatively). CanFuse is per op, so a group of
@@ -68,8 +70,9 @@
 //          a device with a fallback keeps the group whole and one without (cuda) gets single
 //          ops.
 // Phase 2  Rewrite each block. Walking it in order, region blocks are rewritten (recursively)
-//          when their node is reached, and each group is named when its first member is
-//          reached: `fused_<op names joined by _>_<k>` ('.' becomes '_'; names past 64
+//          when their node is reached, and each group is split by rule i (Phase 1b) and named
+//          when its first member is reached (one sweep: a 100k-op block does not fit in cache,
+//          and a sweep per step read every group from memory again): `fused_<op names joined by _>_<k>` ('.' becomes '_'; names past 64
 //          characters are cut at an op boundary and end in `_etc`; k counts created functions
 //          in the module and skips names already taken). At the group's last member:
 //            - a new function is appended to the module with attributes {primitive = true},
@@ -186,51 +189,50 @@ class FuseOpsPass : public Pass {
       taken_names_.insert(f->name());
       if (!IsPrimitive(*f)) todo.push_back(f.get());
     }
-    for (Function* f : todo) RETURN_IF_ERROR(CheckTyped(*f));
+    // Each function is checked for types as it is numbered (NumberBlock), before any change to
+    // it: an untyped function fails the pass, though the functions before it are fused.
     bool changed = false;
-    for (Function* f : todo) changed |= FuseFunction(*f);
+    for (Function* f : todo) {
+      ASSIGN_OR_RETURN(const bool c, FuseFunction(*f));
+      changed |= c;
+    }
     shareable_.clear();
     return changed;
   }
 
  private:
   // ---- Phase 0 ------------------------------------------------------------------------------
-  absl::Status CheckTyped(Function& f) {
-    absl::Status status = absl::OkStatus();
-    WalkNodes(f.body(), [&](Node& n) {
-      if (!status.ok() || !Wrappable(n)) return;
-      for (int i = 0; i < n.num_operands() && status.ok(); ++i) {
-        if (!n.operand(i)->type().is_unset()) continue;
-        status = absl::FailedPreconditionError(absl::StrFormat(
-            "%sfuse-ops needs typed IR (run infer-types first): operand %d (%%%s) has no type",
-            NodeContext(module_, n), i, n.operand(i)->name()));
-      }
-      for (int i = 0; i < n.num_results() && status.ok(); ++i) {
-        if (!n.result(i)->type().is_unset()) continue;
-        status = absl::FailedPreconditionError(absl::StrFormat(
-            "%sfuse-ops needs typed IR (run infer-types first): result %d (%%%s) has no type",
-            NodeContext(module_, n), i, n.result(i)->name()));
-      }
-    });
-    return status;
-  }
-
-  // Numbers the nodes and values of a block, regions included (node_ids_, value_ids_).
-  void Number(const Block& block) {
+  // Numbers the nodes and values of a block, regions included (node_ids_, value_ids_), records
+  // the users of each value (users_) and checks that what fuse-ops wraps is typed, in one sweep:
+  // a 100k-op block does not fit in cache, and an operand is numbered (defined) before its use.
+  absl::Status NumberBlock(const Block& block) {
     for (const auto& p : block.params()) value_ids_.Number(p.get());
-    for (const auto& n : block.nodes()) {
-      node_ids_.Number(n.get());
-      for (const auto& r : n->results()) value_ids_.Number(r.get());
-      for (int r = 0; r < n->num_regions(); ++r) Number(*n->region(r));
+    for (const auto& node : block.nodes()) {
+      const Node& n = *node;
+      node_ids_.Number(&n);
+      for (const auto& r : n.results()) value_ids_.Number(r.get());
+      for (const Value* v : n.operands()) users_.Add(value_ids_.Id(v), &n);
+      if (Wrappable(n)) RETURN_IF_ERROR(CheckTyped(n));
+      for (int r = 0; r < n.num_regions(); ++r) RETURN_IF_ERROR(NumberBlock(*n.region(r)));
     }
+    for (const Value* v : block.results()) users_.Add(value_ids_.Id(v), nullptr);
+    return absl::OkStatus();
   }
 
-  void RecordUsers(const Block& block) {
-    for (const Value* v : block.results()) users_.Add(value_ids_.Id(v), nullptr);
-    for (const auto& n : block.nodes()) {
-      for (const Value* v : n->operands()) users_.Add(value_ids_.Id(v), n.get());
-      for (int r = 0; r < n->num_regions(); ++r) RecordUsers(*n->region(r));
+  absl::Status CheckTyped(const Node& n) const {
+    for (int i = 0; i < n.num_operands(); ++i) {
+      if (!n.operand(i)->type().is_unset()) continue;
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%sfuse-ops needs typed IR (run infer-types first): operand %d (%%%s) has no type",
+          NodeContext(module_, n), i, n.operand(i)->name()));
     }
+    for (int i = 0; i < n.num_results(); ++i) {
+      if (!n.result(i)->type().is_unset()) continue;
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%sfuse-ops needs typed IR (run infer-types first): result %d (%%%s) has no type",
+          NodeContext(module_, n), i, n.result(i)->name()));
+    }
+    return absl::OkStatus();
   }
 
   // The users of `v` (nullptr: a block result), each once per use.
@@ -257,17 +259,17 @@ class FuseOpsPass : public Pass {
     return id >= 0 && mark_[id] == stamp;
   }
 
-  bool FuseFunction(Function& f) {
+  absl::StatusOr<bool> FuseFunction(Function& f) {
     replace_.clear();
     shareable_.clear();
     value_ids_.Clear();
     node_ids_.Clear();
-    Number(f.body());
+    users_ = IdBuckets<const Node*>();
+    RETURN_IF_ERROR(NumberBlock(f.body()));
+    users_.Build(value_ids_.size());
     group_of_.assign(node_ids_.size(), -1);
     mark_.assign(node_ids_.size(), 0);
     stamp_ = 0;
-    RecordUsers(f.body());
-    users_.Build(value_ids_.size());
     const bool changed = FuseBlock(f.body());
     if (!replace_.empty()) ReplaceUses(f.body(), replace_);
     // Only now: until the uses are rewritten, a freed value's address could be reused by a new
@@ -489,72 +491,81 @@ class FuseOpsPass : public Pass {
     return pieces;
   }
 
-  // Splits every multi-op group that no native provider of its device takes whole into the
-  // pieces NativePieces finds (rule i). On a device without a fallback (cuda) a refused group
-  // must be split, into single ops where no piece is native.
-  void SplitRefusedGroups(std::vector<Group>& groups) {
+  // Splits group `i`, a multi-op group that no native provider of its device takes whole, into
+  // the pieces NativePieces finds (rule i); the first piece keeps index i, the others are
+  // appended. On a device without a fallback (cuda) a refused group must be split, into single
+  // ops where no piece is native.
+  void SplitIfRefused(std::vector<Group>& groups, size_t i) {
+    if (groups[i].members.size() < 2 || groups[i].device == DeviceKind::kUnset) return;
     const KernelCapabilities& caps =
         options_.capabilities != nullptr ? *options_.capabilities : BuiltinKernelCapabilities();
-    const size_t formed = groups.size();
-    for (size_t i = 0; i < formed; ++i) {
-      if (groups[i].members.size() < 2 || groups[i].device == DeviceKind::kUnset) continue;
-      const bool has_fallback = caps.TakesEveryGroup(groups[i].device);
-      if (!has_fallback && DeviceTakes(groups[i])) continue;
-      if (has_fallback) {
-        const std::vector<const Node*> nodes(groups[i].members.begin(), groups[i].members.end());
-        groups[i].outputs = GroupOutputs(groups[i], Mark(groups[i].members));
-        groups[i].hash = GroupStructuralHash(nodes, groups[i].outputs);
-        if (DeviceRunsGroupNatively(caps, nodes, groups[i].outputs, groups[i].device, answers_.get(),
-                                    groups[i].hash)) {
-          continue;
-        }
-        groups[i].outputs.clear();  // it is cut into pieces
-        groups[i].hash.reset();
+    const bool has_fallback = caps.TakesEveryGroup(groups[i].device);
+    if (!has_fallback && DeviceTakes(groups[i])) return;
+    if (has_fallback) {
+      const std::vector<const Node*> nodes(groups[i].members.begin(), groups[i].members.end());
+      groups[i].outputs = GroupOutputs(groups[i], Mark(groups[i].members));
+      groups[i].hash = GroupStructuralHash(nodes, groups[i].outputs);
+      if (DeviceRunsGroupNatively(caps, nodes, groups[i].outputs, groups[i].device, answers_.get(),
+                                  groups[i].hash)) {
+        return;
       }
-      std::vector<std::pair<size_t, size_t>> pieces = NativePieces(groups[i].members, groups[i].device);
-      if (pieces.empty()) {
-        if (has_fallback) continue;
-        for (size_t k = 0; k < groups[i].members.size(); ++k) pieces.push_back({k, k + 1});
+      groups[i].outputs.clear();  // it is cut into pieces
+      groups[i].hash.reset();
+    }
+    std::vector<std::pair<size_t, size_t>> pieces = NativePieces(groups[i].members, groups[i].device);
+    if (pieces.empty()) {
+      if (has_fallback) return;
+      for (size_t k = 0; k < groups[i].members.size(); ++k) pieces.push_back({k, k + 1});
+    }
+    std::vector<Node*> members = std::move(groups[i].members);
+    const DeviceKind device = groups[i].device;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      Group piece;
+      piece.members.assign(members.begin() + pieces[p].first, members.begin() + pieces[p].second);
+      piece.pattern = piece.members.front()->op()->pattern();
+      piece.device = device;
+      for (const Node* m : piece.members) piece.closed |= m->op()->data_dependent_output_shape();
+      if (p == 0) {
+        groups[i] = std::move(piece);
+        continue;
       }
-      std::vector<Node*> members = std::move(groups[i].members);
-      const DeviceKind device = groups[i].device;
-      for (size_t p = 0; p < pieces.size(); ++p) {
-        Group piece;
-        piece.members.assign(members.begin() + pieces[p].first, members.begin() + pieces[p].second);
-        piece.pattern = piece.members.front()->op()->pattern();
-        piece.device = device;
-        for (const Node* m : piece.members) piece.closed |= m->op()->data_dependent_output_shape();
-        if (p == 0) {
-          groups[i] = std::move(piece);
-          continue;
-        }
-        groups.push_back(std::move(piece));
-        for (Node* m : groups.back().members) SetGroup(m, static_cast<int>(groups.size()) - 1);
-      }
+      groups.push_back(std::move(piece));
+      for (Node* m : groups.back().members) SetGroup(m, static_cast<int>(groups.size()) - 1);
     }
   }
 
+  // One sweep in program order does, per group, what needs the group whole: at its first
+  // member rule i's split (SplitIfRefused) and the choice of its function (FunctionFor, so
+  // functions are named in program order), at its last member the outlining. The nodes of a
+  // 100k-op block do not fit in cache: a sweep per step read each group from memory again.
+  // A piece split off a group starts at a later member, so the sweep reaches it too.
   bool FuseBlock(Block& block) {
     std::vector<Group> groups = FormGroups(block);
-    SplitRefusedGroups(groups);
     bool changed = !groups.empty();
-    // Names in program order, regions when their node is reached.
-    for (const auto& n : block.nodes()) {
-      for (int r = 0; r < n->num_regions(); ++r) changed |= FuseBlock(*n->region(r));
-      const int g = GroupOf(n.get());
-      if (g >= 0 && groups[g].members.front() == n.get()) groups[g].function = FunctionFor(groups[g]);
+    if (groups.empty()) {
+      for (const auto& n : block.nodes()) {
+        for (int r = 0; r < n->num_regions(); ++r) changed |= FuseBlock(*n->region(r));
+      }
+      return changed;
     }
-    if (groups.empty()) return changed;
+    const size_t formed = groups.size();  // pieces split off later need no split of their own
     std::vector<std::unique_ptr<Node>> old = std::move(block.mutable_nodes());
     block.mutable_nodes().clear();
     std::vector<std::vector<std::unique_ptr<Node>>> staged(groups.size());
     for (auto& node : old) {
-      const int g = GroupOf(node.get());
+      Node* n = node.get();
+      for (int r = 0; r < n->num_regions(); ++r) changed |= FuseBlock(*n->region(r));
+      const int g = GroupOf(n);
       if (g < 0) {
         block.Append(std::move(node));
         continue;
       }
-      const bool last = groups[g].members.back() == node.get();
+      if (groups[g].members.front() == n) {
+        if (static_cast<size_t>(g) < formed) SplitIfRefused(groups, g);
+        groups[g].function = FunctionFor(groups[g]);
+        if (staged.size() < groups.size()) staged.resize(groups.size());
+      }
+      const bool last = groups[g].members.back() == n;
       staged[g].push_back(std::move(node));
       if (last) block.Append(Outline(groups[g], std::move(staged[g])));
     }

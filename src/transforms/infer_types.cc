@@ -46,6 +46,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "passes/shape_funcs/op_registry.h"
@@ -64,6 +65,7 @@ class InferTypesPass : public Pass {
     module_ = &module;
     changed_ = false;
     sym_.Clear();
+    signatures_.clear();
     CollectModuleSymbols(module);
     ASSIGN_OR_RETURN(std::vector<Function*> order, CallOrder(module));
     for (Function* f : order) RETURN_IF_ERROR(InferFunction(*f));
@@ -538,12 +540,30 @@ class InferTypesPass : public Pass {
                                             n.operand(i)->type().ToString()));
       }
     }
-    std::vector<Assumption> assumed;
-    absl::StatusOr<std::vector<Type>> types = op.InferTypes(n.attrs(), sym_.InputsOf(n, /*through_casts=*/true), &assumed);
-    if (!types.ok()) return NodeError(n, types.status().message());
-    for (Assumption& a : assumed) Assume(n, std::move(a));
+    const bool memoizable = !op.needs_values();
+    const size_t hash = memoizable ? SignatureHash(n) : 0;
+    const Signature* memo = memoizable ? FindSignature(n, hash) : nullptr;
+    absl::StatusOr<std::vector<Type>> computed;
+    if (memo == nullptr) {
+      std::vector<Assumption> assumed;
+      computed = op.InferTypes(n.attrs(), sym_.InputsOf(n, /*through_casts=*/true), &assumed);
+      if (!computed.ok()) return NodeError(n, computed.status().message());
+      if (memoizable) {
+        Signature sig{&op, n.attrs(), {}, *std::move(computed), std::move(assumed)};
+        for (const Value* v : n.operands()) sig.inputs.push_back(v->type());
+        std::vector<Signature>& bucket = signatures_[hash];
+        bucket.push_back(std::move(sig));
+        memo = &bucket.back();
+      } else {
+        for (Assumption& a : assumed) Assume(n, std::move(a));
+      }
+    }
+    if (memo != nullptr) {
+      for (const Assumption& a : memo->assumed) Assume(n, a);
+    }
+    const std::vector<Type>& types = memo != nullptr ? memo->types : *computed;
     for (int i = 0; i < n.num_results(); ++i) {
-      RETURN_IF_ERROR(SetType(n, n.result(i), (*types)[i]));
+      RETURN_IF_ERROR(SetType(n, n.result(i), types[i]));
       const Type named = NameUnknownDims(n.result(i), n.result(i)->type());
       if (named != n.result(i)->type()) {
         changed_ = true;
@@ -800,6 +820,46 @@ class InferTypesPass : public Pass {
     }
     return absl::OkStatus();
   }
+
+  // ---- Memoized shape functions ----------------------------------------------------------
+  // A shape function is pure: the op, its attributes and its input types decide the result
+  // types and the assumptions. A model repeats a few op signatures many times (every layer of
+  // a stack), so an op whose shape function reads no input values is inferred once per
+  // signature. The input types are matched by identity (Type::Make shares the dims of equal
+  // recent types, and a value's type is copied along a chain): a type equal but not identical
+  // is only a miss, one more shape function call.
+  struct Signature {
+    const OpDef* op;
+    Attrs attrs;
+    std::vector<Type> inputs;  // held, so that an identity compared with stays taken
+    std::vector<Type> types;
+    std::vector<Assumption> assumed;
+  };
+  static bool SameType(const Type& a, const Type& b) {
+    return a.kind() == b.kind() && a.dtype() == b.dtype() && &a.shape() == &b.shape() &&
+           &a.fields() == &b.fields();
+  }
+  static size_t SignatureHash(const Node& n) {
+    size_t h = absl::HashOf(n.op(), n.attrs().empty() ? size_t{0} : n.attrs().Hash());
+    for (const Value* v : n.operands()) {
+      const Type& t = v->type();
+      h = absl::HashOf(h, static_cast<int>(t.kind()), static_cast<int>(t.dtype()), &t.shape(),
+                       &t.fields());
+    }
+    return h;
+  }
+  const Signature* FindSignature(const Node& n, size_t hash) const {
+    auto it = signatures_.find(hash);
+    if (it == signatures_.end()) return nullptr;
+    for (const Signature& s : it->second) {
+      if (s.op != n.op() || s.inputs.size() != n.operands().size() || s.attrs != n.attrs()) continue;
+      bool same = true;
+      for (size_t i = 0; i < s.inputs.size() && same; ++i) same = SameType(s.inputs[i], n.operand(i)->type());
+      if (same) return &s;
+    }
+    return nullptr;
+  }
+  absl::flat_hash_map<size_t, std::vector<Signature>> signatures_;
 
   InferTypesOptions options_;
   Module* module_ = nullptr;

@@ -192,8 +192,8 @@ class Node {
   Builtin builtin() const { return builtin_; }
   void set_builtin(Builtin b) { builtin_ = b; }
   // kInvoke: the callee function name.
-  const std::string& callee() const { return callee_; }
-  void set_callee(std::string c) { callee_ = std::move(c); }
+  const std::string& callee() const { return cold_ ? cold_->callee : EmptyString(); }
+  void set_callee(std::string c) { cold().callee = std::move(c); }
 
   const std::vector<Value*>& operands() const { return operands_; }
   std::vector<Value*>& mutable_operands() { return operands_; }
@@ -207,20 +207,20 @@ class Node {
   void set_attrs(Attrs a) { attrs_ = std::move(a); }
 
   // kConstant: the data.
-  const Tensor& constant_value() const { return constant_; }
-  void set_constant_value(Tensor t) { constant_ = std::move(t); }
+  const Tensor& constant_value() const { return cold_ ? cold_->constant : EmptyTensor(); }
+  void set_constant_value(Tensor t) { cold().constant = std::move(t); }
 
   Value* AddResult(Type type = Type(), std::string name = "");
   int num_results() const { return static_cast<int>(results_.size()); }
   Value* result(int i = 0) const { return results_[i].get(); }
   const std::vector<std::unique_ptr<Value>>& results() const { return results_; }
 
-  int num_regions() const { return static_cast<int>(regions_.size()); }
-  Block* region(int i) const { return regions_[i].get(); }
+  int num_regions() const { return cold_ ? static_cast<int>(cold_->regions.size()) : 0; }
+  Block* region(int i) const { return cold_->regions[i].get(); }
 
   Block* parent() const { return parent_; }
-  const Location& loc() const { return loc_; }
-  void set_loc(Location loc) { loc_ = std::move(loc); }
+  const Location& loc() const { return cold_ ? cold_->loc : EmptyLocation(); }
+  void set_loc(Location loc);
   DeviceKind device() const { return device_; }
   void set_device(DeviceKind d) { device_ = d; }
   // As Value::scratch: a pass's own number for the node (passes/ir/scratch_ids.h).
@@ -229,20 +229,34 @@ class Node {
 
  private:
   friend class Block;
+  // What only some nodes have, or only printers and error messages read: kept out of line so
+  // that the fields every pass walks over (kind, op, operands, attributes, results, device) fit
+  // in two cache lines and the nodes of a block lie close together. At 100k ops the passes are
+  // bound by memory traffic, not by instructions (docs/runtime.md, "Pipeline speed at scale").
+  struct Cold {
+    std::string callee;
+    Tensor constant;
+    std::vector<std::unique_ptr<Block>> regions;
+    Location loc;
+  };
+  Cold& cold() {
+    if (!cold_) cold_ = std::make_unique<Cold>();
+    return *cold_;
+  }
+  static const std::string& EmptyString();
+  static const Tensor& EmptyTensor();
+  static const Location& EmptyLocation();
   Block* AddRegion();
   NodeKind kind_;
   Builtin builtin_ = Builtin::kSeqConstruct;
+  DeviceKind device_ = DeviceKind::kUnset;
   mutable uint32_t scratch_ = 0;
   const OpDef* op_ = nullptr;
-  std::string callee_;
   std::vector<Value*> operands_;
   Attrs attrs_;
-  Tensor constant_;
   std::vector<std::unique_ptr<Value>> results_;
-  std::vector<std::unique_ptr<Block>> regions_;
   Block* parent_ = nullptr;
-  Location loc_;
-  DeviceKind device_ = DeviceKind::kUnset;
+  std::unique_ptr<Cold> cold_;
 };
 
 class Function {
